@@ -1,0 +1,50 @@
+package moe.a2a.comm;
+
+import java.nio.ByteBuffer;
+
+/**
+ * One rank's end of an all-to-all group. Every collective call must be made by every rank of the
+ * group in the same order; a peer that does not arrive within the group's timeout, or that fails,
+ * surfaces as an {@link A2aException} on every rank rather than a hang.
+ *
+ * <p>Buffers are laid out per peer: the segment for peer {@code p} starts at the sum of the counts
+ * of peers {@code 0..p-1} (an exclusive prefix sum) and holds {@code counts[p]} bytes. Counts are
+ * in bytes.
+ *
+ * <p>Owned by the rank's data-plane thread: implementations are not thread-safe per instance.
+ */
+public interface Communicator extends AutoCloseable {
+
+    /** This rank, in {@code [0, size())}. */
+    int rank();
+
+    /** The world size {@code N}. */
+    int size();
+
+    /** Name of the transport, as shown to users: {@code local}, {@code tcp} or {@code nccl}. */
+    String transport();
+
+    /**
+     * Exchanges one count per peer: afterwards {@code recvCounts[p]} holds what peer {@code p}
+     * passed as its {@code sendCounts[rank()]}.
+     */
+    void allToAllCounts(long[] sendCounts, long[] recvCounts);
+
+    /**
+     * All-to-all-v of bytes: the segment of {@code send} for peer {@code p} lands in peer {@code
+     * p}'s {@code recv} at the segment for this rank. Both sides must agree on every count (as
+     * obtained from {@link #allToAllCounts}); a mismatch is an error, not a truncation. Buffer
+     * positions and limits are ignored: segments start at index 0.
+     */
+    void allToAllV(ByteBuffer send, long[] sendCounts, ByteBuffer recv, long[] recvCounts);
+
+    /** Returns once every rank has called it. */
+    void barrier();
+
+    /** Breaks the group: every rank's current and later calls fail with {@code cause}. */
+    void abort(Throwable cause);
+
+    /** Releases this rank's resources; the group cannot be used afterwards. */
+    @Override
+    void close();
+}

@@ -1,0 +1,124 @@
+package moe.a2a.comm.local;
+
+import java.nio.ByteBuffer;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Communicator;
+
+/**
+ * In-process communicator: a rank copies each outgoing segment straight into the peer's receive
+ * buffer, so every row is copied once. Each collective is two barrier rounds: one after the
+ * receive buffers are published, one after every rank has written.
+ *
+ * <p>Owned by one rank thread.
+ */
+public final class LocalCommunicator implements Communicator {
+    private final LocalGroup group;
+    private final int rank;
+    private final long[] sendOffsets;
+    private long step;
+
+    LocalCommunicator(LocalGroup group, int rank) {
+        this.group = group;
+        this.rank = rank;
+        this.sendOffsets = new long[group.size()];
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return group.size();
+    }
+
+    @Override
+    public String transport() {
+        return "local";
+    }
+
+    @Override
+    public void allToAllCounts(long[] sendCounts, long[] recvCounts) {
+        final int n = group.size();
+        checkLength("sendCounts", sendCounts, n);
+        checkLength("recvCounts", recvCounts, n);
+        final long op = step++;
+        System.arraycopy(sendCounts, 0, group.counts[rank], 0, n);
+        group.await(rank, op);
+        for (int src = 0; src < n; src++) {
+            recvCounts[src] = group.counts[src][rank];
+        }
+        // Nobody may overwrite its row of the matrix before every rank has read its column.
+        group.await(rank, op);
+    }
+
+    @Override
+    public void allToAllV(ByteBuffer send, long[] sendCounts, ByteBuffer recv, long[] recvCounts) {
+        final int n = group.size();
+        checkLength("sendCounts", sendCounts, n);
+        checkLength("recvCounts", recvCounts, n);
+        final long op = step++;
+        long offset = 0;
+        for (int src = 0; src < n; src++) {
+            group.recvOffsets[rank][src] = offset;
+            group.recvLengths[rank][src] = recvCounts[src];
+            offset += recvCounts[src];
+        }
+        if (offset > recv.capacity()) {
+            throw new A2aException("receive buffer too small: rank=" + rank + ", needBytes="
+                    + offset + ", capacityBytes=" + recv.capacity());
+        }
+        group.recvBuffers[rank] = recv;
+        group.await(rank, op);
+        long sendOffset = 0;
+        for (int dst = 0; dst < n; dst++) {
+            sendOffsets[dst] = sendOffset;
+            sendOffset += sendCounts[dst];
+        }
+        try {
+            for (int i = 0; i < n; i++) {
+                // Start with the next peer so that ranks do not all write into rank 0 first.
+                final int dst = (rank + i) % n;
+                final long len = sendCounts[dst];
+                final long expected = group.recvLengths[dst][rank];
+                if (len != expected) {
+                    throw LocalGroup.countMismatch(rank, dst, len, expected);
+                }
+                if (len > 0) {
+                    group.recvBuffers[dst].put(
+                            (int) group.recvOffsets[dst][rank],
+                            send,
+                            (int) sendOffsets[dst],
+                            (int) len);
+                }
+            }
+        } catch (RuntimeException e) {
+            group.fail(e);
+            throw e;
+        }
+        group.await(rank, op);
+    }
+
+    @Override
+    public void barrier() {
+        group.await(rank, step++);
+    }
+
+    @Override
+    public void abort(Throwable cause) {
+        group.fail(cause);
+    }
+
+    @Override
+    public void close() {
+        group.fail(new A2aException("communicator closed: rank=" + rank));
+    }
+
+    private static void checkLength(String name, long[] counts, int n) {
+        if (counts.length != n) {
+            throw new IllegalArgumentException(
+                    name + ".length: " + counts.length + " (expected: " + n + ")");
+        }
+    }
+}

@@ -1,0 +1,2 @@
+/** In-process transport: the ranks of a group are threads of one JVM. */
+package moe.a2a.comm.local;

@@ -1,0 +1,2 @@
+/** The data-plane communicator SPI: counts and rows exchanged all-to-all among the ranks of one group. */
+package moe.a2a.comm;

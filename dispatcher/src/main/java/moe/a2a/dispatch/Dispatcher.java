@@ -1,0 +1,206 @@
+package moe.a2a.dispatch;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.Arrays;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Communicator;
+
+/**
+ * One rank's data path: {@link #dispatch} sends each token once to every rank hosting one of its
+ * experts and groups what arrives by local expert; {@link #combine} sends back, per received
+ * token, the weighted sum of the local experts' outputs and sums the partial rows at the source.
+ *
+ * <p>Off-heap buffers grow to the largest step seen and are reused. Owned by the rank thread.
+ */
+public final class Dispatcher {
+    private final Communicator comm;
+    private final Placement placement;
+    private final int hidden;
+    private final int topK;
+    private final int rank;
+    private final int worldSize;
+    private final DispatchLayout layout;
+    private final DispatchHandle handle;
+    private final DispatchResult result;
+    private final DispatchRowLayout[] rowLayouts = new DispatchRowLayout[DType.values().length];
+    private final long[] sendRows;
+    private final long[] sendBytes;
+    private final long[] recvBytes;
+    private final int[] slotCursor;
+    private ByteBuffer sendBuffer = allocate(0);
+    private ByteBuffer recvBuffer = allocate(0);
+    private ByteBuffer combineSend = allocate(0);
+    private ByteBuffer combineRecv = allocate(0);
+    private float[] partials = new float[0];
+
+    public Dispatcher(Communicator comm, Placement placement, int hidden, int topK) {
+        if (placement.worldSize() != comm.size()) {
+            throw new IllegalArgumentException("placement.worldSize: " + placement.worldSize()
+                    + " (expected: " + comm.size() + ", the communicator's size)");
+        }
+        this.comm = comm;
+        this.placement = placement;
+        this.hidden = hidden;
+        this.topK = topK;
+        this.rank = comm.rank();
+        this.worldSize = comm.size();
+        this.layout = new DispatchLayout(placement);
+        this.handle = new DispatchHandle(layout, worldSize, placement.localExperts(rank));
+        this.result = new DispatchResult(handle);
+        this.sendRows = new long[worldSize];
+        this.sendBytes = new long[worldSize];
+        this.recvBytes = new long[worldSize];
+        this.slotCursor = new int[placement.localExperts(rank)];
+        for (DType dtype : DType.values()) {
+            rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype);
+        }
+    }
+
+    public Communicator communicator() {
+        return comm;
+    }
+
+    /**
+     * Dispatches {@code numTokens} tokens ({@code [T, H]} rows of {@code dtype} in {@code tokens},
+     * little-endian, from index 0) routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}).
+     * Every rank must call this in the same step, possibly with zero tokens.
+     */
+    public DispatchResult dispatch(
+            ByteBuffer tokens, int numTokens, DType dtype, int[] topkIds, float[] topkWeights) {
+        final DispatchRowLayout row = rowLayouts[dtype.ordinal()];
+        handle.rowLayout = row;
+        layout.compute(topkIds, numTokens, topK);
+        pack(tokens, row, topkIds, topkWeights);
+
+        for (int r = 0; r < worldSize; r++) {
+            sendRows[r] = layout.tokensPerRank(r);
+            sendBytes[r] = sendRows[r] * row.rowBytes();
+        }
+        comm.allToAllCounts(sendRows, handle.recvRowsPerRank);
+        long totalRecv = 0;
+        for (int r = 0; r < worldSize; r++) {
+            recvBytes[r] = handle.recvRowsPerRank[r] * row.rowBytes();
+            totalRecv += handle.recvRowsPerRank[r];
+        }
+        recvBuffer = ensure(recvBuffer, totalRecv * row.rowBytes());
+        comm.allToAllV(sendBuffer, sendBytes, recvBuffer, recvBytes);
+        handle.numRecvTokens = (int) totalRecv;
+        groupByExpert(row);
+        result.recvBuffer = recvBuffer;
+        return result;
+    }
+
+    /**
+     * Combines: {@code expertOutputs} holds fp32 rows in the grouped order of {@code handle}
+     * ({@code [numExpertRows, H]}); on return {@code out} ({@code [T, H]} fp32, T of the source
+     * side) holds each token's weighted sum over all its experts. Every rank must call this.
+     */
+    public void combine(FloatBuffer expertOutputs, DispatchHandle handle, float[] out) {
+        final DispatchRowLayout row = handle.rowLayout;
+        final int numRecv = handle.numRecvTokens;
+        final int payloadBytes = row.payloadBytes();
+        if (partials.length < numRecv * hidden) {
+            partials = new float[numRecv * hidden];
+        }
+        Arrays.fill(partials, 0, numRecv * hidden, 0f);
+        final int total = handle.expertOffsets[handle.expertOffsets.length - 1];
+        for (int i = 0; i < total; i++) {
+            final int base = handle.expertRows[i] * hidden;
+            final float w = handle.expertWeights[i];
+            for (int c = 0; c < hidden; c++) {
+                partials[base + c] += w * expertOutputs.get(i * hidden + c);
+            }
+        }
+        combineSend = ensure(combineSend, (long) numRecv * payloadBytes);
+        for (int j = 0; j < numRecv; j++) {
+            row.dtype().encode(partials, j * hidden, hidden, combineSend, j * payloadBytes);
+        }
+        final int numPacked = layout.rankOffsets(worldSize);
+        for (int r = 0; r < worldSize; r++) {
+            sendBytes[r] = handle.recvRowsPerRank[r] * payloadBytes;
+            recvBytes[r] = layout.tokensPerRank(r) * payloadBytes;
+        }
+        combineRecv = ensure(combineRecv, (long) numPacked * payloadBytes);
+        comm.allToAllV(combineSend, sendBytes, combineRecv, recvBytes);
+
+        Arrays.fill(out, 0, layout.numTokens() * hidden, 0f);
+        for (int i = 0; i < numPacked; i++) {
+            final int base = layout.packOrder(i) * hidden;
+            final int src = i * payloadBytes;
+            for (int c = 0; c < hidden; c++) {
+                out[base + c] += row.dtype().get(combineRecv, src + c * row.dtype().sizeBytes());
+            }
+        }
+    }
+
+    private void pack(ByteBuffer tokens, DispatchRowLayout row, int[] topkIds, float[] weights) {
+        final int rowBytes = row.rowBytes();
+        final int payloadBytes = row.payloadBytes();
+        final int numPacked = layout.rankOffsets(worldSize);
+        sendBuffer = ensure(sendBuffer, (long) numPacked * rowBytes);
+        for (int r = 0; r < worldSize; r++) {
+            for (int i = layout.rankOffsets(r); i < layout.rankOffsets(r + 1); i++) {
+                final int t = layout.packOrder(i);
+                final int at = i * rowBytes;
+                sendBuffer.put(at, tokens, t * payloadBytes, payloadBytes);
+                for (int k = 0; k < topK; k++) {
+                    final int expert = topkIds[t * topK + k];
+                    final boolean here = placement.rankOf(expert) == r;
+                    sendBuffer.putInt(at + row.slotOffset(k), here ? placement.slotOf(expert) : -1);
+                    sendBuffer.putFloat(at + row.weightOffset(k), weights[t * topK + k]);
+                }
+            }
+        }
+    }
+
+    private void groupByExpert(DispatchRowLayout row) {
+        final int numRecv = handle.numRecvTokens;
+        final int localExperts = slotCursor.length;
+        final int rowBytes = row.rowBytes();
+        Arrays.fill(handle.expertOffsets, 0);
+        for (int j = 0; j < numRecv; j++) {
+            for (int k = 0; k < topK; k++) {
+                final int slot = recvBuffer.getInt(j * rowBytes + row.slotOffset(k));
+                if (slot >= localExperts) {
+                    throw new A2aException("received row names a slot this rank lacks: rank=" + rank
+                            + ", row=" + j + ", slot=" + slot + ", localExperts=" + localExperts);
+                }
+                if (slot >= 0) {
+                    handle.expertOffsets[slot + 1]++;
+                }
+            }
+        }
+        for (int s = 0; s < localExperts; s++) {
+            handle.expertOffsets[s + 1] += handle.expertOffsets[s];
+            slotCursor[s] = handle.expertOffsets[s];
+        }
+        final int total = handle.expertOffsets[localExperts];
+        if (handle.expertRows.length < total) {
+            handle.expertRows = new int[total];
+            handle.expertWeights = new float[total];
+        }
+        for (int j = 0; j < numRecv; j++) {
+            for (int k = 0; k < topK; k++) {
+                final int slot = recvBuffer.getInt(j * rowBytes + row.slotOffset(k));
+                if (slot >= 0) {
+                    final int at = slotCursor[slot]++;
+                    handle.expertRows[at] = j;
+                    handle.expertWeights[at] = recvBuffer.getFloat(j * rowBytes + row.weightOffset(k));
+                }
+            }
+        }
+    }
+
+    private static ByteBuffer ensure(ByteBuffer buffer, long bytes) {
+        if (bytes > Integer.MAX_VALUE) {
+            throw new A2aException("step too large for one buffer: bytes=" + bytes);
+        }
+        return buffer.capacity() >= bytes ? buffer : allocate((int) Math.max(bytes, buffer.capacity() * 3L / 2));
+    }
+
+    private static ByteBuffer allocate(int bytes) {
+        return ByteBuffer.allocateDirect(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    }
+}

@@ -1,0 +1,162 @@
+package moe.a2a.comm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The contract every {@link Communicator} transport must meet. Subclasses supply groups.
+ */
+@Timeout(60)
+public abstract class AbstractCommunicatorTest {
+
+    /** A fresh group of {@code size} ranks whose collectives time out after {@code timeoutNs}. */
+    protected abstract Communicator[] newGroup(int size, long timeoutNs) throws Exception;
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2, 3, 4, 8})
+    void shouldDeliverEverySegmentWhenCountsAreRandom(int n) throws Exception {
+        Communicator[] group = newGroup(n, TimeUnit.SECONDS.toNanos(20));
+        long seed = 1000 + n;
+        // bytes[src][dst], zero included, the same matrix on every rank
+        SplittableRandom random = new SplittableRandom(seed);
+        long[][] bytes = new long[n][n];
+        for (int s = 0; s < n; s++) {
+            for (int d = 0; d < n; d++) {
+                bytes[s][d] = random.nextInt(4) == 0 ? 0 : random.nextInt(1, 5000);
+            }
+        }
+        List<Boolean> ok = RankThreads.run(n, rank -> {
+            Communicator comm = group[rank];
+            for (int round = 0; round < 3; round++) {
+                long[] send = new long[n];
+                long[] recv = new long[n];
+                long total = 0;
+                for (int d = 0; d < n; d++) {
+                    send[d] = bytes[rank][d] + round;
+                    total += send[d];
+                }
+                comm.allToAllCounts(send, recv);
+                long recvTotal = 0;
+                for (int s = 0; s < n; s++) {
+                    assertThat(recv[s]).as("seed=%d rank=%d src=%d", seed, rank, s)
+                            .isEqualTo(bytes[s][rank] + round);
+                    recvTotal += recv[s];
+                }
+                ByteBuffer sendBuf = direct(total);
+                long at = 0;
+                for (int d = 0; d < n; d++) {
+                    for (long i = 0; i < send[d]; i++) {
+                        sendBuf.put((int) (at + i), pattern(rank, d, i, round));
+                    }
+                    at += send[d];
+                }
+                ByteBuffer recvBuf = direct(recvTotal);
+                comm.allToAllV(sendBuf, send, recvBuf, recv);
+                at = 0;
+                for (int s = 0; s < n; s++) {
+                    for (long i = 0; i < recv[s]; i++) {
+                        if (recvBuf.get((int) (at + i)) != pattern(s, rank, i, round)) {
+                            throw new AssertionError("seed=" + seed + " rank=" + rank + " src=" + s
+                                    + " byte=" + i + " round=" + round);
+                        }
+                    }
+                    at += recv[s];
+                }
+            }
+            return true;
+        });
+        assertThat(ok).hasSize(n).containsOnly(true);
+        close(group);
+    }
+
+    @Test
+    void shouldNameMissingRankWhenPeerNeverJoins() throws Exception {
+        Communicator[] group = newGroup(3, TimeUnit.MILLISECONDS.toNanos(300));
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            CountDownLatch started = new CountDownLatch(2);
+            Future<?> r0 = pool.submit(() -> {
+                started.countDown();
+                group[0].barrier();
+            });
+            Future<?> r1 = pool.submit(() -> {
+                started.countDown();
+                group[1].barrier();
+            });
+            started.await();
+            // rank 2 never calls barrier: ranks 0 and 1 must fail, one of them naming rank 2
+            Throwable f0 = failureOf(r0);
+            Throwable f1 = failureOf(r1);
+            assertThat(List.of(f0, f1)).allMatch(f -> f instanceof A2aException);
+            assertThat(List.of(f0, f1)).anyMatch(f -> f instanceof ExchangeTimeoutException t
+                    && t.peer() == 2);
+            assertThat(f0.getMessage() + f1.getMessage()).contains("peer=2");
+        } finally {
+            pool.shutdownNow();
+            close(group);
+        }
+    }
+
+    @Test
+    void shouldFailEveryRankWhenOneAborts() throws Exception {
+        Communicator[] group = newGroup(2, TimeUnit.SECONDS.toNanos(30));
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<?> waiting = pool.submit(() -> group[0].barrier());
+            group[1].abort(new A2aException("test abort: rank=1"));
+            assertThat(failureOf(waiting)).isInstanceOf(A2aException.class)
+                    .hasMessageContaining("test abort");
+            assertThatThrownBy(group[1]::barrier).isInstanceOf(A2aException.class);
+        } finally {
+            pool.shutdownNow();
+            close(group);
+        }
+    }
+
+    @Test
+    void shouldRejectCountsOfWrongLength() throws Exception {
+        Communicator[] group = newGroup(2, TimeUnit.SECONDS.toNanos(5));
+        assertThatThrownBy(() -> group[0].allToAllCounts(new long[3], new long[2]))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("sendCounts.length: 3 (expected: 2)");
+        close(group);
+    }
+
+    private static Throwable failureOf(Future<?> future) throws Exception {
+        try {
+            future.get(20, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            return e.getCause();
+        }
+        throw new AssertionError("expected a failure");
+    }
+
+    private static byte pattern(int src, int dst, long index, int round) {
+        return (byte) (src * 31 + dst * 17 + index * 7 + round);
+    }
+
+    private static ByteBuffer direct(long bytes) {
+        return ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private static void close(Communicator[] group) {
+        for (Communicator c : group) {
+            c.close();
+        }
+    }
+}

@@ -1,0 +1,41 @@
+package moe.a2a.comm;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+
+/** Runs one task per rank, each on its own thread, and collects the results in rank order. */
+public final class RankThreads {
+    private RankThreads() {}
+
+    /** Runs {@code task} for ranks {@code 0..n-1} concurrently; rethrows the first failure. */
+    public static <T> List<T> run(int n, IntFunction<T> task) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<T>> futures = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                final int rank = r;
+                futures.add(pool.submit(() -> task.apply(rank)));
+            }
+            List<T> results = new ArrayList<>();
+            for (Future<T> f : futures) {
+                try {
+                    results.add(f.get(60, TimeUnit.SECONDS));
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof Exception cause) {
+                        throw cause;
+                    }
+                    throw e;
+                }
+            }
+            return results;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+}

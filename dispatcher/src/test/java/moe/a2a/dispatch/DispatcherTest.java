@@ -1,0 +1,113 @@
+package moe.a2a.dispatch;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.List;
+import java.util.SplittableRandom;
+import moe.a2a.comm.RankThreads;
+import moe.a2a.comm.local.LocalGroup;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Dispatch → identity experts → combine must return each token's weighted input. */
+@Timeout(60)
+class DispatcherTest {
+
+    enum Routing { UNIFORM, ONE_EXPERT }
+
+    static List<Arguments> cases() {
+        return List.of(
+                Arguments.of(1, 4, 2, 0, Routing.UNIFORM, DType.FP32),
+                Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.BF16),
+                Arguments.of(3, 7, 3, 0, Routing.UNIFORM, DType.FP16),
+                Arguments.of(4, 16, 4, 0, Routing.UNIFORM, DType.BF16),
+                Arguments.of(4, 16, 2, 0, Routing.ONE_EXPERT, DType.FP32),
+                Arguments.of(8, 32, 8, 0, Routing.UNIFORM, DType.FP32),
+                // T smaller than N: most ranks bring no tokens
+                Arguments.of(8, 16, 2, 1, Routing.UNIFORM, DType.BF16),
+                // E smaller than N: some ranks host no expert
+                Arguments.of(4, 3, 2, 0, Routing.UNIFORM, DType.FP32),
+                Arguments.of(8, 8, 1, 0, Routing.ONE_EXPERT, DType.BF16));
+    }
+
+    @ParameterizedTest(name = "N={0} E={1} K={2} maxT={3} {4} {5}")
+    @MethodSource("cases")
+    void shouldReturnWeightedInputWhenExpertsAreIdentity(
+            int n, int numExperts, int topK, int fixedTokens, Routing routing, DType dtype)
+            throws Exception {
+        final int hidden = 24;
+        final long seed = 31L * n + numExperts + topK;
+        Placement placement = Placement.contiguous(numExperts, n);
+        LocalGroup group = new LocalGroup(n);
+        RankInput[] inputs = new RankInput[n];
+        SplittableRandom random = new SplittableRandom(seed);
+        for (int r = 0; r < n; r++) {
+            int t = fixedTokens > 0 ? (r == 0 ? fixedTokens : 0) : random.nextInt(0, 40);
+            inputs[r] = RankInput.random(random, t, hidden, numExperts, topK, routing, dtype);
+        }
+        List<float[]> outputs = RankThreads.run(n, rank -> {
+            Dispatcher dispatcher = new Dispatcher(group.communicator(rank), placement, hidden, topK);
+            float[] out = null;
+            for (int round = 0; round < 2; round++) { // the second round reuses every buffer
+                RankInput in = inputs[rank];
+                DispatchResult result = dispatcher.dispatch(in.tokens, in.numTokens, dtype, in.ids, in.weights);
+                int rows = result.numExpertRows();
+                FloatBuffer grouped = ByteBuffer.allocateDirect(Math.max(1, rows * hidden * 4))
+                        .order(ByteOrder.nativeOrder()).asFloatBuffer();
+                DispatchHandle handle = result.handle();
+                for (int s = 0; s < handle.localExperts(); s++) {
+                    result.gather(s, grouped, handle.expertOffsets(s) * hidden);
+                }
+                out = new float[in.numTokens * hidden];
+                dispatcher.combine(grouped, handle, out);
+            }
+            return out;
+        });
+        for (int r = 0; r < n; r++) {
+            RankInput in = inputs[r];
+            for (int t = 0; t < in.numTokens; t++) {
+                for (int c = 0; c < hidden; c++) {
+                    float x = dtype.get(in.tokens, (t * hidden + c) * dtype.sizeBytes());
+                    float expected = 0;
+                    for (int k = 0; k < topK; k++) {
+                        expected += in.weights[t * topK + k] * x;
+                    }
+                    assertThat(outputs.get(r)[t * hidden + c])
+                            .as("seed=%d rank=%d token=%d col=%d", seed, r, t, c)
+                            .isEqualTo(expected);
+                }
+            }
+        }
+    }
+
+    /** One rank's tokens and routing. Values are small integers and weights multiples of 1/8,
+     * so every sum is exact in every dtype and the comparison can be exact. */
+    record RankInput(ByteBuffer tokens, int numTokens, int[] ids, float[] weights) {
+        static RankInput random(SplittableRandom random, int t, int hidden, int numExperts, int topK,
+                Routing routing, DType dtype) {
+            ByteBuffer tokens = ByteBuffer.allocateDirect(Math.max(1, t * hidden * dtype.sizeBytes()))
+                    .order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = 0; i < t * hidden; i++) {
+                dtype.put(tokens, i * dtype.sizeBytes(), random.nextInt(-8, 9));
+            }
+            int[] ids = routing == Routing.ONE_EXPERT
+                    ? TestRoutings.concentrated(t, topK, numExperts - topK)
+                    : TestRoutings.uniform(random, t, numExperts, topK);
+            float[] weights = new float[t * topK];
+            for (int tok = 0; tok < t; tok++) {
+                int left = 8;
+                for (int k = 0; k < topK; k++) {
+                    int share = k == topK - 1 ? left : random.nextInt(1, left - (topK - k - 1) + 1);
+                    weights[tok * topK + k] = share / 8f;
+                    left -= share;
+                }
+            }
+            return new RankInput(tokens, t, ids, weights);
+        }
+    }
+}
