@@ -1,0 +1,22 @@
+package moe.a2a.experts;
+
+import java.nio.ByteBuffer;
+
+/**
+ * What one rank's step produced: its tokens' layer output and the step's measurements on this
+ * rank. {@code output} is reused by the rank: valid until its next step.
+ *
+ * @param output {@code [T, H]} in the step's dtype, little-endian, from index 0
+ * @param tokensPerRank tokens this rank sent to each rank (deduplicated)
+ * @param tokensPerExpert token×k assignments of this rank's tokens, per logical expert
+ * @param recvTokens tokens this rank received in dispatch
+ */
+public record RankStepResult(
+        ByteBuffer output,
+        long[] tokensPerRank,
+        long[] tokensPerExpert,
+        int recvTokens,
+        long routeNs,
+        long dispatchNs,
+        long expertNs,
+        long combineNs) {}
