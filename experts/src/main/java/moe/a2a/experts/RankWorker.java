@@ -18,46 +18,48 @@ import moe.a2a.dispatch.Placement;
  */
 public final class RankWorker {
     private final ModelConfig model;
-    private final Dispatcher dispatcher;
+    private final Placement placement;
     private final ExpertBank experts;
-    private final FloatBuffer[] gates;
-    private final int worldSize;
+    private final ModelGate gate;
+    private Dispatcher dispatcher;
     private FloatBuffer expertOutputs = Buffers.floats(0);
-    private FloatBuffer gateInput = Buffers.floats(0);
-    private FloatBuffer gateLogits = Buffers.floats(0);
     private float[] combined = new float[0];
-    private float[] logits = new float[0];
-    private int[] topkIds = new int[0];
-    private float[] topkWeights = new float[0];
+    private int[] ownIds = new int[0];
+    private float[] ownWeights = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
     public RankWorker(ModelConfig model, WeightSource weights, Placement placement, Communicator comm) {
         this.model = model;
-        this.worldSize = comm.size();
-        this.dispatcher = new Dispatcher(comm, placement, model.hidden(), model.topK());
+        this.placement = placement;
         this.experts = new ExpertBank(weights, placement, comm.rank());
-        this.gates = new FloatBuffer[model.layers()];
-        for (int layer = 0; layer < model.layers(); layer++) {
-            float[] g = weights.gate(layer);
-            gates[layer] = Buffers.floats(g.length).put(g).flip();
-        }
+        this.gate = new ModelGate(weights);
+        rebind(comm);
     }
 
-    public int rank() {
-        return dispatcher.communicator().rank();
+    /** Continues on a new communicator (same rank) after the old group broke. */
+    public void rebind(Communicator comm) {
+        this.dispatcher = new Dispatcher(comm, placement, model.hidden(), model.topK());
     }
 
     /**
      * Runs one step for this rank's {@code numTokens} tokens ({@code [T, H]} of {@code dtype} in
-     * {@code tokens}, from index 0).
+     * {@code tokens}, from index 0). The routing arrays are read, never written.
      */
     public RankStepResult step(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
         final int hidden = model.hidden();
-        final int topK = model.topK();
         long t0 = System.nanoTime();
-        route(layer, dtype, tokens, numTokens, routing);
+        int[] ids;
+        float[] weights;
+        if (routing instanceof RoutingInput.TopK given) {
+            ids = given.ids();
+            weights = given.weights();
+        } else {
+            route(layer, dtype, tokens, numTokens, routing);
+            ids = ownIds;
+            weights = ownWeights;
+        }
         long t1 = System.nanoTime();
-        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, topkIds, topkWeights);
+        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, ids, weights);
         long t2 = System.nanoTime();
         expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
         experts.forward(layer, result, expertOutputs);
@@ -74,8 +76,8 @@ public final class RankWorker {
         long t4 = System.nanoTime();
 
         DispatchLayout layout = result.handle().layout();
-        long[] perRank = new long[worldSize];
-        for (int r = 0; r < worldSize; r++) {
+        long[] perRank = new long[placement.worldSize()];
+        for (int r = 0; r < perRank.length; r++) {
             perRank[r] = layout.tokensPerRank(r);
         }
         long[] perExpert = new long[model.experts()];
@@ -88,29 +90,14 @@ public final class RankWorker {
 
     private void route(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
         final int topK = model.topK();
-        final int numExperts = model.experts();
-        if (routing instanceof RoutingInput.TopK given) {
-            topkIds = given.ids();
-            topkWeights = given.weights();
-            return;
-        }
-        if (topkIds.length < numTokens * topK) {
-            topkIds = new int[numTokens * topK];
-            topkWeights = new float[numTokens * topK];
+        if (ownIds.length < numTokens * topK) {
+            ownIds = new int[numTokens * topK];
+            ownWeights = new float[numTokens * topK];
         }
         if (routing instanceof RoutingInput.Logits given) {
-            Gate.softmaxTopK(given.logits(), numTokens, numExperts, topK, topkIds, topkWeights);
-            return;
+            Gate.softmaxTopK(given.logits(), numTokens, model.experts(), topK, ownIds, ownWeights);
+        } else {
+            gate.route(layer, dtype, tokens, numTokens, topK, ownIds, ownWeights);
         }
-        final int hidden = model.hidden();
-        gateInput = Buffers.ensure(gateInput, (long) numTokens * hidden);
-        gateLogits = Buffers.ensure(gateLogits, (long) numTokens * numExperts);
-        dtype.decode(tokens, 0, gateInput, 0, numTokens * hidden);
-        Sgemm.xwT(gateInput, numTokens, hidden, gates[layer], numExperts, gateLogits);
-        if (logits.length < numTokens * numExperts) {
-            logits = new float[numTokens * numExperts];
-        }
-        gateLogits.get(0, logits, 0, numTokens * numExperts);
-        Gate.softmaxTopK(logits, numTokens, numExperts, topK, topkIds, topkWeights);
     }
 }

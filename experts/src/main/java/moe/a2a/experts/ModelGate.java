@@ -1,0 +1,44 @@
+package moe.a2a.experts;
+
+import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.Gate;
+
+/**
+ * The model's router for one layer: logits {@code x · Wgᵀ} through {@link Sgemm}, then
+ * {@link Gate#softmaxTopK}. Scratch grows to the largest batch seen. Not thread-safe: each rank,
+ * and each caller outside the data plane, uses its own.
+ */
+public final class ModelGate {
+    private final FloatBuffer[] gates;
+    private final int experts;
+    private final int hidden;
+    private FloatBuffer input = Buffers.floats(0);
+    private FloatBuffer logitsOut = Buffers.floats(0);
+    private float[] logits = new float[0];
+
+    public ModelGate(WeightSource weights) {
+        this.experts = weights.experts();
+        this.hidden = weights.hidden();
+        this.gates = new FloatBuffer[weights.layers()];
+        for (int layer = 0; layer < gates.length; layer++) {
+            float[] g = weights.gate(layer);
+            gates[layer] = Buffers.floats(g.length).put(g).flip();
+        }
+    }
+
+    /** Routes {@code numTokens} tokens of {@code dtype} in {@code tokens} (from index 0). */
+    public void route(int layer, DType dtype, ByteBuffer tokens, int numTokens, int topK,
+            int[] topkIds, float[] topkWeights) {
+        input = Buffers.ensure(input, (long) numTokens * hidden);
+        logitsOut = Buffers.ensure(logitsOut, (long) numTokens * experts);
+        dtype.decode(tokens, 0, input, 0, numTokens * hidden);
+        Sgemm.xwT(input, numTokens, hidden, gates[layer], experts, logitsOut);
+        if (logits.length < numTokens * experts) {
+            logits = new float[numTokens * experts];
+        }
+        logitsOut.get(0, logits, 0, numTokens * experts);
+        Gate.softmaxTopK(logits, numTokens, experts, topK, topkIds, topkWeights);
+    }
+}
