@@ -9,13 +9,13 @@ public final class LayerCheck {
     private LayerCheck() {}
 
     /**
-     * FP32: within 1e-5 of the row's largest magnitude. BF16/FP16: the output is rounded once to
-     * the dtype and each rank's partial sum once more before the exchange back, so allow two
-     * roundings (2^-8 for bf16, 2^-10 for fp16) of the row's magnitude.
+     * FP32: within 1e-5 of the row's largest magnitude. BF16/FP16: two units in the last place of
+     * that magnitude (2^-6 for bf16, 2^-9 for fp16), since the output rounding may land on the
+     * neighbouring value and each rank's partial sum is rounded once before it travels back.
      */
     public static void assertClose(String where, DType dtype, float[] actual, float[] expected, int hidden) {
         assertThat(actual).as(where).hasSameSizeAs(expected);
-        double relative = dtype == DType.FP32 ? 1e-5 : dtype == DType.BF16 ? 0x1p-7 : 0x1p-9;
+        double relative = dtype == DType.FP32 ? 1e-5 : dtype == DType.BF16 ? 0x1p-6 : 0x1p-9;
         for (int t = 0; t < expected.length / hidden; t++) {
             double rowMax = 0;
             for (int c = 0; c < hidden; c++) {

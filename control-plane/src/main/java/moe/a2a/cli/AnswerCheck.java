@@ -1,0 +1,71 @@
+package moe.a2a.cli;
+
+import java.nio.ByteOrder;
+import moe.a2a.control.grpc.TensorCodec;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.Gate;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.v1.ForwardRequest;
+import moe.a2a.v1.ForwardResponse;
+
+/**
+ * Checks a served answer against {@link ReferenceMoeLayer} on the same inputs. The tolerance is
+ * per row, relative to the row's largest magnitude: 1e-5 for fp32 (summation order), and for
+ * bf16/fp16 two units in the last place of that magnitude (the final rounding may land on the
+ * neighbouring value, and each rank's partial sum is rounded once before it travels back). Not
+ * thread-safe (the reference caches weights).
+ */
+final class AnswerCheck {
+    private final ReferenceMoeLayer reference;
+    private final int experts;
+    private final int hidden;
+    private final int topK;
+
+    AnswerCheck(ReferenceMoeLayer reference, int experts, int hidden, int topK) {
+        this.reference = reference;
+        this.experts = experts;
+        this.hidden = hidden;
+        this.topK = topK;
+    }
+
+    /** The worst error over tolerance ratio of the answer; at most 1 means it passes. */
+    double worstRatio(ForwardRequest request, ForwardResponse response) {
+        DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
+        float[] x = TensorCodec.floats(request.getHiddenStates());
+        int numTokens = x.length / hidden;
+        int[] ids = new int[numTokens * topK];
+        float[] weights = new float[ids.length];
+        if (request.hasTopk()) {
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] = request.getTopk().getExpertIds(i);
+                weights[i] = request.getTopk().getWeights(i);
+            }
+        } else {
+            float[] logits = request.hasRouterLogits() ? TensorCodec.floats(request.getRouterLogits())
+                    : reference.gateLogits(request.getLayer(), x, numTokens);
+            Gate.softmaxTopK(logits, numTokens, experts, topK, ids, weights);
+        }
+        float[] expected = reference.forward(request.getLayer(), x, numTokens, topK, ids, weights);
+        float[] actual = new float[expected.length];
+        if (response.getHiddenStates().getData().size() != expected.length * dtype.sizeBytes()) {
+            return Double.POSITIVE_INFINITY;
+        }
+        dtype.decode(response.getHiddenStates().getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
+                0, actual, 0, actual.length);
+        double relative = dtype == DType.FP32 ? 1e-5 : dtype == DType.BF16 ? 0x1p-6 : 0x1p-9;
+        double worst = 0;
+        for (int t = 0; t < numTokens; t++) {
+            double rowMax = 0;
+            for (int c = 0; c < hidden; c++) {
+                rowMax = Math.max(rowMax, Math.abs(expected[t * hidden + c]));
+            }
+            double tolerance = relative * rowMax + 1e-7;
+            for (int c = 0; c < hidden; c++) {
+                int i = t * hidden + c;
+                double err = Math.abs((double) actual[i] - dtype.round(expected[i]));
+                worst = Math.max(worst, Double.isNaN(err) ? Double.POSITIVE_INFINITY : err / tolerance);
+            }
+        }
+        return worst;
+    }
+}

@@ -1,0 +1,42 @@
+package moe.a2a.cli;
+
+import java.nio.file.Path;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.SafetensorsWeights;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.experts.WeightSource;
+import picocli.CommandLine.Option;
+
+/** The model flags shared by the server commands: a safetensors file, or a seeded model's shape. */
+final class ModelOptions {
+    @Option(names = "--weights", paramLabel = "FILE",
+            description = "Safetensors file with Mixtral or DeepSeek/Qwen expert names; shapes are read from it.")
+    Path weights;
+
+    @Option(names = "--seed", defaultValue = "42", description = "Seed of the generated weights (default: ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--experts", defaultValue = "8", description = "Experts per layer, generated weights (default: ${DEFAULT-VALUE}).")
+    int experts;
+
+    @Option(names = "--hidden", defaultValue = "1024", description = "Hidden size, generated weights (default: ${DEFAULT-VALUE}).")
+    int hidden;
+
+    @Option(names = "--ffn", defaultValue = "2816", description = "Expert FFN size, generated weights (default: ${DEFAULT-VALUE}).")
+    int ffn;
+
+    @Option(names = "--layers", defaultValue = "1", description = "MoE layers, generated weights (default: ${DEFAULT-VALUE}).")
+    int layers;
+
+    @Option(names = "--top-k", defaultValue = "2", description = "Experts per token (default: ${DEFAULT-VALUE}).")
+    int topK;
+
+    /** The weights named by the flags: the file when given, else the seeded generator. */
+    WeightSource open() {
+        return weights != null ? SafetensorsWeights.open(weights) : new SeededWeights(seed, experts, hidden, ffn, layers);
+    }
+
+    static ModelConfig config(WeightSource source, int topK) {
+        return new ModelConfig(source.experts(), source.hidden(), source.ffn(), topK, source.layers());
+    }
+}

@@ -1,0 +1,2 @@
+/** The {@code moe-a2a} command line (picocli): serve, client. */
+package moe.a2a.cli;

@@ -1,0 +1,29 @@
+package moe.a2a.control.cluster;
+
+import com.google.protobuf.ByteString;
+import java.util.concurrent.CompletableFuture;
+import moe.a2a.dispatch.DType;
+import moe.a2a.experts.RoutingInput;
+
+/**
+ * One validated Forward request waiting for its step. Requests are batched into one step only
+ * when their layer, dtype and routing kind agree. Immutable apart from its future.
+ *
+ * @param tokens {@code [T, H]} in {@code dtype}, little-endian
+ * @param routing the request's own routing ({@code [T, ...]} arrays)
+ */
+public record ForwardJob(
+        int layer,
+        DType dtype,
+        int numTokens,
+        ByteString tokens,
+        RoutingInput routing,
+        long enqueuedNanos,
+        CompletableFuture<ForwardOutcome> result) {
+
+    /** Whether this job can ride in the same step as {@code other}. */
+    boolean batchesWith(ForwardJob other) {
+        return layer == other.layer && dtype == other.dtype
+                && routing.getClass() == other.routing.getClass();
+    }
+}

@@ -1,0 +1,189 @@
+package moe.a2a.control.grpc;
+
+import com.google.protobuf.ByteString;
+import io.grpc.stub.StreamObserver;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.control.cluster.ForwardJob;
+import moe.a2a.control.cluster.ForwardOutcome;
+import moe.a2a.control.cluster.StepScheduler;
+import moe.a2a.control.cluster.StepStatsSnapshot;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.ModelGate;
+import moe.a2a.experts.RoutingInput;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.v1.DescribeModelRequest;
+import moe.a2a.v1.ForwardRequest;
+import moe.a2a.v1.ForwardResponse;
+import moe.a2a.v1.ModelInfo;
+import moe.a2a.v1.MoeServiceGrpc;
+import moe.a2a.v1.RouteRequest;
+import moe.a2a.v1.RouteResponse;
+import moe.a2a.v1.StepStats;
+
+/**
+ * MoeService: validates on the calling gRPC thread, hands Forward to the step scheduler, and
+ * answers when the step completes. Route is computed here, without the data plane.
+ */
+public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
+    private final ModelConfig model;
+    private final Placement placement;
+    private final StepScheduler scheduler;
+    private final RequestDecoder decoder;
+    private final ModelGate routeGate;
+    private final ModelInfo info;
+
+    public MoeGrpcService(ModelConfig model, WeightSource weights, Placement placement,
+            StepScheduler scheduler, String transport) {
+        this.model = model;
+        this.placement = placement;
+        this.scheduler = scheduler;
+        this.decoder = new RequestDecoder(model);
+        this.routeGate = new ModelGate(weights);
+        this.info = ModelInfo.newBuilder()
+                .setExperts(model.experts())
+                .setHidden(model.hidden())
+                .setFfn(model.ffn())
+                .setTopK(model.topK())
+                .setLayers(model.layers())
+                .setWorldSize(placement.worldSize())
+                .setDtype(TensorCodec.wire(weights.dtype()))
+                .setTransport(transport)
+                .setWeightsSource(weights.description())
+                .build();
+    }
+
+    @Override
+    public void forward(ForwardRequest request, StreamObserver<ForwardResponse> responses) {
+        final long enqueued = System.nanoTime();
+        try {
+            decoder.checkLayer(request.getLayer());
+            int numTokens = decoder.tokens(request.getHiddenStates(), "hidden_states");
+            DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
+            RoutingInput routing = decoder.routing(request.getTopk(), request.getRouterLogits(),
+                    request.hasTopk(), request.hasRouterLogits(), numTokens);
+            if (numTokens == 0) {
+                responses.onNext(ForwardResponse.newBuilder()
+                        .setHiddenStates(TensorCodec.tensor(dtype, 0, model.hidden(), ByteString.EMPTY))
+                        .setStats(StepStats.newBuilder().setStepId(-1))
+                        .build());
+                responses.onCompleted();
+                return;
+            }
+            CompletableFuture<ForwardOutcome> result = new CompletableFuture<>();
+            scheduler.submit(new ForwardJob(request.getLayer(), dtype, numTokens,
+                    request.getHiddenStates().getData(), routing, enqueued, result));
+            result.whenComplete((outcome, failure) -> {
+                if (failure != null) {
+                    responses.onError(StatusMapping.toStatus(failure).asRuntimeException());
+                    return;
+                }
+                responses.onNext(ForwardResponse.newBuilder()
+                        .setHiddenStates(TensorCodec.tensor(dtype, numTokens, model.hidden(), outcome.output()))
+                        .setStats(stats(outcome))
+                        .build());
+                responses.onCompleted();
+            });
+        } catch (RuntimeException e) {
+            responses.onError(StatusMapping.toStatus(e).asRuntimeException());
+        }
+    }
+
+    @Override
+    public void route(RouteRequest request, StreamObserver<RouteResponse> responses) {
+        try {
+            responses.onNext(route(request));
+            responses.onCompleted();
+        } catch (RuntimeException e) {
+            responses.onError(StatusMapping.toStatus(e).asRuntimeException());
+        }
+    }
+
+    @Override
+    public void describeModel(DescribeModelRequest request, StreamObserver<ModelInfo> responses) {
+        responses.onNext(info);
+        responses.onCompleted();
+    }
+
+    private RouteResponse route(RouteRequest request) {
+        decoder.checkLayer(request.getLayer());
+        final int k = model.topK();
+        int numTokens;
+        if (request.hasHiddenStates()) {
+            numTokens = decoder.tokens(request.getHiddenStates(), "hidden_states");
+        } else if (request.hasTopk()) {
+            numTokens = request.getTopk().getExpertIdsCount() / Math.max(1, k);
+        } else if (request.hasRouterLogits() && request.getRouterLogits().getShapeCount() > 0) {
+            numTokens = Math.toIntExact(request.getRouterLogits().getShape(0));
+        } else {
+            throw new InvalidRequestException(
+                    "hidden_states: unset (expected: [T, " + model.hidden() + "] when routing is unset)");
+        }
+        RoutingInput routing = decoder.routing(request.getTopk(), request.getRouterLogits(),
+                request.hasTopk(), request.hasRouterLogits(), numTokens);
+        int[] ids;
+        float[] weights;
+        if (routing instanceof RoutingInput.TopK given) {
+            ids = given.ids();
+            weights = given.weights();
+        } else {
+            ids = new int[numTokens * k];
+            weights = new float[numTokens * k];
+            if (routing instanceof RoutingInput.Logits logits) {
+                moe.a2a.dispatch.Gate.softmaxTopK(logits.logits(), numTokens, model.experts(), k, ids, weights);
+            } else {
+                DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
+                ByteBuffer tokens = ByteBuffer.allocateDirect(request.getHiddenStates().getData().size())
+                        .order(ByteOrder.LITTLE_ENDIAN);
+                request.getHiddenStates().getData().copyTo(tokens);
+                synchronized (routeGate) {
+                    routeGate.route(request.getLayer(), dtype, tokens, numTokens, k, ids, weights);
+                }
+            }
+        }
+        DispatchLayout layout = new DispatchLayout(placement);
+        layout.compute(ids, numTokens, k);
+        RouteResponse.Builder out = RouteResponse.newBuilder().setK(k);
+        for (int i = 0; i < ids.length; i++) {
+            out.addExpertIds(ids[i]).addWeights(weights[i]).addRanks(placement.rankOf(ids[i]));
+        }
+        long[] perRank = new long[placement.worldSize()];
+        for (int r = 0; r < perRank.length; r++) {
+            perRank[r] = layout.tokensPerRank(r);
+            out.addTokensPerRank(perRank[r]);
+        }
+        long[] perExpert = new long[model.experts()];
+        for (int e = 0; e < perExpert.length; e++) {
+            perExpert[e] = layout.tokensPerExpert(e);
+            out.addTokensPerExpert(perExpert[e]);
+        }
+        return out.setRankImbalance(Imbalance.maxOverMean(perRank))
+                .setExpertImbalance(Imbalance.maxOverMean(perExpert))
+                .build();
+    }
+
+    private static StepStats stats(ForwardOutcome outcome) {
+        StepStatsSnapshot s = outcome.step();
+        StepStats.Builder b = StepStats.newBuilder()
+                .setStepId(s.stepId())
+                .setStepRequests(s.requests())
+                .setStepTokens(s.tokens())
+                .setRouteUs(TimeUnit.NANOSECONDS.toMicros(s.routeNs()))
+                .setDispatchUs(TimeUnit.NANOSECONDS.toMicros(s.dispatchNs()))
+                .setExpertUs(TimeUnit.NANOSECONDS.toMicros(s.expertNs()))
+                .setCombineUs(TimeUnit.NANOSECONDS.toMicros(s.combineNs()))
+                .setQueueUs(TimeUnit.NANOSECONDS.toMicros(outcome.queueNs()));
+        for (long v : s.tokensPerRank()) {
+            b.addTokensPerRank(v);
+        }
+        for (long v : s.tokensPerExpert()) {
+            b.addTokensPerExpert(v);
+        }
+        return b.build();
+    }
+}

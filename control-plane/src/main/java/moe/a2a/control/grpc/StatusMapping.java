@@ -1,0 +1,29 @@
+package moe.a2a.control.grpc;
+
+import io.grpc.Status;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.RejectedExecutionException;
+import moe.a2a.comm.A2aException;
+
+/**
+ * The one place that turns failures into gRPC statuses, by the retry litmus test: a bad field is
+ * INVALID_ARGUMENT (retrying cannot help), a full queue RESOURCE_EXHAUSTED, a failed exchange
+ * UNAVAILABLE (the group is rebuilt, so a retry can succeed), anything else INTERNAL.
+ */
+public final class StatusMapping {
+    private StatusMapping() {}
+
+    public static Status toStatus(Throwable failure) {
+        Throwable t = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        if (t instanceof InvalidRequestException) {
+            return Status.INVALID_ARGUMENT.withDescription(t.getMessage());
+        }
+        if (t instanceof RejectedExecutionException) {
+            return Status.RESOURCE_EXHAUSTED.withDescription(t.getMessage());
+        }
+        if (t instanceof A2aException) {
+            return Status.UNAVAILABLE.withDescription(t.getMessage()).withCause(t);
+        }
+        return Status.INTERNAL.withDescription(String.valueOf(t)).withCause(t);
+    }
+}

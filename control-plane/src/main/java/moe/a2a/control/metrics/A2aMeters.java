@@ -1,0 +1,42 @@
+package moe.a2a.control.metrics;
+
+/** Every meter moe-a2a registers: its Micrometer name, base unit and description. */
+public enum A2aMeters {
+    /** Exchange latency per phase (tags {@code phase}, {@code transport}); max over ranks per step. */
+    EXCHANGE("moe.a2a.exchange", "seconds", "Latency of one all-to-all phase of a step, slowest rank"),
+    /** Step stage latency (tag {@code stage}: queue, route, dispatch, expert, combine). */
+    STEP_STAGE("moe.a2a.step.stage", "seconds", "Latency of one stage of a step, slowest rank"),
+    /** Token×k assignments routed per expert (tags {@code layer}, {@code expert}). */
+    EXPERT_ROUTED("moe.a2a.expert.routed", "tokens", "Token-expert assignments routed to each expert"),
+    /** Tokens received per rank in dispatch (tags {@code layer}, {@code rank}). */
+    RANK_ROUTED("moe.a2a.rank.routed", "tokens", "Tokens dispatched to each rank, each token once per rank"),
+    /** max/mean of tokens per expert over the last step of a layer (tag {@code layer}). */
+    EXPERT_IMBALANCE("moe.a2a.expert.imbalance", null, "Max over mean of tokens per expert, last step of the layer"),
+    /** max/mean of tokens per rank over the last step of a layer (tag {@code layer}). */
+    RANK_IMBALANCE("moe.a2a.rank.imbalance", null, "Max over mean of tokens per rank, last step of the layer"),
+    /** Steps that failed (a rank failed or timed out). */
+    STEP_FAILURES("moe.a2a.step.failures", "steps", "Steps that failed and were answered UNAVAILABLE");
+
+    private final String meterName;
+    private final String baseUnit;
+    private final String description;
+
+    A2aMeters(String meterName, String baseUnit, String description) {
+        this.meterName = meterName;
+        this.baseUnit = baseUnit;
+        this.description = description;
+    }
+
+    public String meterName() {
+        return meterName;
+    }
+
+    /** The unit, or null for unitless ratios. */
+    public String baseUnit() {
+        return baseUnit;
+    }
+
+    public String description() {
+        return description;
+    }
+}
