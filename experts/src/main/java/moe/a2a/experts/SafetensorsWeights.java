@@ -143,7 +143,7 @@ public final class SafetensorsWeights implements WeightSource, AutoCloseable {
 
     @Override
     public String description() {
-        return file.path().toString();
+        return file.path().toAbsolutePath().toString();
     }
 
     @Override

@@ -1,2 +1,5 @@
 /** Micrometer meters of the data plane and the Prometheus scrape endpoint. */
+@NullMarked
 package moe.a2a.control.metrics;
+
+import org.jspecify.annotations.NullMarked;

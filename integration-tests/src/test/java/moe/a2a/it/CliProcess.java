@@ -1,0 +1,92 @@
+package moe.a2a.it;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A child process of the built CLI jar (or any command), its output captured to a file that a
+ * failing test attaches. Closing it kills it and waits, so no process outlives a test.
+ */
+final class CliProcess implements AutoCloseable {
+    private static final Pattern SERVING = Pattern.compile("serving on port (\\d+)");
+
+    private final Process process;
+    private final Path log;
+
+    private CliProcess(Process process, Path log) {
+        this.process = process;
+        this.log = log;
+    }
+
+    /** Starts {@code java -jar moe-a2a.jar args...}. */
+    static CliProcess moeA2a(Path dir, String name, String... args) throws IOException {
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx1g", "-jar", jar()));
+        command.addAll(List.of(args));
+        return start(dir, name, command);
+    }
+
+    static CliProcess start(Path dir, String name, List<String> command) throws IOException {
+        Path log = dir.resolve(name + ".log");
+        Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
+        return new CliProcess(p, log);
+    }
+
+    /** Polls the log until the server says which port it bound, or fails with the log. */
+    int awaitServingPort(Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            Matcher m = SERVING.matcher(output());
+            if (m.find()) {
+                return Integer.parseInt(m.group(1));
+            }
+            if (!process.isAlive()) {
+                throw new AssertionError("server exited with " + process.exitValue() + ":\n" + output());
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("server did not start within " + timeout + ":\n" + output());
+    }
+
+    /** Waits for exit; returns the exit code, or fails with the log on timeout. */
+    int awaitExit(Duration timeout) throws Exception {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError("process did not finish within " + timeout + ":\n" + output());
+        }
+        return process.exitValue();
+    }
+
+    String output() throws IOException {
+        return Files.readString(log, StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public void close() {
+        process.destroy();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static String jar() {
+        String jar = System.getProperty("moe.a2a.it.jar");
+        if (jar == null || !Files.isRegularFile(Path.of(jar))) {
+            throw new IllegalStateException("moe.a2a.it.jar: " + jar + " (expected: the built CLI jar; run ./mvnw verify)");
+        }
+        return jar;
+    }
+}

@@ -1,0 +1,59 @@
+package moe.a2a.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A client written by someone else, in Python from the .proto files alone, writes its own
+ * safetensors weights, has {@code serve} load them, and checks the answers with numpy. Needs
+ * Debian's python3-grpcio, python3-protobuf, python3-numpy and protobuf-compiler; {@code .ci/run}
+ * installs them and sets {@code moe.a2a.it.requirePython} so that CI fails instead of skipping.
+ */
+@Timeout(300)
+class PythonClientIT {
+    private static final String PYTHON = "/usr/bin/python3";
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void shouldGiveForeignClientTheAnswerOfItsOwnWeights() throws Exception {
+        boolean available = pythonReady();
+        if (Boolean.getBoolean("moe.a2a.it.requirePython")) {
+            assertThat(available).as("python3 with grpc and numpy, and protoc (see .ci/run)").isTrue();
+        }
+        assumeTrue(available, "python3-grpcio, python3-numpy or protoc missing");
+        Path script = Path.of("src/test/python/forward_client.py").toAbsolutePath();
+        Path weights = dir.resolve("python-weights.safetensors");
+        try (CliProcess write = CliProcess.start(dir, "write", List.of(PYTHON, script.toString(), "write-weights", weights.toString()))) {
+            assertThat(write.awaitExit(Duration.ofSeconds(60))).as(write.output()).isZero();
+        }
+        try (CliProcess serve = CliProcess.moeA2a(dir, "serve", "serve", "--port", "0", "--metrics-port", "0",
+                "--weights", weights.toString(), "--world-size", "3")) {
+            int port = serve.awaitServingPort(Duration.ofSeconds(60));
+            try (CliProcess check = CliProcess.start(dir, "check", List.of(PYTHON, script.toString(), "check",
+                    "127.0.0.1:" + port, weights.toString(), System.getProperty("moe.a2a.it.proto")))) {
+                int exit = check.awaitExit(Duration.ofSeconds(120));
+                assertThat(exit).as(check.output()).isZero();
+                assertThat(check.output()).contains("all answers match the numpy reference");
+            }
+        }
+    }
+
+    private static boolean pythonReady() throws Exception {
+        if (!Files.isExecutable(Path.of(PYTHON))) {
+            return false;
+        }
+        Process p = new ProcessBuilder(PYTHON, "-c", "import grpc, numpy, google.protobuf; import shutil, sys; "
+                + "sys.exit(0 if shutil.which('protoc') else 1)").redirectErrorStream(true).start();
+        return p.waitFor() == 0;
+    }
+}
