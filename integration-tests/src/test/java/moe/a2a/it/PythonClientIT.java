@@ -15,7 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
  * A client written by someone else, in Python from the .proto files alone, writes its own
  * safetensors weights, has {@code serve} load them, and checks the answers with numpy. Needs
  * Debian's python3-grpcio, python3-protobuf, python3-numpy and protobuf-compiler; {@code .ci/run}
- * installs them and sets {@code moe.a2a.it.requirePython} so that CI fails instead of skipping.
+ * installs them and sets {@code MOE_A2A_IT_REQUIRE_PYTHON=1} so that CI fails instead of skipping.
  */
 @Timeout(300)
 class PythonClientIT {
@@ -27,7 +27,7 @@ class PythonClientIT {
     @Test
     void shouldGiveForeignClientTheAnswerOfItsOwnWeights() throws Exception {
         boolean available = pythonReady();
-        if (Boolean.getBoolean("moe.a2a.it.requirePython")) {
+        if ("1".equals(System.getenv("MOE_A2A_IT_REQUIRE_PYTHON"))) {
             assertThat(available).as("python3 with grpc and numpy, and protoc (see .ci/run)").isTrue();
         }
         assumeTrue(available, "python3-grpcio, python3-numpy or protoc missing");
