@@ -91,6 +91,7 @@ final class ClientCommand implements Callable<Integer> {
             Histogram latency = new ConcurrentHistogram(TimeUnit.MINUTES.toMicros(10), 3);
             AtomicInteger next = new AtomicInteger();
             AtomicInteger failed = new AtomicInteger();
+            StageTotals stages = new StageTotals();
             ExecutorService pool = Executors.newFixedThreadPool(concurrency);
             long start = System.nanoTime();
             List<Future<?>> running = new ArrayList<>();
@@ -102,6 +103,7 @@ final class ClientCommand implements Callable<Integer> {
                         try {
                             ForwardResponse response = stub.forward(request);
                             latency.recordValue((System.nanoTime() - t0) / 1000);
+                            stages.add(response.getStats());
                             if (i < toVerify) {
                                 synchronized (kept) {
                                     kept.set(i, response);
@@ -126,6 +128,7 @@ final class ClientCommand implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f%n",
                     latency.getValueAtPercentile(50) / 1000.0, latency.getValueAtPercentile(90) / 1000.0,
                     latency.getValueAtPercentile(99) / 1000.0, latency.getMaxValue() / 1000.0);
+            System.out.println(stages.summary());
             int mismatches = verifyAnswers(model, workload, kept);
             if (failed.get() > 0) {
                 System.out.println("failed requests: " + failed.get());

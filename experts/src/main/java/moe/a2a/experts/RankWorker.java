@@ -8,7 +8,6 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
-import moe.a2a.dispatch.Gate;
 import moe.a2a.dispatch.Placement;
 
 /**
@@ -20,19 +19,17 @@ public final class RankWorker {
     private final ModelConfig model;
     private final Placement placement;
     private final ExpertBank experts;
-    private final ModelGate gate;
+    private final TokenRouter router;
     private Dispatcher dispatcher;
     private FloatBuffer expertOutputs = Buffers.floats(0);
     private float[] combined = new float[0];
-    private int[] ownIds = new int[0];
-    private float[] ownWeights = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
     public RankWorker(ModelConfig model, WeightSource weights, Placement placement, Communicator comm) {
         this.model = model;
         this.placement = placement;
         this.experts = new ExpertBank(weights, placement, comm.rank());
-        this.gate = new ModelGate(weights);
+        this.router = new TokenRouter(weights, model.topK());
         rebind(comm);
     }
 
@@ -48,18 +45,9 @@ public final class RankWorker {
     public RankStepResult step(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
         final int hidden = model.hidden();
         long t0 = System.nanoTime();
-        int[] ids;
-        float[] weights;
-        if (routing instanceof RoutingInput.TopK given) {
-            ids = given.ids();
-            weights = given.weights();
-        } else {
-            route(layer, dtype, tokens, numTokens, routing);
-            ids = ownIds;
-            weights = ownWeights;
-        }
+        router.route(layer, dtype, tokens, numTokens, routing);
         long t1 = System.nanoTime();
-        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, ids, weights);
+        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, router.ids(), router.weights());
         long t2 = System.nanoTime();
         expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
         experts.forward(layer, result, expertOutputs);
@@ -86,18 +74,5 @@ public final class RankWorker {
         }
         return new RankStepResult(output, perRank, perExpert, result.numRecvTokens(),
                 t1 - t0, t2 - t1, t3 - t2, t4 - t3);
-    }
-
-    private void route(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
-        final int topK = model.topK();
-        if (ownIds.length < numTokens * topK) {
-            ownIds = new int[numTokens * topK];
-            ownWeights = new float[numTokens * topK];
-        }
-        if (routing instanceof RoutingInput.Logits given) {
-            Gate.softmaxTopK(given.logits(), numTokens, model.experts(), topK, ownIds, ownWeights);
-        } else {
-            gate.route(layer, dtype, tokens, numTokens, topK, ownIds, ownWeights);
-        }
     }
 }

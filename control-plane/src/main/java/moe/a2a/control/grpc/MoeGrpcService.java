@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.ForwardJob;
@@ -14,8 +15,8 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
-import moe.a2a.experts.ModelGate;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.experts.TokenRouter;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ForwardRequest;
@@ -35,7 +36,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     private final Placement placement;
     private final StepScheduler scheduler;
     private final RequestDecoder decoder;
-    private final ModelGate routeGate;
+    private final TokenRouter router;
     private final ModelInfo info;
 
     public MoeGrpcService(ModelConfig model, WeightSource weights, Placement placement,
@@ -44,7 +45,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         this.placement = placement;
         this.scheduler = scheduler;
         this.decoder = new RequestDecoder(model);
-        this.routeGate = new ModelGate(weights);
+        this.router = new TokenRouter(weights, model.topK());
         this.info = ModelInfo.newBuilder()
                 .setExperts(model.experts())
                 .setHidden(model.hidden())
@@ -126,25 +127,17 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         }
         RoutingInput routing = decoder.routing(request.getTopk(), request.getRouterLogits(),
                 request.hasTopk(), request.hasRouterLogits(), numTokens);
+        ByteBuffer tokens = ByteBuffer.allocateDirect(request.getHiddenStates().getData().size())
+                .order(ByteOrder.LITTLE_ENDIAN);
+        request.getHiddenStates().getData().copyTo(tokens);
+        DType dtype = routing instanceof RoutingInput.ModelGate
+                ? TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states") : DType.FP32;
         int[] ids;
         float[] weights;
-        if (routing instanceof RoutingInput.TopK given) {
-            ids = given.ids();
-            weights = given.weights();
-        } else {
-            ids = new int[numTokens * k];
-            weights = new float[numTokens * k];
-            if (routing instanceof RoutingInput.Logits logits) {
-                moe.a2a.dispatch.Gate.softmaxTopK(logits.logits(), numTokens, model.experts(), k, ids, weights);
-            } else {
-                DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
-                ByteBuffer tokens = ByteBuffer.allocateDirect(request.getHiddenStates().getData().size())
-                        .order(ByteOrder.LITTLE_ENDIAN);
-                request.getHiddenStates().getData().copyTo(tokens);
-                synchronized (routeGate) {
-                    routeGate.route(request.getLayer(), dtype, tokens, numTokens, k, ids, weights);
-                }
-            }
+        synchronized (router) {
+            router.route(request.getLayer(), dtype, tokens, numTokens, routing);
+            ids = Arrays.copyOf(router.ids(), numTokens * k);
+            weights = Arrays.copyOf(router.weights(), numTokens * k);
         }
         DispatchLayout layout = new DispatchLayout(placement);
         layout.compute(ids, numTokens, k);
