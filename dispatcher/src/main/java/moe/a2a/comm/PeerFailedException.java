@@ -1,18 +1,33 @@
 package moe.a2a.comm;
 
-/** The group was broken by a failure elsewhere (another rank timed out, aborted or closed). */
+/** The group was broken by a failure elsewhere: a peer died, aborted or timed out. */
 public final class PeerFailedException extends A2aException {
     private static final long serialVersionUID = 1L;
 
     private final int rank;
+    private final int peer;
 
+    /** A failure whose origin this rank cannot name (for example another rank's timeout). */
     public PeerFailedException(int rank, Throwable cause) {
         super("exchange group failed: rank=" + rank + ", cause=" + cause.getMessage(), cause);
         this.rank = rank;
+        this.peer = -1;
+    }
+
+    /** A failure of the connection to, or reported by, {@code peer}. */
+    public PeerFailedException(int rank, int peer, String reason) {
+        super("exchange peer failed: rank=" + rank + ", peer=" + peer + ", reason=" + reason);
+        this.rank = rank;
+        this.peer = peer;
     }
 
     /** The rank that observed the failure. */
     public int rank() {
         return rank;
+    }
+
+    /** The peer that failed, or -1 when unknown. */
+    public int peer() {
+        return peer;
     }
 }

@@ -1,0 +1,105 @@
+package moe.a2a.comm.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.CorruptedFrameException;
+import io.netty.handler.codec.TooLongFrameException;
+
+/**
+ * Splits the byte stream into {@link Frame}s. Payloads are not copied: the socket's buffers are
+ * sliced and gathered into a composite buffer, so a large DATA frame streams through to the
+ * rank, which copies it once into its receive buffer. A bad magic, an unknown kind or a length
+ * over the limit is an exception (the connection is then closed). One per channel.
+ */
+final class FrameDecoder extends ChannelInboundHandlerAdapter {
+    private final long maxFrameBytes;
+    private ByteBuf header;
+    private CompositeByteBuf payload;
+    private byte kind;
+    private long op;
+    private long remaining = -1;
+
+    FrameDecoder(long maxFrameBytes) {
+        this.maxFrameBytes = maxFrameBytes;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        header = ctx.alloc().buffer(FrameHeader.BYTES);
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        header.release();
+        if (payload != null) {
+            payload.release();
+            payload = null;
+        }
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf in = (ByteBuf) msg;
+        try {
+            while (in.isReadable()) {
+                if (remaining < 0) {
+                    int take = Math.min(in.readableBytes(), FrameHeader.BYTES - header.readableBytes());
+                    header.writeBytes(in, take);
+                    if (header.readableBytes() == FrameHeader.BYTES) {
+                        startFrame(ctx);
+                    }
+                } else {
+                    int take = (int) Math.min(in.readableBytes(), remaining);
+                    payload.addComponent(true, in.readRetainedSlice(take));
+                    remaining -= take;
+                }
+                if (remaining == 0) {
+                    Frame frame = new Frame(kind, op, payload);
+                    payload = null;
+                    remaining = -1;
+                    ctx.fireChannelRead(frame);
+                }
+            }
+        } finally {
+            in.release();
+        }
+    }
+
+    private void startFrame(ChannelHandlerContext ctx) {
+        int magic = header.readInt();
+        kind = header.readByte();
+        header.skipBytes(3);
+        op = header.readLong();
+        long length = header.readLong();
+        header.clear();
+        if (magic != FrameHeader.MAGIC) {
+            throw new CorruptedFrameException("bad frame magic: magic=0x" + Integer.toHexString(magic)
+                    + " (expected: 0x" + Integer.toHexString(FrameHeader.MAGIC) + ")");
+        }
+        long limit;
+        switch (kind) {
+            case FrameHeader.HELLO:
+                limit = FrameHeader.HELLO_BYTES;
+                break;
+            case FrameHeader.COUNT:
+                limit = Long.BYTES;
+                break;
+            case FrameHeader.DATA:
+                limit = maxFrameBytes;
+                break;
+            case FrameHeader.ABORT:
+                limit = FrameHeader.MAX_ABORT_BYTES;
+                break;
+            default:
+                throw new CorruptedFrameException("unknown frame kind: kind=" + kind);
+        }
+        if (length < 0 || length > limit) {
+            throw new TooLongFrameException("frame length out of range: kind=" + FrameHeader.kindName(kind)
+                    + ", length=" + length + " (expected: in [0, " + limit + "])");
+        }
+        payload = ctx.alloc().compositeDirectBuffer(Integer.MAX_VALUE);
+        remaining = length;
+    }
+}

@@ -1,0 +1,51 @@
+package moe.a2a.comm.tcp;
+
+import io.netty.buffer.ByteBuf;
+
+/**
+ * The fixed header in front of every frame on a data connection. Integers are big-endian
+ * (Netty's default); the payload follows immediately.
+ *
+ * <pre>
+ *   0         4      5          8                    16                   24
+ *   +---------+------+----------+--------------------+--------------------+
+ *   | magic   | kind | reserved | op (int64)         | length (int64)     |
+ *   +---------+------+----------+--------------------+--------------------+
+ *   magic  0x4D4F4541 ("MOEA"); anything else closes the connection
+ *   kind   HELLO (16-byte payload: groupId int64, rank int32, size int32), COUNT (8 bytes),
+ *          DATA (length bytes of rows), ABORT (a UTF-8 reason of at most 4096 bytes)
+ *   op     the collective's sequence number on the communicator (HELLO: 0)
+ * </pre>
+ */
+final class FrameHeader {
+    static final int MAGIC = 0x4D4F4541;
+    static final int BYTES = 24;
+    static final int HELLO_BYTES = 16;
+    static final int MAX_ABORT_BYTES = 4096;
+
+    static final byte HELLO = 1;
+    static final byte COUNT = 2;
+    static final byte DATA = 3;
+    static final byte ABORT = 4;
+
+    private FrameHeader() {}
+
+    static void write(ByteBuf out, byte kind, long op, long length) {
+        out.writeInt(MAGIC).writeByte(kind).writeZero(3).writeLong(op).writeLong(length);
+    }
+
+    static String kindName(byte kind) {
+        switch (kind) {
+            case HELLO:
+                return "HELLO";
+            case COUNT:
+                return "COUNT";
+            case DATA:
+                return "DATA";
+            case ABORT:
+                return "ABORT";
+            default:
+                return "unknown(" + kind + ")";
+        }
+    }
+}

@@ -1,0 +1,369 @@
+package moe.a2a.comm.tcp;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.socket.SocketChannel;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangeTimeoutException;
+import moe.a2a.comm.PeerFailedException;
+
+/**
+ * A rank of a group whose ranks are processes, over one TCP connection per pair of ranks. Each
+ * collective sends one frame to every peer and waits, to the group's deadline, for one frame from
+ * every peer. Outgoing rows are written straight from the caller's buffer (no copy); incoming
+ * rows are copied once, from the socket's buffers into the receive buffer. A collective returns
+ * only when its writes are done, so a rank never has more than one collective's data queued
+ * per connection. Any failure (timeout, closed connection, protocol error, abort) aborts the
+ * whole group: every peer learns of it at once instead of waiting out its own timeout.
+ *
+ * <p>Lifecycle: {@link #bind} (listen), hand {@link #localAddress()} to the peers out of band,
+ * then {@link #connect} with everyone's address. Collectives are owned by one rank thread.
+ */
+public final class TcpCommunicator implements Communicator {
+    private final TcpConfig config;
+    private final TcpTransport transport;
+    private Channel server;
+    private final Channel[] peers;
+    private final PeerInbox[] inboxes;
+    private final CountDownLatch connected;
+    private final long[] sendOffsets;
+    private final long[] recvOffsets;
+    private final long[] barrierSend;
+    private final long[] barrierRecv;
+    private final ChannelFuture[] writes;
+    private volatile A2aException failure;
+    private long op;
+
+    private TcpCommunicator(TcpConfig config, TcpTransport transport) {
+        int n = config.size();
+        this.config = config;
+        this.transport = transport;
+        this.peers = new Channel[n];
+        this.inboxes = new PeerInbox[n];
+        for (int p = 0; p < n; p++) {
+            inboxes[p] = new PeerInbox();
+        }
+        this.connected = new CountDownLatch(n - 1);
+        this.sendOffsets = new long[n];
+        this.recvOffsets = new long[n];
+        this.barrierSend = new long[n];
+        this.barrierRecv = new long[n];
+        this.writes = new ChannelFuture[n];
+    }
+
+    /** Starts listening on {@code config.bindAddress()} (port 0 picks a free port). */
+    public static TcpCommunicator bind(TcpTransport transport, TcpConfig config) {
+        TcpCommunicator self = new TcpCommunicator(config, transport);
+        self.server = new ServerBootstrap()
+                .group(transport.group())
+                .channel(transport.serverChannel())
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast("frames", new FrameDecoder(config.maxFrameBytes()))
+                                .addLast("handshake", new Handshake(self, -1));
+                    }
+                })
+                .bind(config.bindAddress())
+                .syncUninterruptibly()
+                .channel();
+        return self;
+    }
+
+    /** Where peers connect to this rank. */
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) server.localAddress();
+    }
+
+    /**
+     * Connects to every lower rank and waits until every higher rank has connected here.
+     *
+     * @param addresses each rank's {@link #localAddress()}, indexed by rank
+     * @throws ExchangeTimeoutException naming the first peer missing at the deadline
+     */
+    public void connect(List<InetSocketAddress> addresses) {
+        if (addresses.size() != config.size()) {
+            throw new IllegalArgumentException("addresses.size: " + addresses.size() + " (expected: " + config.size() + ")");
+        }
+        final long deadline = System.nanoTime() + config.timeoutNs();
+        for (int p = 0; p < config.rank(); p++) {
+            connectTo(p, addresses.get(p), deadline);
+        }
+        try {
+            if (!connected.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                ExchangeTimeoutException e = new ExchangeTimeoutException(-1, config.rank(), firstMissingPeer(), config.timeoutNs());
+                abort(e);
+                throw e;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new A2aException("interrupted while connecting: rank=" + config.rank(), e);
+        }
+        throwIfFailed();
+    }
+
+    private void connectTo(int peer, InetSocketAddress address, long deadline) {
+        Bootstrap bootstrap = new Bootstrap()
+                .group(transport.group())
+                .channel(transport.socketChannel())
+                .option(ChannelOption.TCP_NODELAY, true)
+                .handler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast("frames", new FrameDecoder(config.maxFrameBytes()))
+                                .addLast("handshake", new Handshake(TcpCommunicator.this, peer));
+                    }
+                });
+        while (true) {
+            ChannelFuture f = bootstrap.connect(address).awaitUninterruptibly();
+            if (f.isSuccess()) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new PeerFailedException(config.rank(), peer, "cannot connect to " + address + ": " + f.cause());
+            }
+            sleepMillis(50);
+        }
+    }
+
+    synchronized boolean registerPeer(int peer, Channel channel) {
+        if (peers[peer] != null || failure != null) {
+            return false;
+        }
+        peers[peer] = channel;
+        connected.countDown();
+        return true;
+    }
+
+    TcpConfig config() {
+        return config;
+    }
+
+    PeerInbox inbox(int peer) {
+        return inboxes[peer];
+    }
+
+    @Override
+    public int rank() {
+        return config.rank();
+    }
+
+    @Override
+    public int size() {
+        return config.size();
+    }
+
+    @Override
+    public String transport() {
+        return "tcp";
+    }
+
+    @Override
+    public void allToAllCounts(long[] sendCounts, long[] recvCounts) {
+        final int n = config.size();
+        checkLength("sendCounts", sendCounts, n);
+        checkLength("recvCounts", recvCounts, n);
+        throwIfFailed();
+        final long seq = op++;
+        final long deadline = System.nanoTime() + config.timeoutNs();
+        for (int p = 0; p < n; p++) {
+            if (p != config.rank()) {
+                ByteBuf frame = peers[p].alloc().buffer(FrameHeader.BYTES + Long.BYTES);
+                FrameHeader.write(frame, FrameHeader.COUNT, seq, Long.BYTES);
+                peers[p].writeAndFlush(frame.writeLong(sendCounts[p]));
+            }
+        }
+        recvCounts[config.rank()] = sendCounts[config.rank()];
+        for (int p = 0; p < n; p++) {
+            if (p != config.rank()) {
+                Frame frame = await(p, seq, FrameHeader.COUNT, deadline);
+                recvCounts[p] = frame.payload().readLong();
+                frame.release();
+            }
+        }
+    }
+
+    @Override
+    public void allToAllV(ByteBuffer send, long[] sendCounts, ByteBuffer recv, long[] recvCounts) {
+        final int n = config.size();
+        final int me = config.rank();
+        checkLength("sendCounts", sendCounts, n);
+        checkLength("recvCounts", recvCounts, n);
+        throwIfFailed();
+        final long seq = op++;
+        final long deadline = System.nanoTime() + config.timeoutNs();
+        long s = 0;
+        long r = 0;
+        for (int p = 0; p < n; p++) {
+            sendOffsets[p] = s;
+            recvOffsets[p] = r;
+            s += sendCounts[p];
+            r += recvCounts[p];
+        }
+        if (r > recv.capacity()) {
+            throw new A2aException("receive buffer too small: rank=" + me + ", needBytes=" + r
+                    + ", capacityBytes=" + recv.capacity());
+        }
+        for (int i = 1; i < n; i++) {
+            int p = (me + i) % n;
+            ByteBuf header = peers[p].alloc().buffer(FrameHeader.BYTES);
+            FrameHeader.write(header, FrameHeader.DATA, seq, sendCounts[p]);
+            ByteBuf body = Unpooled.wrappedBuffer(slice(send, sendOffsets[p], sendCounts[p]));
+            writes[p] = peers[p].writeAndFlush(Unpooled.wrappedBuffer(header, body));
+        }
+        if (sendCounts[me] != recvCounts[me]) {
+            fail(new A2aException("all-to-all-v counts disagree: src=" + me + ", dst=" + me
+                    + ", sentBytes=" + sendCounts[me] + ", expectedBytes=" + recvCounts[me]));
+        }
+        recv.put((int) recvOffsets[me], send, (int) sendOffsets[me], (int) sendCounts[me]);
+        for (int i = 1; i < n; i++) {
+            int p = (me - i + n) % n;
+            Frame frame = await(p, seq, FrameHeader.DATA, deadline);
+            try {
+                int len = frame.payload().readableBytes();
+                if (len != recvCounts[p]) {
+                    fail(new A2aException("all-to-all-v counts disagree: src=" + p + ", dst=" + me
+                            + ", sentBytes=" + len + ", expectedBytes=" + recvCounts[p]));
+                }
+                frame.payload().getBytes(frame.payload().readerIndex(), slice(recv, recvOffsets[p], len));
+            } finally {
+                frame.release();
+            }
+        }
+        for (int p = 0; p < n; p++) {
+            if (p != me) {
+                awaitWrite(p, seq, deadline);
+                writes[p] = null;
+            }
+        }
+    }
+
+    @Override
+    public void barrier() {
+        allToAllCounts(barrierSend, barrierRecv);
+    }
+
+    @Override
+    public void abort(Throwable cause) {
+        A2aException reason = cause instanceof A2aException a ? a : new A2aException("aborted: " + cause, cause);
+        synchronized (this) {
+            if (failure != null) {
+                return;
+            }
+            failure = reason;
+        }
+        byte[] text = String.valueOf(cause.getMessage()).getBytes(StandardCharsets.UTF_8);
+        int len = Math.min(text.length, FrameHeader.MAX_ABORT_BYTES);
+        for (Channel ch : peers) {
+            if (ch != null && ch.isActive()) {
+                ByteBuf frame = ch.alloc().buffer(FrameHeader.BYTES + len);
+                FrameHeader.write(frame, FrameHeader.ABORT, op, len);
+                ch.writeAndFlush(frame.writeBytes(text, 0, len)).addListener(ChannelFutureListener.CLOSE);
+            }
+        }
+        for (int p = 0; p < inboxes.length; p++) {
+            inboxes[p].fail(new PeerFailedException(config.rank(), reason));
+        }
+    }
+
+    @Override
+    public void close() {
+        abort(new A2aException("communicator closed: rank=" + config.rank()));
+        server.close().syncUninterruptibly();
+        for (Channel ch : peers) {
+            if (ch != null) {
+                ch.close().syncUninterruptibly();
+            }
+        }
+    }
+
+    private Frame await(int peer, long seq, byte kind, long deadline) {
+        Frame frame;
+        try {
+            frame = inboxes[peer].poll(deadline);
+        } catch (A2aException e) {
+            abort(e);
+            throw e;
+        }
+        if (frame == PeerInbox.TIMED_OUT) {
+            ExchangeTimeoutException e = new ExchangeTimeoutException(seq, config.rank(), peer, config.timeoutNs());
+            abort(e);
+            throw e;
+        }
+        if (frame.op() != seq || frame.kind() != kind) {
+            frame.release();
+            fail(new A2aException("protocol error: rank=" + config.rank() + ", peer=" + peer + ", op=" + frame.op()
+                    + ", kind=" + FrameHeader.kindName(frame.kind()) + " (expected: op=" + seq + ", kind="
+                    + FrameHeader.kindName(kind) + ")"));
+        }
+        return frame;
+    }
+
+    private void awaitWrite(int peer, long seq, long deadline) {
+        ChannelFuture write = writes[peer];
+        long waitNs = Math.max(0, deadline - System.nanoTime());
+        if (!write.awaitUninterruptibly(waitNs, TimeUnit.NANOSECONDS)) {
+            fail(new ExchangeTimeoutException(seq, config.rank(), peer, config.timeoutNs()));
+        }
+        if (!write.isSuccess()) {
+            fail(new PeerFailedException(config.rank(), peer, "write failed: " + write.cause()));
+        }
+    }
+
+    private void fail(A2aException e) {
+        abort(e);
+        throw e;
+    }
+
+    private void throwIfFailed() {
+        A2aException f = failure;
+        if (f != null) {
+            throw f instanceof PeerFailedException ? f : new PeerFailedException(config.rank(), f);
+        }
+    }
+
+    private int firstMissingPeer() {
+        synchronized (this) {
+            for (int p = 0; p < peers.length; p++) {
+                if (p != config.rank() && peers[p] == null) {
+                    return p;
+                }
+            }
+        }
+        return -1;
+    }
+
+    private static ByteBuffer slice(ByteBuffer buffer, long offset, long length) {
+        return buffer.duplicate().clear().position((int) offset).limit((int) (offset + length)).slice();
+    }
+
+    private static void checkLength(String name, long[] counts, int n) {
+        if (counts.length != n) {
+            throw new IllegalArgumentException(name + ".length: " + counts.length + " (expected: " + n + ")");
+        }
+    }
+
+    private static void sleepMillis(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new A2aException("interrupted while connecting", e);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+package moe.a2a.comm.tcp;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.CorruptedFrameException;
+import io.netty.handler.codec.TooLongFrameException;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class FrameDecoderTest {
+
+    @Test
+    void shouldDecodeFramesWhenFedOneByteAtATime() {
+        ByteBuf stream = stream(new SplittableRandom(1));
+        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        while (stream.isReadable()) {
+            ch.writeInbound(stream.readRetainedSlice(1));
+        }
+        stream.release();
+        assertFrames(ch, new SplittableRandom(1));
+        assertThat(ch.finish()).isFalse();
+    }
+
+    @Test
+    void shouldDecodeFramesWhenFedRandomFragments() {
+        for (long seed = 0; seed < 20; seed++) {
+            ByteBuf stream = stream(new SplittableRandom(seed));
+            EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+            SplittableRandom cuts = new SplittableRandom(seed + 1000);
+            while (stream.isReadable()) {
+                ch.writeInbound(stream.readRetainedSlice(Math.min(stream.readableBytes(), cuts.nextInt(1, 700))));
+            }
+            stream.release();
+            assertFrames(ch, new SplittableRandom(seed));
+            assertThat(ch.finish()).isFalse();
+        }
+    }
+
+    @Test
+    void shouldFailWhenMagicIsWrong() {
+        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        ByteBuf garbage = Unpooled.buffer().writeBytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes());
+        assertThatThrownBy(() -> ch.writeInbound(garbage))
+                .isInstanceOf(CorruptedFrameException.class).hasMessageContaining("bad frame magic");
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
+    void shouldFailBeforeAllocatingWhenFrameClaimsTenGigabytes() {
+        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        ByteBuf header = Unpooled.buffer();
+        FrameHeader.write(header, FrameHeader.DATA, 0, 10_000_000_000L);
+        assertThatThrownBy(() -> ch.writeInbound(header))
+                .isInstanceOf(TooLongFrameException.class)
+                .hasMessageContaining("length=10000000000 (expected: in [0, 1048576])");
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
+    void shouldFailWhenKindIsUnknown() {
+        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        ByteBuf header = Unpooled.buffer();
+        FrameHeader.write(header, (byte) 9, 0, 0);
+        assertThatThrownBy(() -> ch.writeInbound(header)).hasMessageContaining("unknown frame kind: kind=9");
+        ch.finishAndReleaseAll();
+    }
+
+    /** COUNT, DATA of random length (zero included), DATA, ABORT: contents derived from the seed. */
+    private static ByteBuf stream(SplittableRandom random) {
+        ByteBuf out = Unpooled.buffer();
+        FrameHeader.write(out, FrameHeader.COUNT, 1, 8);
+        out.writeLong(random.nextLong());
+        for (int i = 0; i < 2; i++) {
+            int len = i == 0 ? random.nextInt(0, 5000) : 0;
+            FrameHeader.write(out, FrameHeader.DATA, 2 + i, len);
+            for (int b = 0; b < len; b++) {
+                out.writeByte(random.nextInt(256));
+            }
+        }
+        FrameHeader.write(out, FrameHeader.ABORT, 4, 3);
+        out.writeBytes(new byte[] {'b', 'y', 'e'});
+        return out;
+    }
+
+    private static void assertFrames(EmbeddedChannel ch, SplittableRandom random) {
+        Frame count = ch.readInbound();
+        assertThat(count.kind()).isEqualTo(FrameHeader.COUNT);
+        assertThat(count.op()).isEqualTo(1);
+        assertThat(count.payload().readLong()).isEqualTo(random.nextLong());
+        count.release();
+        for (int i = 0; i < 2; i++) {
+            int len = i == 0 ? random.nextInt(0, 5000) : 0;
+            Frame data = ch.readInbound();
+            assertThat(data.kind()).isEqualTo(FrameHeader.DATA);
+            assertThat(data.op()).isEqualTo(2 + i);
+            assertThat(data.payload().readableBytes()).isEqualTo(len);
+            for (int b = 0; b < len; b++) {
+                assertThat(data.payload().readUnsignedByte()).isEqualTo((short) random.nextInt(256));
+            }
+            data.release();
+        }
+        Frame abort = ch.readInbound();
+        assertThat(abort.kind()).isEqualTo(FrameHeader.ABORT);
+        assertThat(abort.payload().toString(java.nio.charset.StandardCharsets.UTF_8)).isEqualTo("bye");
+        abort.release();
+        Object rest = ch.readInbound();
+        assertThat(rest).isNull();
+    }
+}
