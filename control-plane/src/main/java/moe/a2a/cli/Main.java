@@ -9,11 +9,12 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         versionProvider = Main.Version.class,
         description = "Expert-parallel all-to-all for Mixture-of-Experts inference.",
-        subcommands = {ServeCommand.class, ClientCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {ServeCommand.class, ControlPlaneCommand.class, WorkerCommand.class, ClientCommand.class,
+            CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new Main()).execute(args));
+        System.exit(new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true).execute(args));
     }
 
     /** Reads the version from the jar manifest. */

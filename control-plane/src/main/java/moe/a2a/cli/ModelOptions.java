@@ -5,6 +5,7 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.v1.ModelSpec;
 import picocli.CommandLine.Option;
 
 /** The model flags shared by the server commands: a safetensors file, or a seeded model's shape. */
@@ -38,5 +39,19 @@ final class ModelOptions {
 
     static ModelConfig config(WeightSource source, int topK) {
         return new ModelConfig(source.experts(), source.hidden(), source.ffn(), topK, source.layers());
+    }
+
+    /** What a worker needs to load the same model (it reads the same file, or draws the same seed). */
+    ModelSpec spec(ModelConfig config) {
+        ModelSpec.Builder b = ModelSpec.newBuilder().setExperts(config.experts()).setHidden(config.hidden())
+                .setFfn(config.ffn()).setTopK(config.topK()).setLayers(config.layers());
+        return weights != null ? b.setWeightsPath(weights.toAbsolutePath().toString()).build() : b.setSeed(seed).build();
+    }
+
+    /** A readable identity of the model, compared by workers that insist on one. */
+    static String fingerprint(ModelSpec spec) {
+        return "experts=" + spec.getExperts() + ",hidden=" + spec.getHidden() + ",ffn=" + spec.getFfn()
+                + ",topK=" + spec.getTopK() + ",layers=" + spec.getLayers() + ",weights="
+                + (spec.getWeightsPath().isEmpty() ? "seeded:" + spec.getSeed() : spec.getWeightsPath());
     }
 }

@@ -9,6 +9,7 @@ import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The runtime of one rank: for each step, route its home tokens, dispatch them, run the local
@@ -20,20 +21,25 @@ public final class RankWorker {
     private final Placement placement;
     private final ExpertBank experts;
     private final TokenRouter router;
-    private Dispatcher dispatcher;
+    private @Nullable Dispatcher dispatcher;
     private FloatBuffer expertOutputs = Buffers.floats(0);
     private float[] combined = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
     public RankWorker(ModelConfig model, WeightSource weights, Placement placement, Communicator comm) {
-        this.model = model;
-        this.placement = placement;
-        this.experts = new ExpertBank(weights, placement, comm.rank());
-        this.router = new TokenRouter(weights, model.topK());
+        this(model, weights, placement, comm.rank());
         rebind(comm);
     }
 
-    /** Continues on a new communicator (same rank) after the old group broke. */
+    /** Loads {@code rank}'s experts; {@link #rebind} must give it a communicator before a step. */
+    public RankWorker(ModelConfig model, WeightSource weights, Placement placement, int rank) {
+        this.model = model;
+        this.placement = placement;
+        this.experts = new ExpertBank(weights, placement, rank);
+        this.router = new TokenRouter(weights, model.topK());
+    }
+
+    /** Continues on a new communicator (same rank), as when the old group broke. */
     public void rebind(Communicator comm) {
         this.dispatcher = new Dispatcher(comm, placement, model.hidden(), model.topK());
     }
@@ -44,6 +50,10 @@ public final class RankWorker {
      */
     public RankStepResult step(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
         final int hidden = model.hidden();
+        final Dispatcher dispatcher = this.dispatcher;
+        if (dispatcher == null) {
+            throw new IllegalStateException("rank has no communicator yet: call rebind first");
+        }
         long t0 = System.nanoTime();
         router.route(layer, dtype, tokens, numTokens, routing);
         long t1 = System.nanoTime();

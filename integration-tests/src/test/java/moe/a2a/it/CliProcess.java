@@ -65,6 +65,15 @@ final class CliProcess implements AutoCloseable {
         return process.exitValue();
     }
 
+    /** SIGKILL, as a crashed or OOM-killed process would die. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
     String output() throws IOException {
         return Files.readString(log, StandardCharsets.UTF_8);
     }

@@ -24,7 +24,7 @@ import moe.a2a.experts.WeightSource;
  * instead of waiting out the timeout) and replaced before the next step. Called by one thread,
  * the scheduler.
  */
-public final class EmbeddedCluster implements AutoCloseable {
+public final class EmbeddedCluster implements RankGroup {
     private final ModelConfig model;
     private final Placement placement;
     private final long exchangeTimeoutNs;
@@ -60,14 +60,22 @@ public final class EmbeddedCluster implements AutoCloseable {
         }
     }
 
+    @Override
+    public String transport() {
+        return "local";
+    }
+
+    @Override
     public ModelConfig model() {
         return model;
     }
 
+    @Override
     public Placement placement() {
         return placement;
     }
 
+    @Override
     public int worldSize() {
         return workers.length;
     }
@@ -77,12 +85,8 @@ public final class EmbeddedCluster implements AutoCloseable {
         return rebuilds;
     }
 
-    /**
-     * Runs one step: rank {@code r} routes and sends {@code counts[r]} tokens from {@code
-     * tokens[r]}. Returns each rank's result; outputs stay valid until the next step.
-     *
-     * @throws A2aException the root failure of any rank (the group is rebuilt before returning)
-     */
+    /** {@inheritDoc} On failure the in-process group is rebuilt before this returns. */
+    @Override
     public RankStepResult[] step(int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing) {
         final LocalGroup g = group;
         List<Future<RankStepResult>> running = new ArrayList<>(workers.length);

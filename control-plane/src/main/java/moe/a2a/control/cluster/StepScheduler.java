@@ -26,7 +26,7 @@ import moe.a2a.experts.RoutingInput;
  * owns everything else.
  */
 public final class StepScheduler implements AutoCloseable {
-    private final EmbeddedCluster cluster;
+    private final RankGroup cluster;
     private final int maxBatchTokens;
     private final int maxQueuedRequests;
     private final StepListener listener;
@@ -38,7 +38,7 @@ public final class StepScheduler implements AutoCloseable {
     private volatile boolean running = true;
     private long nextStepId;
 
-    public StepScheduler(EmbeddedCluster cluster, int maxBatchTokens, int maxQueuedRequests, StepListener listener) {
+    public StepScheduler(RankGroup cluster, int maxBatchTokens, int maxQueuedRequests, StepListener listener) {
         if (maxBatchTokens <= 0) {
             throw new IllegalArgumentException("maxBatchTokens: " + maxBatchTokens + " (expected: > 0)");
         }

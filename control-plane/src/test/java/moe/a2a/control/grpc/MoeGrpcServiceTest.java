@@ -28,6 +28,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
+import moe.a2a.control.cluster.EmbeddedCluster;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.experts.LayerCheck;
@@ -67,7 +68,7 @@ class MoeGrpcServiceTest {
     final SeededWeights weights = new SeededWeights(SEED, E, H, I, LAYERS);
     final ModelConfig model = new ModelConfig(E, H, I, K, LAYERS);
     final ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
-    EmbeddedServer server;
+    MoeServer server;
     String serverName;
     ManagedChannel channel;
     MoeServiceGrpc.MoeServiceBlockingStub stub;
@@ -75,8 +76,8 @@ class MoeGrpcServiceTest {
     @BeforeEach
     void start() throws Exception {
         serverName = InProcessServerBuilder.generateName();
-        server = EmbeddedServer.start(InProcessServerBuilder.forName(serverName).directExecutor(), model, weights,
-                settings(), new SimpleMeterRegistry());
+        server = MoeServer.start(InProcessServerBuilder.forName(serverName).directExecutor(), cluster(), weights,
+                settings(), new SimpleMeterRegistry(), true);
         channel = InProcessChannelBuilder.forName(serverName).directExecutor().build();
         stub = MoeServiceGrpc.newBlockingStub(channel);
     }
@@ -270,9 +271,9 @@ class MoeGrpcServiceTest {
     @Test
     void shouldRejectWithResourceExhaustedWhenRequestTooLarge() throws Exception {
         // the size limit is enforced where messages are deserialized: over a real socket
-        try (EmbeddedServer netty = EmbeddedServer.start(
+        try (MoeServer netty = MoeServer.start(
                 NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0)),
-                model, weights, settings(), new SimpleMeterRegistry())) {
+                cluster(), weights, settings(), new SimpleMeterRegistry(), true)) {
             ManagedChannel loopback = NettyChannelBuilder.forAddress("127.0.0.1", netty.port()).usePlaintext().build();
             try {
                 MoeServiceGrpc.MoeServiceBlockingStub s = MoeServiceGrpc.newBlockingStub(loopback);
@@ -366,7 +367,11 @@ class MoeGrpcServiceTest {
         return out;
     }
 
-    private static EmbeddedServer.Settings settings() {
-        return new EmbeddedServer.Settings(N, 64, 256, TimeUnit.SECONDS.toNanos(10), MAX_REQUEST_BYTES);
+    private static MoeServer.Settings settings() {
+        return new MoeServer.Settings(64, 256, MAX_REQUEST_BYTES);
+    }
+
+    private EmbeddedCluster cluster() {
+        return new EmbeddedCluster(model, weights, N, TimeUnit.SECONDS.toNanos(10));
     }
 }

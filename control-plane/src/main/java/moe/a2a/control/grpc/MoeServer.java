@@ -1,5 +1,6 @@
 package moe.a2a.control.grpc;
 
+import io.grpc.BindableService;
 import io.grpc.Server;
 import io.grpc.ServerBuilder;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
@@ -8,20 +9,18 @@ import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.control.cluster.EmbeddedCluster;
+import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.StepScheduler;
 import moe.a2a.control.metrics.StepMetrics;
-import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.MoeServiceGrpc;
 
 /**
- * The embedded default: {@code N} in-process ranks, the step scheduler, and MoeService with
- * health and reflection on whatever {@link ServerBuilder} the caller supplies (Netty for
- * {@code serve}, in-process for tests). Health turns SERVING once every rank has loaded its
- * experts.
+ * The client-facing server: MoeService on a step scheduler over a {@link RankGroup}, plus
+ * health, reflection and any extra services (the control plane adds ClusterService), on whatever
+ * {@link ServerBuilder} the caller supplies (Netty for the CLI, in-process for tests).
  */
-public final class EmbeddedServer implements AutoCloseable {
+public final class MoeServer implements AutoCloseable {
 
     /**
      * Server settings, validated when built.
@@ -30,13 +29,10 @@ public final class EmbeddedServer implements AutoCloseable {
      * @param maxQueuedRequests requests waiting beyond this are refused with RESOURCE_EXHAUSTED
      * @param maxRequestBytes larger gRPC messages are refused with RESOURCE_EXHAUSTED
      */
-    public record Settings(int worldSize, int maxBatchTokens, int maxQueuedRequests,
-            long exchangeTimeoutNs, int maxRequestBytes) {
+    public record Settings(int maxBatchTokens, int maxQueuedRequests, int maxRequestBytes) {
         public Settings {
-            positive("worldSize", worldSize);
             positive("maxBatchTokens", maxBatchTokens);
             positive("maxQueuedRequests", maxQueuedRequests);
-            positive("exchangeTimeoutNs", exchangeTimeoutNs);
             positive("maxRequestBytes", maxRequestBytes);
         }
 
@@ -47,41 +43,53 @@ public final class EmbeddedServer implements AutoCloseable {
         }
     }
 
-    private final EmbeddedCluster cluster;
+    private final RankGroup group;
     private final StepScheduler scheduler;
     private final HealthStatusManager health;
     private final Server server;
 
-    private EmbeddedServer(EmbeddedCluster cluster, StepScheduler scheduler, HealthStatusManager health, Server server) {
-        this.cluster = cluster;
+    private MoeServer(RankGroup group, StepScheduler scheduler, HealthStatusManager health, Server server) {
+        this.group = group;
         this.scheduler = scheduler;
         this.health = health;
         this.server = server;
     }
 
-    public static EmbeddedServer start(ServerBuilder<?> builder, ModelConfig model, WeightSource weights,
-            Settings settings, MeterRegistry registry) throws IOException {
-        EmbeddedCluster cluster = new EmbeddedCluster(model, weights, settings.worldSize(), settings.exchangeTimeoutNs());
-        StepMetrics metrics = new StepMetrics(registry, model.layers(), model.experts(), settings.worldSize(), "local");
-        StepScheduler scheduler = new StepScheduler(cluster, settings.maxBatchTokens(), settings.maxQueuedRequests(), metrics);
+    /**
+     * Starts serving {@code group}, which this server then owns (and closes). Health starts as
+     * {@code serving} says; {@link #setServing} changes it.
+     */
+    public static MoeServer start(ServerBuilder<?> builder, RankGroup group, WeightSource weights, Settings settings,
+            MeterRegistry registry, boolean serving, BindableService... extraServices) throws IOException {
+        StepMetrics metrics = new StepMetrics(registry, group.model().layers(), group.model().experts(),
+                group.worldSize(), group.transport());
+        StepScheduler scheduler = new StepScheduler(group, settings.maxBatchTokens(), settings.maxQueuedRequests(), metrics);
         HealthStatusManager health = new HealthStatusManager();
         Server server;
         try {
-            server = builder
-                    .maxInboundMessageSize(settings.maxRequestBytes())
-                    .addService(new MoeGrpcService(model, weights, cluster.placement(), scheduler, "local"))
+            builder.maxInboundMessageSize(settings.maxRequestBytes())
+                    .addService(new MoeGrpcService(group.model(), weights, group.placement(), scheduler, group.transport()))
                     .addService(health.getHealthService())
-                    .addService(ProtoReflectionServiceV1.newInstance())
-                    .build()
-                    .start();
+                    .addService(ProtoReflectionServiceV1.newInstance());
+            for (BindableService extra : extraServices) {
+                builder.addService(extra);
+            }
+            server = builder.build().start();
         } catch (IOException | RuntimeException e) {
             scheduler.close();
-            cluster.close();
+            group.close();
             throw e;
         }
-        health.setStatus("", ServingStatus.SERVING);
-        health.setStatus(MoeServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
-        return new EmbeddedServer(cluster, scheduler, health, server);
+        MoeServer moe = new MoeServer(group, scheduler, health, server);
+        moe.setServing(serving);
+        return moe;
+    }
+
+    /** SERVING or NOT_SERVING, for the whole server and for MoeService. */
+    public void setServing(boolean serving) {
+        ServingStatus status = serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+        health.setStatus("", status);
+        health.setStatus(MoeServiceGrpc.SERVICE_NAME, status);
     }
 
     /** The bound port (meaningful for socket servers). */
@@ -89,8 +97,8 @@ public final class EmbeddedServer implements AutoCloseable {
         return server.getPort();
     }
 
-    public EmbeddedCluster cluster() {
-        return cluster;
+    public RankGroup group() {
+        return group;
     }
 
     public void awaitTermination() throws InterruptedException {
@@ -110,6 +118,6 @@ public final class EmbeddedServer implements AutoCloseable {
             server.shutdownNow();
         }
         scheduler.close();
-        cluster.close();
+        group.close();
     }
 }

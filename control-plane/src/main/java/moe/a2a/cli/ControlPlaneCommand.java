@@ -1,0 +1,83 @@
+package moe.a2a.cli;
+
+import io.grpc.netty.NettyServerBuilder;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicReference;
+import moe.a2a.control.cluster.ClusterListener;
+import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.grpc.ClusterGrpcService;
+import moe.a2a.control.grpc.MoeServer;
+import moe.a2a.control.metrics.MetricsEndpoint;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.v1.ModelSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code moe-a2a control-plane}: MoeService for clients, ClusterService for N worker processes. */
+@Command(name = "control-plane", mixinStandardHelpOptions = true,
+        description = "Serve MoE layers on N worker processes (moe-a2a worker) over the TCP transport.")
+final class ControlPlaneCommand implements Callable<Integer> {
+    private static final Logger LOG = LoggerFactory.getLogger(ControlPlaneCommand.class);
+
+    @Mixin
+    ModelOptions model;
+
+    @Mixin
+    ServerOptions server;
+
+    @Option(names = "--heartbeat-timeout", defaultValue = "PT3S",
+            description = "A worker silent this long counts as lost, ISO-8601 (default: ${DEFAULT-VALUE}).")
+    Duration heartbeatTimeout;
+
+    @Override
+    public Integer call() throws Exception {
+        WeightSource weights = model.open();
+        ModelConfig config = ModelOptions.config(weights, model.topK);
+        ModelSpec spec = model.spec(config);
+        String fingerprint = ModelOptions.fingerprint(spec);
+        LOG.info("moe-a2a control-plane: model={} fingerprint={} worldSize={} exchangeTimeout={} heartbeatTimeout={}"
+                + " settings={} grpc={}:{} metricsPort={}", config, fingerprint, server.worldSize, server.exchangeTimeout,
+                heartbeatTimeout, server.settings(), server.host, server.port, server.metricsPort);
+        PrometheusMeterRegistry registry = ServerOptions.registry("control-plane");
+        MetricsEndpoint metrics = ServerOptions.metrics(registry, server.host, server.metricsPort);
+        AtomicReference<MoeServer> moe = new AtomicReference<>();
+        ClusterListener health = new ClusterListener() {
+            @Override
+            public void onServing(long epoch, long formedInNanos) {
+                MoeServer s = moe.get();
+                if (s != null) {
+                    s.setServing(true);
+                }
+            }
+
+            @Override
+            public void onNotServing(String reason) {
+                MoeServer s = moe.get();
+                if (s != null) {
+                    s.setServing(false);
+                }
+            }
+        };
+        RemoteCluster cluster = new RemoteCluster(config, spec, fingerprint, server.worldSize,
+                server.exchangeTimeout.toNanos(), heartbeatTimeout.toNanos(), health);
+        moe.set(MoeServer.start(NettyServerBuilder.forAddress(new InetSocketAddress(server.host, server.port)),
+                cluster, weights, server.settings(), registry, false, new ClusterGrpcService(cluster)));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            moe.get().close();
+            if (metrics != null) {
+                metrics.close();
+            }
+        }, "moe-a2a-shutdown"));
+        LOG.info("serving on port {} (waiting for {} workers){}", moe.get().port(), server.worldSize,
+                metrics != null ? ", metrics on http://" + server.host + ":" + metrics.port() + "/metrics" : "");
+        moe.get().awaitTermination();
+        return 0;
+    }
+}

@@ -1,0 +1,69 @@
+package moe.a2a.cli;
+
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import moe.a2a.control.grpc.MoeServer;
+import moe.a2a.control.metrics.MetricsEndpoint;
+import picocli.CommandLine.Option;
+
+/** The flags shared by the server commands ({@code serve}, {@code control-plane}). */
+final class ServerOptions {
+    @Option(names = "--host", defaultValue = "0.0.0.0", description = "Address to bind gRPC and metrics to (default: ${DEFAULT-VALUE}).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "50051", description = "gRPC port; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--metrics-port", defaultValue = "9464", description = "Prometheus /metrics port; 0 turns it off (default: ${DEFAULT-VALUE}).")
+    int metricsPort;
+
+    @Option(names = "--world-size", defaultValue = "4", description = "Ranks (default: ${DEFAULT-VALUE}).")
+    int worldSize;
+
+    @Option(names = "--max-request-bytes", defaultValue = "67108864", description = "Largest accepted request message (default: ${DEFAULT-VALUE}).")
+    int maxRequestBytes;
+
+    @Option(names = "--max-batch-tokens", defaultValue = "8192", description = "Most tokens batched into one step (default: ${DEFAULT-VALUE}).")
+    int maxBatchTokens;
+
+    @Option(names = "--max-queued-requests", defaultValue = "1024", description = "Queued requests beyond this get RESOURCE_EXHAUSTED (default: ${DEFAULT-VALUE}).")
+    int maxQueuedRequests;
+
+    @Option(names = "--exchange-timeout", defaultValue = "PT10S",
+            description = "How long a rank waits for its peers in one exchange, ISO-8601; it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
+    Duration exchangeTimeout;
+
+    MoeServer.Settings settings() {
+        return new MoeServer.Settings(maxBatchTokens, maxQueuedRequests, maxRequestBytes);
+    }
+
+    /** A Prometheus registry with the JVM binders, tagged with the process's role. */
+    static PrometheusMeterRegistry registry(String role) {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        registry.config().commonTags("role", role);
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmGcMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        return registry;
+    }
+
+    /** Serves /metrics on {@code port}, or nothing when it is 0. */
+    static MetricsEndpoint metrics(PrometheusMeterRegistry registry, String host, int port) {
+        if (port == 0) {
+            return null;
+        }
+        try {
+            return MetricsEndpoint.start(registry, host, port);
+        } catch (IOException e) {
+            throw new UncheckedIOException("--metrics-port " + port + ": cannot listen (pass another port, or 0)", e);
+        }
+    }
+}

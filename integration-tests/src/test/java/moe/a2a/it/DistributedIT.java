@@ -1,0 +1,284 @@
+package moe.a2a.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.health.v1.HealthGrpc;
+import io.grpc.netty.NettyChannelBuilder;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import moe.a2a.dispatch.DType;
+import moe.a2a.experts.LayerCheck;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.v1.ForwardRequest;
+import moe.a2a.v1.ForwardResponse;
+import moe.a2a.v1.MoeServiceGrpc;
+import moe.a2a.v1.Tensor;
+import moe.a2a.v1.TopK;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A control plane and 4 worker JVMs on loopback: answers against the reference under 8
+ * concurrent clients, a worker killed with SIGKILL mid-load, its replacement, and a control plane
+ * restart that the workers survive.
+ */
+@Timeout(600)
+class DistributedIT {
+    static final int E = 8;
+    static final int H = 48;
+    static final int I = 64;
+    static final int K = 2;
+    static final int LAYERS = 2;
+    static final long SEED = 21;
+    static final long EXCHANGE_TIMEOUT_MS = 3000;
+
+    @TempDir
+    Path dir;
+
+    final ReferenceMoeLayer reference = new ReferenceMoeLayer(new SeededWeights(SEED, E, H, I, LAYERS));
+
+    @Test
+    void shouldServeFailCleanlyAndRecoverWhenWorkersAndControlPlaneDie() throws Exception {
+        int port = freePort();
+        List<CliProcess> processes = new ArrayList<>();
+        ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+        try {
+            CliProcess cp = controlPlane(port);
+            processes.add(cp);
+            cp.awaitServingPort(Duration.ofSeconds(60));
+            CliProcess[] workers = new CliProcess[4];
+            for (int i = 0; i < 4; i++) {
+                workers[i] = worker(port, "w" + i);
+                processes.add(workers[i]);
+            }
+            awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+
+            // 8 concurrent clients, every answer checked
+            runClients(channel, 8, 4, 100);
+
+            // SIGKILL rank 2's worker mid-load
+            AtomicBoolean stop = new AtomicBoolean();
+            ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();
+            ConcurrentLinkedQueue<Long> failureDelaysMs = new ConcurrentLinkedQueue<>();
+            ConcurrentLinkedQueue<String> failureMessages = new ConcurrentLinkedQueue<>();
+            AtomicLong killedAt = new AtomicLong(Long.MAX_VALUE);
+            ExecutorService pool = Executors.newFixedThreadPool(8);
+            List<Future<?>> load = new ArrayList<>();
+            for (int c = 0; c < 8; c++) {
+                final int client = c;
+                load.add(pool.submit(() -> {
+                    for (int i = 0; !stop.get(); i++) {
+                        long seed = 5000L + client * 1000L + i;
+                        ForwardRequest request = request(seed);
+                        long sent = System.nanoTime();
+                        try {
+                            ForwardResponse response = stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request);
+                            String mismatch = mismatch(request, response, seed);
+                            if (mismatch != null) {
+                                wrong.add(mismatch);
+                            }
+                        } catch (StatusRuntimeException e) {
+                            if (e.getStatus().getCode() != Status.Code.UNAVAILABLE) {
+                                wrong.add("seed=" + seed + ": " + e.getStatus());
+                            }
+                            failureMessages.add(String.valueOf(e.getStatus().getDescription()));
+                            long from = Math.max(sent, killedAt.get());
+                            failureDelaysMs.add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - from));
+                        }
+                    }
+                    return null;
+                }));
+            }
+            Thread.sleep(1500);
+            killedAt.set(System.nanoTime());
+            workers[2].kill();
+            awaitHealth(channel, ServingStatus.NOT_SERVING, Duration.ofSeconds(5), processes);
+            Thread.sleep(1000);
+            stop.set(true);
+            for (Future<?> f : load) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+            pool.shutdown();
+            assertThat(wrong).as("wrong answers or statuses").isEmpty();
+            assertThat(failureMessages).as("requests failed after the kill").isNotEmpty();
+            assertThat(failureMessages).allMatch(m -> m.contains("rank 2") || m.contains("peer=2"), "names rank 2");
+            assertThat(failureDelaysMs).allMatch(ms -> ms <= EXCHANGE_TIMEOUT_MS + 1000, "within timeout + 1 s");
+
+            // a replacement takes rank 2; nothing else restarts
+            long replacedAt = System.nanoTime();
+            CliProcess replacement = worker(port, "w2-replacement");
+            processes.add(replacement);
+            awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            runClients(channel, 8, 2, 200);
+            System.out.printf("recovery: replacement worker started -> serving and answering in %d ms%n",
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - replacedAt));
+            assertThat(workers[0].isAlive() && workers[1].isAlive() && workers[3].isAlive()).isTrue();
+
+            // the control plane dies and comes back: workers rejoin with backoff
+            cp.kill();
+            long restartedAt = System.nanoTime();
+            CliProcess cp2 = controlPlane(port);
+            processes.add(cp2);
+            cp2.awaitServingPort(Duration.ofSeconds(60));
+            awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            runClients(channel, 4, 2, 300);
+            System.out.printf("control plane restart: serving again in %d ms%n",
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt));
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            for (CliProcess p : processes) {
+                p.close();
+            }
+        }
+        for (CliProcess p : processes) {
+            assertThat(p.isAlive()).as("no process left behind").isFalse();
+        }
+    }
+
+    private CliProcess controlPlane(int port) throws Exception {
+        return CliProcess.moeA2a(dir, "control-plane-" + System.nanoTime(), "control-plane", "--port", Integer.toString(port),
+                "--metrics-port", "0", "--world-size", "4", "--experts", Integer.toString(E), "--hidden", Integer.toString(H),
+                "--ffn", Integer.toString(I), "--layers", Integer.toString(LAYERS), "--top-k", Integer.toString(K),
+                "--seed", Long.toString(SEED), "--exchange-timeout", "PT" + EXCHANGE_TIMEOUT_MS / 1000 + "S",
+                "--heartbeat-timeout", "PT2S");
+    }
+
+    private CliProcess worker(int port, String id) throws Exception {
+        return CliProcess.moeA2a(dir, id, "worker", "--control-plane", "127.0.0.1:" + port, "--metrics-port", "0",
+                "--worker-id", id, "--transport", "tcp");
+    }
+
+    private void runClients(ManagedChannel channel, int clients, int requestsEach, long seedBase) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(clients);
+        try {
+            List<Future<String>> results = new ArrayList<>();
+            for (int c = 0; c < clients; c++) {
+                final int client = c;
+                results.add(pool.submit(() -> {
+                    MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+                    for (int i = 0; i < requestsEach; i++) {
+                        long seed = seedBase * 1000 + client * 100L + i;
+                        ForwardRequest request = request(seed);
+                        String mismatch = mismatch(request, stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request), seed);
+                        if (mismatch != null) {
+                            return mismatch;
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<String> r : results) {
+                assertThat(r.get(120, TimeUnit.SECONDS)).isNull();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private static ForwardRequest request(long seed) {
+        SplittableRandom random = new SplittableRandom(seed);
+        int tokens = 1 + random.nextInt(24);
+        DType dtype = seed % 2 == 0 ? DType.BF16 : DType.FP32;
+        ByteBuffer data = ByteBuffer.allocate(tokens * H * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < tokens * H; i++) {
+            dtype.put(data, i * dtype.sizeBytes(), (float) random.nextGaussian());
+        }
+        TopK.Builder topk = TopK.newBuilder().setK(K);
+        for (int t = 0; t < tokens; t++) {
+            int a = random.nextInt(E);
+            int b = (a + 1 + random.nextInt(E - 1)) % E;
+            float w = 0.1f + 0.8f * (float) random.nextDouble();
+            topk.addExpertIds(a).addExpertIds(b).addWeights(w).addWeights(1 - w);
+        }
+        return ForwardRequest.newBuilder().setLayer((int) (seed % LAYERS))
+                .setHiddenStates(Tensor.newBuilder().setDtype(dtype == DType.BF16 ? moe.a2a.v1.DType.BF16 : moe.a2a.v1.DType.FP32)
+                        .addShape(tokens).addShape(H).setData(ByteString.copyFrom(data.array())))
+                .setTopk(topk).build();
+    }
+
+    /** Null when the answer matches the reference, else what differs. */
+    private String mismatch(ForwardRequest request, ForwardResponse response, long seed) {
+        DType dtype = request.getHiddenStates().getDtype() == moe.a2a.v1.DType.BF16 ? DType.BF16 : DType.FP32;
+        ByteBuffer in = request.getHiddenStates().getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        int tokens = in.remaining() / (H * dtype.sizeBytes());
+        float[] x = new float[tokens * H];
+        dtype.decode(in, 0, x, 0, x.length);
+        int[] ids = new int[tokens * K];
+        float[] w = new float[tokens * K];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = request.getTopk().getExpertIds(i);
+            w[i] = request.getTopk().getWeights(i);
+        }
+        float[] expected;
+        synchronized (reference) {
+            expected = reference.forward(request.getLayer(), x, tokens, K, ids, w);
+        }
+        for (int i = 0; i < expected.length; i++) {
+            expected[i] = dtype.round(expected[i]);
+        }
+        ByteBuffer out = response.getHiddenStates().getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        if (out.remaining() != expected.length * dtype.sizeBytes()) {
+            return "seed=" + seed + ": " + out.remaining() + " bytes";
+        }
+        float[] actual = new float[expected.length];
+        dtype.decode(out, 0, actual, 0, actual.length);
+        try {
+            LayerCheck.assertClose("seed=" + seed, dtype, actual, expected, H);
+            return null;
+        } catch (AssertionError e) {
+            return e.getMessage();
+        }
+    }
+
+    private static void awaitHealth(ManagedChannel channel, ServingStatus wanted, Duration timeout,
+            List<CliProcess> processes) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        ServingStatus last = null;
+        while (System.nanoTime() < deadline) {
+            try {
+                last = HealthGrpc.newBlockingStub(channel).withDeadlineAfter(2, TimeUnit.SECONDS)
+                        .check(HealthCheckRequest.newBuilder().setService("moe.a2a.v1.MoeService").build()).getStatus();
+                if (last == wanted) {
+                    return;
+                }
+            } catch (StatusRuntimeException e) {
+                last = null;
+            }
+            Thread.sleep(50);
+        }
+        StringBuilder logs = new StringBuilder();
+        for (CliProcess p : processes) {
+            logs.append("\n---\n").append(p.output());
+        }
+        throw new AssertionError("health " + last + " (expected: " + wanted + ") after " + timeout + logs);
+    }
+
+    private static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        }
+    }
+}
