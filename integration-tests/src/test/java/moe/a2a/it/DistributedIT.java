@@ -69,7 +69,7 @@ class DistributedIT {
             cp.awaitServingPort(Duration.ofSeconds(60));
             CliProcess[] workers = new CliProcess[4];
             for (int i = 0; i < 4; i++) {
-                workers[i] = worker(port, "w" + i);
+                workers[i] = worker(port, "w" + i, i);
                 processes.add(workers[i]);
             }
             awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
@@ -128,7 +128,7 @@ class DistributedIT {
 
             // a replacement takes rank 2; nothing else restarts
             long replacedAt = System.nanoTime();
-            CliProcess replacement = worker(port, "w2-replacement");
+            CliProcess replacement = worker(port, "w2-replacement", -1);
             processes.add(replacement);
             awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             runClients(channel, 8, 2, 200);
@@ -165,9 +165,9 @@ class DistributedIT {
                 "--heartbeat-timeout", "PT2S");
     }
 
-    private CliProcess worker(int port, String id) throws Exception {
+    private CliProcess worker(int port, String id, int rank) throws Exception {
         return CliProcess.moeA2a(dir, id, "worker", "--control-plane", "127.0.0.1:" + port, "--metrics-port", "0",
-                "--worker-id", id, "--transport", "tcp");
+                "--worker-id", id, "--transport", "tcp", "--rank", Integer.toString(rank));
     }
 
     private void runClients(ManagedChannel channel, int clients, int requestsEach, long seedBase) throws Exception {
