@@ -1,0 +1,151 @@
+package moe.a2a.control.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.stub.StreamObserver;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.control.grpc.ClusterGrpcService;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.v1.ClusterServiceGrpc;
+import moe.a2a.v1.ControlMessage;
+import moe.a2a.v1.Heartbeat;
+import moe.a2a.v1.Join;
+import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.WorkerMessage;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Joins the control plane refuses, each with its own status. */
+@Timeout(30)
+class ClusterMembershipTest {
+    static final String FINGERPRINT = "experts=4,hidden=8,ffn=8,topK=2,layers=1,weights=seeded:1";
+
+    RemoteCluster cluster;
+    Server server;
+    ManagedChannel channel;
+
+    @BeforeEach
+    void start() throws Exception {
+        ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
+        ModelSpec spec = ModelSpec.newBuilder().setExperts(4).setHidden(8).setFfn(8).setTopK(2).setLayers(1).setSeed(1).build();
+        cluster = new RemoteCluster(model, spec, FINGERPRINT, 2, TimeUnit.SECONDS.toNanos(5), TimeUnit.SECONDS.toNanos(30),
+                new ClusterListener() {
+                    @Override
+                    public void onServing(long epoch, long formedInNanos) {}
+
+                    @Override
+                    public void onNotServing(String reason) {}
+                });
+        String name = InProcessServerBuilder.generateName();
+        server = InProcessServerBuilder.forName(name).directExecutor().addService(new ClusterGrpcService(cluster)).build().start();
+        channel = InProcessChannelBuilder.forName(name).directExecutor().build();
+    }
+
+    @AfterEach
+    void stop() {
+        channel.shutdownNow();
+        server.shutdownNow();
+        cluster.close();
+    }
+
+    @Test
+    void shouldGiveFreeRanksThenRefuseWhenFull() throws Exception {
+        Session a = join("a", -1, "");
+        Session b = join("b", 1, FINGERPRINT);
+        assertThat(a.next().getAccepted().getRank()).isZero();
+        assertThat(b.next().getAccepted().getRank()).isEqualTo(1);
+        assertThat(a.next().hasPrepare()).as("group forms once every rank is taken").isTrue();
+        assertThat(cluster.joined()).isEqualTo(2);
+
+        Status full = join("c", -1, "").end.get(5, TimeUnit.SECONDS);
+        assertThat(full.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+        assertThat(full.getDescription()).contains("cluster full: worldSize=2");
+    }
+
+    @Test
+    void shouldRefuseSecondSessionOfSameWorker() throws Exception {
+        join("a", -1, "").next();
+        Status duplicate = join("a", -1, "").end.get(5, TimeUnit.SECONDS);
+        assertThat(duplicate.getCode()).isEqualTo(Status.Code.ALREADY_EXISTS);
+        assertThat(duplicate.getDescription()).contains("join.worker_id: a already holds rank 0");
+    }
+
+    @Test
+    void shouldRefuseWorkerExpectingAnotherModel() throws Exception {
+        Status other = join("a", -1, "experts=8,hidden=8").end.get(5, TimeUnit.SECONDS);
+        assertThat(other.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+        assertThat(other.getDescription()).contains("join.expected_model: experts=8,hidden=8").contains(FINGERPRINT);
+        assertThat(cluster.joined()).isZero();
+    }
+
+    @Test
+    void shouldRefuseSessionThatDoesNotStartWithJoin() throws Exception {
+        Session s = open();
+        s.requests.onNext(WorkerMessage.newBuilder().setHeartbeat(Heartbeat.getDefaultInstance()).build());
+        Status status = s.end.get(5, TimeUnit.SECONDS);
+        assertThat(status.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+        assertThat(status.getDescription()).contains("expected: join");
+    }
+
+    @Test
+    void shouldFreeRankWhenSessionEnds() throws Exception {
+        Session a = join("a", -1, "");
+        a.next();
+        a.requests.onCompleted();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (cluster.joined() != 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertThat(cluster.joined()).isZero();
+        assertThat(join("a", 0, "").next().getAccepted().getRank()).isZero();
+    }
+
+    private Session join(String id, int rank, String expectedModel) {
+        Session s = open();
+        s.requests.onNext(WorkerMessage.newBuilder().setJoin(Join.newBuilder().setWorkerId(id).setPreferredRank(rank)
+                .setExpectedModel(expectedModel)).build());
+        return s;
+    }
+
+    private Session open() {
+        Session s = new Session();
+        s.requests = ClusterServiceGrpc.newStub(channel).session(s);
+        return s;
+    }
+
+    static final class Session implements StreamObserver<ControlMessage> {
+        final LinkedBlockingQueue<ControlMessage> received = new LinkedBlockingQueue<>();
+        final CompletableFuture<Status> end = new CompletableFuture<>();
+        StreamObserver<WorkerMessage> requests;
+
+        ControlMessage next() throws InterruptedException {
+            ControlMessage m = received.poll(5, TimeUnit.SECONDS);
+            assertThat(m).as("a control message (session ended: %s)", end.getNow(null)).isNotNull();
+            return m;
+        }
+
+        @Override
+        public void onNext(ControlMessage value) {
+            received.add(value);
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            end.complete(Status.fromThrowable(t));
+        }
+
+        @Override
+        public void onCompleted() {
+            end.complete(Status.OK);
+        }
+    }
+}
