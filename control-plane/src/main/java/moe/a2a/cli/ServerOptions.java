@@ -36,12 +36,16 @@ final class ServerOptions {
     @Option(names = "--max-queued-requests", defaultValue = "1024", description = "Queued requests beyond this get RESOURCE_EXHAUSTED (default: ${DEFAULT-VALUE}).")
     int maxQueuedRequests;
 
+    @Option(names = "--max-steps-in-flight", defaultValue = "2",
+            description = "Steps handed to the ranks before the oldest is answered, so transfers overlap (default: ${DEFAULT-VALUE}).")
+    int maxStepsInFlight;
+
     @Option(names = "--exchange-timeout", defaultValue = "PT10S",
             description = "How long a rank waits for its peers in one exchange, ISO-8601; it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
     Duration exchangeTimeout;
 
     MoeServer.Settings settings() {
-        return new MoeServer.Settings(maxBatchTokens, maxQueuedRequests, maxRequestBytes);
+        return new MoeServer.Settings(maxBatchTokens, maxQueuedRequests, maxRequestBytes, maxStepsInFlight);
     }
 
     /** A Prometheus registry with the JVM binders, tagged with the process's role. */

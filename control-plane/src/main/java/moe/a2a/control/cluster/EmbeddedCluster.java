@@ -1,14 +1,15 @@
 package moe.a2a.control.cluster;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import moe.a2a.comm.A2aException;
-import moe.a2a.comm.PeerFailedException;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
@@ -20,9 +21,9 @@ import moe.a2a.experts.WeightSource;
 
 /**
  * {@code N} ranks in this JVM on the in-process transport, each owned by its own thread. A step
- * runs on every rank at once; if any rank fails, the group is aborted (so the others fail fast
- * instead of waiting out the timeout) and replaced before the next step. Called by one thread,
- * the scheduler.
+ * runs on every rank at once, and steps queue on the rank threads in order; if any rank fails,
+ * the group is aborted (so the others fail fast instead of waiting out the timeout) and replaced
+ * before the next step. Called by one thread, the scheduler.
  */
 public final class EmbeddedCluster implements RankGroup {
     private final ModelConfig model;
@@ -85,43 +86,37 @@ public final class EmbeddedCluster implements RankGroup {
         return rebuilds;
     }
 
-    /** {@inheritDoc} On failure the in-process group is rebuilt before this returns. */
+    /** {@inheritDoc} A group broken by a failed step is replaced before the next step starts. */
     @Override
-    public RankStepResult[] step(int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing) {
+    public CompletableFuture<RankStepResult[]> submit(int layer, DType dtype, ByteBuffer[] tokens, int[] counts,
+            RoutingInput[] routing) {
+        if (group.isBroken()) {
+            rebuild();
+        }
         final LocalGroup g = group;
-        List<Future<RankStepResult>> running = new ArrayList<>(workers.length);
+        final int outBytes = model.hidden() * dtype.sizeBytes();
+        List<CompletableFuture<RankStepResult>> parts = new ArrayList<>(workers.length);
         for (int r = 0; r < workers.length; r++) {
             final int rank = r;
-            running.add(rankThreads[r].submit(() -> {
+            parts.add(CompletableFuture.supplyAsync(() -> {
                 try {
-                    return workers[rank].step(layer, dtype, tokens[rank], counts[rank], routing[rank]);
+                    RankStepResult result = workers[rank].step(layer, dtype, tokens[rank], counts[rank], routing[rank]);
+                    return withOwnOutput(result, counts[rank] * outBytes);
                 } catch (RuntimeException | Error e) {
                     g.communicator(rank).abort(e);
                     throw e;
                 }
-            }));
+            }, rankThreads[r]));
         }
-        RankStepResult[] results = new RankStepResult[workers.length];
-        Throwable root = null;
-        for (int r = 0; r < workers.length; r++) {
-            try {
-                results[r] = running.get(r).get();
-            } catch (ExecutionException e) {
-                Throwable cause = e.getCause();
-                if (root == null || (root instanceof PeerFailedException && !(cause instanceof PeerFailedException))) {
-                    root = cause;
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                root = e;
-            }
-        }
-        if (root != null) {
-            rebuild();
-            throw root instanceof A2aException a2a ? a2a
-                    : new A2aException("step failed: layer=" + layer + ", cause=" + root, root);
-        }
-        return results;
+        return RankResults.all(parts, layer);
+    }
+
+    /** The result with its output copied out of the rank's reused buffer, so later steps cannot overwrite it. */
+    private static RankStepResult withOwnOutput(RankStepResult r, int bytes) {
+        ByteBuffer own = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
+        own.put(0, r.output(), 0, bytes);
+        return new RankStepResult(own, r.tokensPerRank(), r.tokensPerExpert(), r.recvTokens(), r.routeNs(),
+                r.dispatchNs(), r.expertNs(), r.combineNs());
     }
 
     private void rebuild() {

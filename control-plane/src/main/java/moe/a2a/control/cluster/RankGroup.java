@@ -1,6 +1,7 @@
 package moe.a2a.control.cluster;
 
 import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
@@ -22,12 +23,14 @@ public interface RankGroup extends AutoCloseable {
     String transport();
 
     /**
-     * Runs one step: rank {@code r} routes and sends {@code counts[r]} tokens from {@code
-     * tokens[r]}. Returns each rank's result; outputs stay valid until the next step.
-     *
-     * @throws moe.a2a.comm.A2aException when a rank failed or the group is not serving
+     * Starts one step: rank {@code r} routes and sends {@code counts[r]} tokens from {@code
+     * tokens[r]} (which must stay untouched until the step completes). Steps run in submission
+     * order on every rank, so several may be in flight. The future completes with each rank's
+     * result (outputs owned by the result), or with an {@link moe.a2a.comm.A2aException} when a
+     * rank failed or the group is not serving.
      */
-    RankStepResult[] step(int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing);
+    CompletableFuture<RankStepResult[]> submit(int layer, DType dtype, ByteBuffer[] tokens, int[] counts,
+            RoutingInput[] routing);
 
     @Override
     void close();

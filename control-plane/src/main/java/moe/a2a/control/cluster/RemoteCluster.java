@@ -8,13 +8,13 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
@@ -71,8 +71,8 @@ public final class RemoteCluster implements RankGroup {
     private long formStartNanos;
     private String notServingReason;
     private long nextStepId;
-    private long pendingStepId = -1;
-    private List<CompletableFuture<StepResult>> pending = List.of();
+    /** Steps sent and not yet answered by every rank, by step id, in order. */
+    private final Map<Long, List<CompletableFuture<RankStepResult>>> pendingSteps = new LinkedHashMap<>();
     private int rebuilds;
 
     public RemoteCluster(ModelConfig model, ModelSpec spec, String fingerprint, int worldSize, long exchangeTimeoutNs,
@@ -183,14 +183,12 @@ public final class RemoteCluster implements RankGroup {
                     onReady(session, message.getReady().getEpoch());
                     break;
                 case RESULT:
-                    if (message.getResult().getStepId() == pendingStepId) {
-                        pending.get(session.rank).complete(message.getResult());
-                    }
+                    onResult(session.rank, message.getResult());
                     break;
                 case FAILURE:
-                    if (message.getFailure().getStepId() == pendingStepId) {
-                        breakLocked("step " + pendingStepId + " failed on rank " + session.rank + ": "
-                                + message.getFailure().getMessage());
+                    if (pendingSteps.containsKey(message.getFailure().getStepId())) {
+                        breakLocked("step " + message.getFailure().getStepId() + " failed on rank " + session.rank
+                                + ": " + message.getFailure().getMessage());
                     }
                     break;
                 default:
@@ -210,51 +208,50 @@ public final class RemoteCluster implements RankGroup {
     }
 
     @Override
-    public RankStepResult[] step(int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing) {
+    public CompletableFuture<RankStepResult[]> submit(int layer, DType dtype, ByteBuffer[] tokens, int[] counts,
+            RoutingInput[] routing) {
         final int rowBytes = model.hidden() * dtype.sizeBytes();
-        List<CompletableFuture<StepResult>> futures = new ArrayList<>(worldSize);
+        List<CompletableFuture<RankStepResult>> parts = new ArrayList<>(worldSize);
         final long stepId;
         synchronized (lock) {
             if (!serving) {
-                throw new A2aException("cluster not serving: " + notServingReason);
+                return CompletableFuture.failedFuture(new A2aException("cluster not serving: " + notServingReason));
             }
             stepId = nextStepId++;
             for (int r = 0; r < worldSize; r++) {
-                futures.add(new CompletableFuture<>());
+                parts.add(new CompletableFuture<>());
             }
-            pendingStepId = stepId;
-            pending = futures;
+            pendingSteps.put(stepId, parts);
             for (int r = 0; r < worldSize; r++) {
                 ranks[r].send(ControlMessage.newBuilder().setStep(task(stepId, layer, dtype,
                         tokens[r], counts[r] * rowBytes, counts[r], routing[r])).build());
             }
         }
-        // Losing a worker fails the futures at once; this deadline only bounds a hung group.
-        long deadline = System.nanoTime() + 4 * exchangeTimeoutNs + TimeUnit.SECONDS.toNanos(60);
-        RankStepResult[] results = new RankStepResult[worldSize];
-        for (int r = 0; r < worldSize; r++) {
-            try {
-                StepResult res = futures.get(r).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-                results[r] = new RankStepResult(res.getOutput().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
-                        toArray(res.getTokensPerRankList()), toArray(res.getTokensPerExpertList()), res.getRecvTokens(),
-                        res.getRouteNs(), res.getDispatchNs(), res.getExpertNs(), res.getCombineNs());
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof A2aException a ? a : new A2aException("step " + stepId + " failed", e.getCause());
-            } catch (TimeoutException e) {
-                String reason = "step " + stepId + " timed out waiting for rank " + r;
-                synchronized (lock) {
-                    breakLocked(reason);
+        // Losing a worker fails the step at once; this deadline only bounds a hung group.
+        timer.schedule(() -> {
+            synchronized (lock) {
+                if (pendingSteps.containsKey(stepId)) {
+                    breakLocked("step " + stepId + " timed out: some rank never answered");
                 }
-                throw new A2aException(reason);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new A2aException("interrupted waiting for step " + stepId, e);
+            }
+        }, 4 * exchangeTimeoutNs + TimeUnit.SECONDS.toNanos(60), TimeUnit.NANOSECONDS);
+        return RankResults.all(parts, layer);
+    }
+
+    private void onResult(int rank, StepResult res) {
+        List<CompletableFuture<RankStepResult>> parts = pendingSteps.get(res.getStepId());
+        if (parts == null) {
+            return;
+        }
+        parts.get(rank).complete(new RankStepResult(res.getOutput().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
+                toArray(res.getTokensPerRankList()), toArray(res.getTokensPerExpertList()), res.getRecvTokens(),
+                res.getRouteNs(), res.getDispatchNs(), res.getExpertNs(), res.getCombineNs()));
+        for (CompletableFuture<RankStepResult> part : parts) {
+            if (!part.isDone()) {
+                return;
             }
         }
-        synchronized (lock) {
-            pendingStepId = -1;
-        }
-        return results;
+        pendingSteps.remove(res.getStepId());
     }
 
     @Override
@@ -330,10 +327,12 @@ public final class RemoteCluster implements RankGroup {
         serving = false;
         notServingReason = reason;
         A2aException failure = new A2aException(reason);
-        for (CompletableFuture<StepResult> f : pending) {
-            f.completeExceptionally(failure);
+        for (List<CompletableFuture<RankStepResult>> parts : pendingSteps.values()) {
+            for (CompletableFuture<RankStepResult> part : parts) {
+                part.completeExceptionally(failure);
+            }
         }
-        pendingStepId = -1;
+        pendingSteps.clear();
         ControlMessage abort = ControlMessage.newBuilder()
                 .setAbort(AbortGroup.newBuilder().setEpoch(epoch).setReason(reason)).build();
         for (WorkerSession s : ranks) {

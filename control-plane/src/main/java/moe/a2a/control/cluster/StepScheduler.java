@@ -10,6 +10,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -18,7 +19,9 @@ import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 
 /**
- * Batches queued Forward requests into steps and runs them on the cluster, one step at a time.
+ * Batches queued Forward requests into steps and runs them on the cluster, keeping up to
+ * {@code maxStepsInFlight} steps submitted so that the next step's tokens travel while this one
+ * exchanges (the ranks run steps in submission order).
  * A step takes the oldest request plus every later one that batches with it (same layer, dtype
  * and routing kind) up to the token budget; the others keep their place in the queue. The step's
  * tokens are split evenly across the ranks as their home ranks, so they really cross ranks; each
@@ -32,24 +35,26 @@ public final class StepScheduler implements AutoCloseable {
     private final StepListener listener;
     private final BlockingQueue<ForwardJob> incoming = new LinkedBlockingQueue<>();
     private final ArrayDeque<ForwardJob> pending = new ArrayDeque<>();
+    private final ArrayDeque<StepInFlight> inFlight = new ArrayDeque<>();
+    private final int maxStepsInFlight;
     private final Thread thread;
-    private final ByteBuffer[] rankTokens;
     private final AtomicInteger queued = new AtomicInteger();
     private volatile boolean running = true;
     private long nextStepId;
 
-    public StepScheduler(RankGroup cluster, int maxBatchTokens, int maxQueuedRequests, StepListener listener) {
+    public StepScheduler(RankGroup cluster, int maxBatchTokens, int maxQueuedRequests, int maxStepsInFlight,
+            StepListener listener) {
         if (maxBatchTokens <= 0) {
             throw new IllegalArgumentException("maxBatchTokens: " + maxBatchTokens + " (expected: > 0)");
+        }
+        if (maxStepsInFlight <= 0) {
+            throw new IllegalArgumentException("maxStepsInFlight: " + maxStepsInFlight + " (expected: > 0)");
         }
         this.cluster = cluster;
         this.maxBatchTokens = maxBatchTokens;
         this.maxQueuedRequests = maxQueuedRequests;
+        this.maxStepsInFlight = maxStepsInFlight;
         this.listener = listener;
-        this.rankTokens = new ByteBuffer[cluster.worldSize()];
-        for (int r = 0; r < rankTokens.length; r++) {
-            rankTokens[r] = ByteBuffer.allocateDirect(0);
-        }
         this.thread = new Thread(this::loop, "moe-a2a-scheduler");
         this.thread.setDaemon(true);
         this.thread.start();
@@ -72,16 +77,23 @@ public final class StepScheduler implements AutoCloseable {
         incoming.add(job);
     }
 
+    /** A step submitted to the ranks and not yet answered. */
+    private record StepInFlight(long stepId, List<ForwardJob> batch, int[] rankStart, int rowBytes, long startNanos,
+            CompletableFuture<RankStepResult[]> results) {}
+
     private void loop() {
         while (running) {
             try {
-                if (pending.isEmpty()) {
-                    pending.add(incoming.take());
-                }
                 incoming.drainTo(pending);
-                List<ForwardJob> batch = nextBatch();
-                queued.addAndGet(-batch.size());
-                runStep(batch);
+                if (pending.isEmpty() && inFlight.isEmpty()) {
+                    pending.add(incoming.take());
+                } else if (!pending.isEmpty() && inFlight.size() < maxStepsInFlight) {
+                    List<ForwardJob> batch = nextBatch();
+                    queued.addAndGet(-batch.size());
+                    inFlight.add(submit(batch));
+                } else {
+                    finish(inFlight.poll());
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
@@ -105,13 +117,13 @@ public final class StepScheduler implements AutoCloseable {
         return batch;
     }
 
-    private void runStep(List<ForwardJob> batch) {
+    /** Cuts the batch into the ranks' shares and starts the step; the next one may start before it ends. */
+    private StepInFlight submit(List<ForwardJob> batch) {
         final long stepId = nextStepId++;
         final long startNanos = System.nanoTime();
         final ForwardJob first = batch.get(0);
         final DType dtype = first.dtype();
-        final int hidden = cluster.model().hidden();
-        final int rowBytes = hidden * dtype.sizeBytes();
+        final int rowBytes = cluster.model().hidden() * dtype.sizeBytes();
         final int n = cluster.worldSize();
         int total = 0;
         for (ForwardJob job : batch) {
@@ -122,39 +134,48 @@ public final class StepScheduler implements AutoCloseable {
             rankStart[r] = (int) ((long) r * total / n);
         }
         int[] counts = new int[n];
+        ByteBuffer[] tokens = new ByteBuffer[n];
         RoutingInput[] routing = new RoutingInput[n];
         for (int r = 0; r < n; r++) {
             counts[r] = rankStart[r + 1] - rankStart[r];
-            rankTokens[r] = fill(rankTokens[r], batch, rankStart[r], counts[r], rowBytes);
+            tokens[r] = fill(batch, rankStart[r], counts[r], rowBytes);
             routing[r] = RoutingSlices.slice(batch, rankStart[r], counts[r], cluster.model());
         }
+        return new StepInFlight(stepId, batch, rankStart, rowBytes, startNanos,
+                cluster.submit(first.layer(), dtype, tokens, counts, routing));
+    }
+
+    /** Waits for the step and answers its requests: each gets exactly its rows, or the step's failure. */
+    private void finish(StepInFlight step) throws InterruptedException {
         RankStepResult[] results;
         try {
-            results = cluster.step(first.layer(), dtype, rankTokens, counts, routing);
-        } catch (RuntimeException e) {
-            listener.onStepFailed(e);
-            for (ForwardJob job : batch) {
-                job.result().completeExceptionally(e);
+            results = step.results().get();
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            listener.onStepFailed(cause);
+            for (ForwardJob job : step.batch()) {
+                job.result().completeExceptionally(cause);
             }
             return;
         }
-        StepStatsSnapshot stats = summarize(stepId, first.layer(), batch.size(), total, results);
+        List<ForwardJob> batch = step.batch();
+        long total = step.rankStart()[step.rankStart().length - 1];
+        StepStatsSnapshot stats = summarize(step.stepId(), batch.get(0).layer(), batch.size(), total, results);
         long[] queueNs = new long[batch.size()];
         int row = 0;
         for (int i = 0; i < batch.size(); i++) {
             ForwardJob job = batch.get(i);
-            queueNs[i] = startNanos - job.enqueuedNanos();
-            ByteString output = cut(results, rankStart, row, job.numTokens(), rowBytes);
+            queueNs[i] = step.startNanos() - job.enqueuedNanos();
+            ByteString output = cut(results, step.rankStart(), row, job.numTokens(), step.rowBytes());
             row += job.numTokens();
             job.result().complete(new ForwardOutcome(output, stats, queueNs[i]));
         }
         listener.onStep(stats, queueNs);
     }
 
-    /** Copies global rows {@code [from, from+count)} of the batch into a rank's input buffer. */
-    private static ByteBuffer fill(ByteBuffer buffer, List<ForwardJob> batch, int from, int count, int rowBytes) {
-        ByteBuffer out = buffer.capacity() >= count * rowBytes ? buffer
-                : ByteBuffer.allocateDirect(count * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+    /** Global rows {@code [from, from+count)} of the batch, as a rank's input buffer of its own. */
+    private static ByteBuffer fill(List<ForwardJob> batch, int from, int count, int rowBytes) {
+        ByteBuffer out = ByteBuffer.allocate(count * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
         int jobStart = 0;
         int written = 0;
         for (ForwardJob job : batch) {
@@ -221,6 +242,11 @@ public final class StepScheduler implements AutoCloseable {
         incoming.drainTo(pending);
         for (ForwardJob job : pending) {
             job.result().completeExceptionally(closed);
+        }
+        for (StepInFlight step : inFlight) {
+            for (ForwardJob job : step.batch()) {
+                job.result().completeExceptionally(closed);
+            }
         }
     }
 }

@@ -28,9 +28,11 @@ public final class MoeServer implements AutoCloseable {
      * @param maxBatchTokens most tokens batched into one step
      * @param maxQueuedRequests requests waiting beyond this are refused with RESOURCE_EXHAUSTED
      * @param maxRequestBytes larger gRPC messages are refused with RESOURCE_EXHAUSTED
+     * @param maxStepsInFlight steps submitted to the ranks before the oldest is answered
      */
-    public record Settings(int maxBatchTokens, int maxQueuedRequests, int maxRequestBytes) {
+    public record Settings(int maxBatchTokens, int maxQueuedRequests, int maxRequestBytes, int maxStepsInFlight) {
         public Settings {
+            positive("maxStepsInFlight", maxStepsInFlight);
             positive("maxBatchTokens", maxBatchTokens);
             positive("maxQueuedRequests", maxQueuedRequests);
             positive("maxRequestBytes", maxRequestBytes);
@@ -63,7 +65,8 @@ public final class MoeServer implements AutoCloseable {
             MeterRegistry registry, boolean serving, BindableService... extraServices) throws IOException {
         StepMetrics metrics = new StepMetrics(registry, group.model().layers(), group.model().experts(),
                 group.worldSize(), group.transport());
-        StepScheduler scheduler = new StepScheduler(group, settings.maxBatchTokens(), settings.maxQueuedRequests(), metrics);
+        StepScheduler scheduler = new StepScheduler(group, settings.maxBatchTokens(), settings.maxQueuedRequests(),
+                settings.maxStepsInFlight(), metrics);
         HealthStatusManager health = new HealthStatusManager();
         Server server;
         try {

@@ -368,7 +368,7 @@ class MoeGrpcServiceTest {
     }
 
     private static MoeServer.Settings settings() {
-        return new MoeServer.Settings(64, 256, MAX_REQUEST_BYTES);
+        return new MoeServer.Settings(64, 256, MAX_REQUEST_BYTES, 2);
     }
 
     private EmbeddedCluster cluster() {
