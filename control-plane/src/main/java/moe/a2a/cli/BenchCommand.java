@@ -1,0 +1,144 @@
+package moe.a2a.cli;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.bench.BenchRouting;
+import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.MachineLimits;
+import moe.a2a.bench.TransportBench;
+import moe.a2a.comm.local.LocalGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code moe-a2a bench}: the canonical workloads' exchanges on a transport, next to this
+ * machine's memcpy bound (and, for tcp, a plain loopback socket pair) measured in the same run.
+ * With {@code tcp} every rank is its own process.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = "Time the canonical workloads' dispatch and combine exchanges on a transport "
+                + "(transport only: rows are packed before timing and not reduced after).")
+final class BenchCommand implements Callable<Integer> {
+    enum Transport { LOCAL, TCP }
+
+    @Option(names = "--workload", defaultValue = "prefill",
+            description = "decode, prefill, prefill-skew, prefill-skew-perm, prefill-n2, prefill-n8 or all (default: ${DEFAULT-VALUE}).")
+    String workload;
+
+    @Option(names = "--transport", defaultValue = "LOCAL", description = "${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+    Transport transport;
+
+    @Option(names = "--iters", defaultValue = "20", description = "Measured iterations (default: ${DEFAULT-VALUE}).")
+    int iters;
+
+    @Option(names = "--warmup", defaultValue = "3", description = "Iterations before measuring (default: ${DEFAULT-VALUE}).")
+    int warmup;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "Also write the report as a JSON array.")
+    Path json;
+
+    @Override
+    public Integer call() throws Exception {
+        List<BenchWorkload> workloads = workload.equals("all") ? BenchWorkload.CANONICAL : List.of(BenchWorkload.named(workload));
+        int cores = Runtime.getRuntime().availableProcessors();
+        double memcpy = MachineLimits.memcpyGbps(cores, 5);
+        System.out.printf(Locale.ROOT, "memcpy: %.2f GB/s (%d threads, 256 MiB off-heap buffers)%n", memcpy, cores);
+        double loopback = 0;
+        if (transport == Transport.TCP) {
+            loopback = MachineLimits.loopbackTcpGbps(4L << 30);
+            System.out.printf(Locale.ROOT, "loopback TCP, one socket pair: %.2f GB/s%n", loopback);
+        }
+        System.out.println("scope: transport exchanges only (counts + rows out, rows back); pack, unpack and reduction are not timed");
+        System.out.printf(Locale.ROOT, "%-18s %-9s %2s %5s %-16s %12s %10s %10s %10s %10s %8s %8s %10s %6s %4s%n",
+                "workload", "transport", "N", "T", "fingerprint", "bytes/rank", "disp p50", "comb p50", "total p50",
+                "total p90", "algbw", "agg", "copybound", "xbound", "ok");
+        List<String> reports = new ArrayList<>();
+        boolean allOk = true;
+        for (BenchWorkload w : workloads) {
+            int[][] rows = BenchRouting.rows(w);
+            List<TransportBench.RankTimes> times = transport == Transport.LOCAL ? runLocal(w, rows) : runProcesses(w);
+            BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), rows, times, memcpy);
+            allOk &= r.ok();
+            System.out.printf(Locale.ROOT, "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %4s%n",
+                    w.name(), r.transport(), w.worldSize(), w.tokens(), r.fingerprint(), r.bytesPerRank(), r.dispatchP50Us(),
+                    r.combineP50Us(), r.totalP50Us(), r.totalP90Us(), r.algbwGbps(), r.aggGbps(), r.copyBoundUs(),
+                    r.totalP50Us() / r.copyBoundUs(), r.ok() ? "ok" : "FAIL");
+            if (transport == Transport.TCP) {
+                System.out.printf(Locale.ROOT, "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
+                        100 * r.aggGbps() / loopback);
+            }
+            reports.add(r.json(memcpy));
+        }
+        if (json != null) {
+            Files.writeString(json, "[\n" + String.join(",\n", reports) + "\n]\n");
+        }
+        return allOk ? 0 : 1;
+    }
+
+    private List<TransportBench.RankTimes> runLocal(BenchWorkload w, int[][] rows) throws Exception {
+        LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(120));
+        ExecutorService pool = Executors.newFixedThreadPool(w.worldSize());
+        try {
+            List<Future<TransportBench.RankTimes>> ranks = new ArrayList<>();
+            for (int r = 0; r < w.worldSize(); r++) {
+                final int rank = r;
+                ranks.add(pool.submit(() -> TransportBench.run(w, group.communicator(rank), rows, warmup, iters)));
+            }
+            List<TransportBench.RankTimes> out = new ArrayList<>();
+            for (Future<TransportBench.RankTimes> f : ranks) {
+                out.add(f.get());
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** One child process per rank ({@code bench-rank}), meeting through port files in a temporary folder. */
+    private List<TransportBench.RankTimes> runProcesses(BenchWorkload w) throws Exception {
+        Path dir = Files.createTempDirectory("moe-a2a-bench-");
+        String jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        long groupId = System.nanoTime();
+        List<Process> children = new ArrayList<>();
+        try {
+            for (int r = 0; r < w.worldSize(); r++) {
+                children.add(new ProcessBuilder(java, "-Xmx1g", "-cp", jar, Main.class.getName(), "bench-rank",
+                        "--workload", w.name(), "--rank", Integer.toString(r), "--dir", dir.toString(),
+                        "--group-id", Long.toString(groupId), "--iters", Integer.toString(iters),
+                        "--warmup", Integer.toString(warmup))
+                        .redirectErrorStream(true).redirectOutput(dir.resolve("rank-" + r + ".log").toFile()).start());
+            }
+            List<TransportBench.RankTimes> out = new ArrayList<>();
+            for (int r = 0; r < w.worldSize(); r++) {
+                Process p = children.get(r);
+                if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
+                    throw new IllegalStateException("bench rank " + r + " failed:\n"
+                            + Files.readString(dir.resolve("rank-" + r + ".log")));
+                }
+                out.add(BenchRankCommand.read(dir.resolve("rank-" + r + ".times")));
+            }
+            return out;
+        } finally {
+            for (Process p : children) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    static double percentileUs(long[] ns, double p) {
+        long[] sorted = ns.clone();
+        Arrays.sort(sorted);
+        int index = (int) Math.min(sorted.length - 1, Math.ceil(p / 100.0 * sorted.length) - 1);
+        return sorted[Math.max(0, index)] / 1000.0;
+    }
+}

@@ -1,0 +1,61 @@
+package moe.a2a.cli;
+
+import java.util.List;
+import java.util.Locale;
+import moe.a2a.bench.BenchRouting;
+import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.TransportBench;
+
+/**
+ * One workload × transport row of the benchmark report: per iteration the slowest rank's time,
+ * then medians and p90 over iterations; bandwidths in GB/s (1e9 B/s) over bytes sent to other
+ * ranks. Immutable.
+ */
+record BenchReport(BenchWorkload workload, String transport, String fingerprint, long bytesPerRank,
+        double dispatchP50Us, double dispatchP90Us, double combineP50Us, double combineP90Us, double totalP50Us,
+        double totalP90Us, double algbwGbps, double aggGbps, double copyBoundUs, boolean ok) {
+
+    static BenchReport of(BenchWorkload w, String transport, int[][] rows, List<TransportBench.RankTimes> ranks,
+            double memcpyGbps) {
+        int iters = ranks.get(0).dispatchNs().length;
+        long[] dispatch = new long[iters];
+        long[] combine = new long[iters];
+        long[] total = new long[iters];
+        boolean ok = true;
+        for (TransportBench.RankTimes r : ranks) {
+            ok &= r.ok();
+            for (int i = 0; i < iters; i++) {
+                dispatch[i] = Math.max(dispatch[i], r.dispatchNs()[i]);
+                combine[i] = Math.max(combine[i], r.combineNs()[i]);
+                total[i] = Math.max(total[i], r.dispatchNs()[i] + r.combineNs()[i]);
+            }
+        }
+        long offRank = 0;
+        for (int src = 0; src < rows.length; src++) {
+            for (int dst = 0; dst < rows.length; dst++) {
+                offRank += src != dst ? (long) rows[src][dst] * w.rowBytes() : 0;
+            }
+        }
+        long bytesPerRank = offRank / rows.length;
+        double totalP50 = BenchCommand.percentileUs(total, 50);
+        double algbw = 2.0 * bytesPerRank / (totalP50 * 1e-6) / 1e9;
+        double copyBoundUs = 2.0 * offRank / (memcpyGbps * 1e9) * 1e6;
+        return new BenchReport(w, transport, BenchRouting.fingerprint(rows), bytesPerRank,
+                BenchCommand.percentileUs(dispatch, 50), BenchCommand.percentileUs(dispatch, 90),
+                BenchCommand.percentileUs(combine, 50), BenchCommand.percentileUs(combine, 90), totalP50,
+                BenchCommand.percentileUs(total, 90), algbw, algbw * rows.length, copyBoundUs, ok);
+    }
+
+    /** The report object of the shared benchmark format. */
+    String json(double memcpyGbps) {
+        BenchWorkload w = workload;
+        return String.format(Locale.ROOT, "{\"workload\":\"%s\",\"transport\":\"%s\",\"N\":%d,\"T\":%d,\"H\":%d,\"K\":%d,"
+                + "\"E\":%d,\"routing\":\"%s\",\"fingerprint\":\"%s\",\"bytes_per_rank\":%d,\"dispatch_us_p50\":%.0f,"
+                + "\"dispatch_us_p90\":%.0f,\"combine_us_p50\":%.0f,\"combine_us_p90\":%.0f,\"total_us_p50\":%.0f,"
+                + "\"total_us_p90\":%.0f,\"algbw_gbps\":%.3f,\"agg_gbps\":%.3f,\"memcpy_gbps\":%.3f,\"copy_bound_us\":%.0f,"
+                + "\"ok\":%b,\"scope\":\"transport\"}",
+                w.name(), transport, w.worldSize(), w.tokens(), w.hidden(), w.topK(), w.experts(), w.routing(), fingerprint,
+                bytesPerRank, dispatchP50Us, dispatchP90Us, combineP50Us, combineP90Us, totalP50Us, totalP90Us, algbwGbps,
+                aggGbps, memcpyGbps, copyBoundUs, ok);
+    }
+}
