@@ -34,8 +34,9 @@ final class BenchCommand implements Callable<Integer> {
             description = "decode, prefill, prefill-skew, prefill-skew-perm, prefill-n2, prefill-n8 or all (default: ${DEFAULT-VALUE}).")
     String workload;
 
-    @Option(names = "--transport", defaultValue = "LOCAL", description = "${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
-    Transport transport;
+    @Option(names = "--transport", defaultValue = "LOCAL", split = ",",
+            description = "${COMPLETION-CANDIDATES}, or several separated by commas (default: ${DEFAULT-VALUE}).")
+    List<Transport> transports;
 
     @Option(names = "--iters", defaultValue = "20", description = "Measured iterations (default: ${DEFAULT-VALUE}).")
     int iters;
@@ -53,7 +54,7 @@ final class BenchCommand implements Callable<Integer> {
         double memcpy = MachineLimits.memcpyGbps(cores, 5);
         System.out.printf(Locale.ROOT, "memcpy: %.2f GB/s (%d threads, 256 MiB off-heap buffers)%n", memcpy, cores);
         double loopback = 0;
-        if (transport == Transport.TCP) {
+        if (transports.contains(Transport.TCP)) {
             loopback = MachineLimits.loopbackTcpGbps(4L << 30);
             System.out.printf(Locale.ROOT, "loopback TCP, one socket pair: %.2f GB/s%n", loopback);
         }
@@ -65,18 +66,20 @@ final class BenchCommand implements Callable<Integer> {
         boolean allOk = true;
         for (BenchWorkload w : workloads) {
             int[][] rows = BenchRouting.rows(w);
-            List<TransportBench.RankTimes> times = transport == Transport.LOCAL ? runLocal(w, rows) : runProcesses(w);
-            BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), rows, times, memcpy);
-            allOk &= r.ok();
-            System.out.printf(Locale.ROOT, "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %4s%n",
-                    w.name(), r.transport(), w.worldSize(), w.tokens(), r.fingerprint(), r.bytesPerRank(), r.dispatchP50Us(),
-                    r.combineP50Us(), r.totalP50Us(), r.totalP90Us(), r.algbwGbps(), r.aggGbps(), r.copyBoundUs(),
-                    r.totalP50Us() / r.copyBoundUs(), r.ok() ? "ok" : "FAIL");
-            if (transport == Transport.TCP) {
-                System.out.printf(Locale.ROOT, "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
-                        100 * r.aggGbps() / loopback);
+            for (Transport transport : transports) {
+                List<TransportBench.RankTimes> times = transport == Transport.LOCAL ? runLocal(w, rows) : runProcesses(w);
+                BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), rows, times, memcpy);
+                allOk &= r.ok();
+                System.out.printf(Locale.ROOT, "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %4s%n",
+                        w.name(), r.transport(), w.worldSize(), w.tokens(), r.fingerprint(), r.bytesPerRank(), r.dispatchP50Us(),
+                        r.combineP50Us(), r.totalP50Us(), r.totalP90Us(), r.algbwGbps(), r.aggGbps(), r.copyBoundUs(),
+                        r.totalP50Us() / r.copyBoundUs(), r.ok() ? "ok" : "FAIL");
+                if (transport == Transport.TCP) {
+                    System.out.printf(Locale.ROOT, "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
+                            100 * r.aggGbps() / loopback);
+                }
+                reports.add(r.json(memcpy));
             }
-            reports.add(r.json(memcpy));
         }
         if (json != null) {
             Files.writeString(json, "[\n" + String.join(",\n", reports) + "\n]\n");
