@@ -14,6 +14,9 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.MachineLimits;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.DispatcherBench;
+import moe.a2a.bench.RankTimes;
 import moe.a2a.bench.TransportBench;
 import moe.a2a.comm.local.LocalGroup;
 import picocli.CommandLine.Command;
@@ -25,8 +28,7 @@ import picocli.CommandLine.Option;
  * With {@code tcp} every rank is its own process.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Time the canonical workloads' dispatch and combine exchanges on a transport "
-                + "(transport only: rows are packed before timing and not reduced after).")
+        description = "Time the canonical workloads' dispatch and combine on a transport, next to this machine's limits.")
 final class BenchCommand implements Callable<Integer> {
     enum Transport { LOCAL, TCP }
 
@@ -37,6 +39,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--transport", defaultValue = "LOCAL", split = ",",
             description = "${COMPLETION-CANDIDATES}, or several separated by commas (default: ${DEFAULT-VALUE}).")
     List<Transport> transports;
+
+    @Option(names = "--scope", defaultValue = "DISPATCHER",
+            description = "DISPATCHER (layout, pack, exchanges, grouping, reduction) or TRANSPORT (the exchanges alone) (default: ${DEFAULT-VALUE}).")
+    BenchScope scope;
 
     @Option(names = "--iters", defaultValue = "20", description = "Measured iterations (default: ${DEFAULT-VALUE}).")
     int iters;
@@ -58,7 +64,9 @@ final class BenchCommand implements Callable<Integer> {
             loopback = MachineLimits.loopbackTcpGbps(4L << 30);
             System.out.printf(Locale.ROOT, "loopback TCP, one socket pair: %.2f GB/s%n", loopback);
         }
-        System.out.println("scope: transport exchanges only (counts + rows out, rows back); pack, unpack and reduction are not timed");
+        System.out.println(scope == BenchScope.TRANSPORT
+                ? "scope: transport exchanges only (counts + rows out, rows back); pack, unpack and reduction are not timed"
+                : "scope: dispatcher (dispatch = layout + pack + counts + rows + grouping; combine = rows back + fp32 sum)");
         System.out.printf(Locale.ROOT, "%-18s %-9s %2s %5s %-16s %12s %10s %10s %10s %10s %8s %8s %10s %6s %4s%n",
                 "workload", "transport", "N", "T", "fingerprint", "bytes/rank", "disp p50", "comb p50", "total p50",
                 "total p90", "algbw", "agg", "copybound", "xbound", "ok");
@@ -67,8 +75,8 @@ final class BenchCommand implements Callable<Integer> {
         for (BenchWorkload w : workloads) {
             int[][] rows = BenchRouting.rows(w);
             for (Transport transport : transports) {
-                List<TransportBench.RankTimes> times = transport == Transport.LOCAL ? runLocal(w, rows) : runProcesses(w);
-                BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), rows, times, memcpy);
+                List<RankTimes> times = transport == Transport.LOCAL ? runLocal(w, rows) : runProcesses(w);
+                BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), scope, rows, times, memcpy);
                 allOk &= r.ok();
                 System.out.printf(Locale.ROOT, "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %4s%n",
                         w.name(), r.transport(), w.worldSize(), w.tokens(), r.fingerprint(), r.bytesPerRank(), r.dispatchP50Us(),
@@ -87,17 +95,17 @@ final class BenchCommand implements Callable<Integer> {
         return allOk ? 0 : 1;
     }
 
-    private List<TransportBench.RankTimes> runLocal(BenchWorkload w, int[][] rows) throws Exception {
+    private List<RankTimes> runLocal(BenchWorkload w, int[][] rows) throws Exception {
         LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(120));
         ExecutorService pool = Executors.newFixedThreadPool(w.worldSize());
         try {
-            List<Future<TransportBench.RankTimes>> ranks = new ArrayList<>();
+            List<Future<RankTimes>> ranks = new ArrayList<>();
             for (int r = 0; r < w.worldSize(); r++) {
                 final int rank = r;
-                ranks.add(pool.submit(() -> TransportBench.run(w, group.communicator(rank), rows, warmup, iters)));
+                ranks.add(pool.submit(() -> runRank(scope, w, group.communicator(rank), rows, warmup, iters)));
             }
-            List<TransportBench.RankTimes> out = new ArrayList<>();
-            for (Future<TransportBench.RankTimes> f : ranks) {
+            List<RankTimes> out = new ArrayList<>();
+            for (Future<RankTimes> f : ranks) {
                 out.add(f.get());
             }
             return out;
@@ -107,7 +115,7 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     /** One child process per rank ({@code bench-rank}), meeting through port files in a temporary folder. */
-    private List<TransportBench.RankTimes> runProcesses(BenchWorkload w) throws Exception {
+    private List<RankTimes> runProcesses(BenchWorkload w) throws Exception {
         Path dir = Files.createTempDirectory("moe-a2a-bench-");
         String jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -118,10 +126,10 @@ final class BenchCommand implements Callable<Integer> {
                 children.add(new ProcessBuilder(java, "-Xmx1g", "-cp", jar, Main.class.getName(), "bench-rank",
                         "--workload", w.name(), "--rank", Integer.toString(r), "--dir", dir.toString(),
                         "--group-id", Long.toString(groupId), "--iters", Integer.toString(iters),
-                        "--warmup", Integer.toString(warmup))
+                        "--warmup", Integer.toString(warmup), "--scope", scope.name())
                         .redirectErrorStream(true).redirectOutput(dir.resolve("rank-" + r + ".log").toFile()).start());
             }
-            List<TransportBench.RankTimes> out = new ArrayList<>();
+            List<RankTimes> out = new ArrayList<>();
             for (int r = 0; r < w.worldSize(); r++) {
                 Process p = children.get(r);
                 if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
@@ -136,6 +144,12 @@ final class BenchCommand implements Callable<Integer> {
                 p.destroyForcibly();
             }
         }
+    }
+
+    static RankTimes runRank(BenchScope scope, BenchWorkload w, moe.a2a.comm.Communicator comm, int[][] rows,
+            int warmup, int iters) {
+        return scope == BenchScope.TRANSPORT ? TransportBench.run(w, comm, rows, warmup, iters)
+                : DispatcherBench.run(w, comm, warmup, iters);
     }
 
     static double percentileUs(long[] ns, double p) {

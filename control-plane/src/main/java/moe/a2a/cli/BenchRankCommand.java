@@ -13,7 +13,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchWorkload;
-import moe.a2a.bench.TransportBench;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
@@ -44,6 +45,9 @@ final class BenchRankCommand implements Callable<Integer> {
     @Option(names = "--warmup", required = true)
     int warmup;
 
+    @Option(names = "--scope", required = true)
+    BenchScope scope;
+
     @Override
     public Integer call() throws Exception {
         BenchWorkload w = BenchWorkload.named(workload);
@@ -68,7 +72,7 @@ final class BenchRankCommand implements Callable<Integer> {
                 peers.add(new InetSocketAddress(InetAddress.getLoopbackAddress(), Integer.parseInt(Files.readString(port).trim())));
             }
             comm.connect(peers);
-            TransportBench.RankTimes times = TransportBench.run(w, comm, BenchRouting.rows(w), warmup, iters);
+            RankTimes times = BenchCommand.runRank(scope, w, comm, BenchRouting.rows(w), warmup, iters);
             comm.barrier();
             comm.close();
             Path out = dir.resolve("rank-" + rank + ".times.tmp");
@@ -78,9 +82,9 @@ final class BenchRankCommand implements Callable<Integer> {
         return 0;
     }
 
-    static TransportBench.RankTimes read(Path file) throws Exception {
+    static RankTimes read(Path file) throws Exception {
         List<String> lines = Files.readAllLines(file);
-        return new TransportBench.RankTimes(parse(lines.get(1)), parse(lines.get(2)), Boolean.parseBoolean(lines.get(0)));
+        return new RankTimes(parse(lines.get(1)), parse(lines.get(2)), Boolean.parseBoolean(lines.get(0)));
     }
 
     private static String join(long[] values) {

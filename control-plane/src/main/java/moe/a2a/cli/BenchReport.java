@@ -4,25 +4,26 @@ import java.util.List;
 import java.util.Locale;
 import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchWorkload;
-import moe.a2a.bench.TransportBench;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.RankTimes;
 
 /**
  * One workload × transport row of the benchmark report: per iteration the slowest rank's time,
  * then medians and p90 over iterations; bandwidths in GB/s (1e9 B/s) over bytes sent to other
  * ranks. Immutable.
  */
-record BenchReport(BenchWorkload workload, String transport, String fingerprint, long bytesPerRank,
+record BenchReport(BenchWorkload workload, String transport, BenchScope scope, String fingerprint, long bytesPerRank,
         double dispatchP50Us, double dispatchP90Us, double combineP50Us, double combineP90Us, double totalP50Us,
         double totalP90Us, double algbwGbps, double aggGbps, double copyBoundUs, boolean ok) {
 
-    static BenchReport of(BenchWorkload w, String transport, int[][] rows, List<TransportBench.RankTimes> ranks,
+    static BenchReport of(BenchWorkload w, String transport, BenchScope scope, int[][] rows, List<RankTimes> ranks,
             double memcpyGbps) {
         int iters = ranks.get(0).dispatchNs().length;
         long[] dispatch = new long[iters];
         long[] combine = new long[iters];
         long[] total = new long[iters];
         boolean ok = true;
-        for (TransportBench.RankTimes r : ranks) {
+        for (RankTimes r : ranks) {
             ok &= r.ok();
             for (int i = 0; i < iters; i++) {
                 dispatch[i] = Math.max(dispatch[i], r.dispatchNs()[i]);
@@ -40,7 +41,7 @@ record BenchReport(BenchWorkload workload, String transport, String fingerprint,
         double totalP50 = BenchCommand.percentileUs(total, 50);
         double algbw = 2.0 * bytesPerRank / (totalP50 * 1e-6) / 1e9;
         double copyBoundUs = 2.0 * offRank / (memcpyGbps * 1e9) * 1e6;
-        return new BenchReport(w, transport, BenchRouting.fingerprint(rows), bytesPerRank,
+        return new BenchReport(w, transport, scope, BenchRouting.fingerprint(rows), bytesPerRank,
                 BenchCommand.percentileUs(dispatch, 50), BenchCommand.percentileUs(dispatch, 90),
                 BenchCommand.percentileUs(combine, 50), BenchCommand.percentileUs(combine, 90), totalP50,
                 BenchCommand.percentileUs(total, 90), algbw, algbw * rows.length, copyBoundUs, ok);
@@ -53,9 +54,9 @@ record BenchReport(BenchWorkload workload, String transport, String fingerprint,
                 + "\"E\":%d,\"routing\":\"%s\",\"fingerprint\":\"%s\",\"bytes_per_rank\":%d,\"dispatch_us_p50\":%.0f,"
                 + "\"dispatch_us_p90\":%.0f,\"combine_us_p50\":%.0f,\"combine_us_p90\":%.0f,\"total_us_p50\":%.0f,"
                 + "\"total_us_p90\":%.0f,\"algbw_gbps\":%.3f,\"agg_gbps\":%.3f,\"memcpy_gbps\":%.3f,\"copy_bound_us\":%.0f,"
-                + "\"ok\":%b,\"scope\":\"transport\"}",
+                + "\"ok\":%b,\"scope\":\"%s\"}",
                 w.name(), transport, w.worldSize(), w.tokens(), w.hidden(), w.topK(), w.experts(), w.routing(), fingerprint,
                 bytesPerRank, dispatchP50Us, dispatchP90Us, combineP50Us, combineP90Us, totalP50Us, totalP90Us, algbwGbps,
-                aggGbps, memcpyGbps, copyBoundUs, ok);
+                aggGbps, memcpyGbps, copyBoundUs, ok, scope.name().toLowerCase(Locale.ROOT));
     }
 }

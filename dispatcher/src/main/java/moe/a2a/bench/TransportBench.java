@@ -15,9 +15,6 @@ import moe.a2a.dispatch.DType;
  */
 public final class TransportBench {
 
-    /** Per measured iteration, after a barrier: dispatch and combine wall times on this rank. */
-    public record RankTimes(long[] dispatchNs, long[] combineNs, boolean ok) {}
-
     private TransportBench() {}
 
     public static RankTimes run(BenchWorkload w, Communicator comm, int[][] rows, int warmup, int iters) {
@@ -63,7 +60,7 @@ public final class TransportBench {
     }
 
     /** Source {@code src}'s rows, packed per destination rank in token order. */
-    private static ByteBuffer pack(BenchWorkload w, int src, long bytes) {
+    static ByteBuffer pack(BenchWorkload w, int src, long bytes) {
         ByteBuffer out = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
         int[] ids = BenchRouting.topkIds(w, src);
         int at = 0;
@@ -108,7 +105,7 @@ public final class TransportBench {
         return true;
     }
 
-    private static boolean hits(BenchWorkload w, int[] ids, int token, int rank) {
+    static boolean hits(BenchWorkload w, int[] ids, int token, int rank) {
         for (int j = 0; j < w.topK(); j++) {
             if (w.rankOf(ids[token * w.topK() + j]) == rank) {
                 return true;

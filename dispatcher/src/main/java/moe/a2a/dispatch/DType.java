@@ -37,6 +37,31 @@ public enum DType {
         }
     }
 
+    /**
+     * Adds {@code n} elements starting at byte {@code srcByte} into {@code dst[dstIndex..]}.
+     * {@code scratch} (at least {@code n} long) takes the raw 16-bit elements in one bulk copy,
+     * which the adding loop then reads from an array.
+     */
+    public void accumulate(ByteBuffer src, int srcByte, float[] dst, int dstIndex, int n, short[] scratch) {
+        switch (this) {
+            case BF16:
+                src.asShortBuffer().get(srcByte / 2, scratch, 0, n);
+                for (int i = 0; i < n; i++) {
+                    dst[dstIndex + i] += Float.intBitsToFloat(scratch[i] << 16);
+                }
+                break;
+            case FP16:
+                for (int i = 0; i < n; i++) {
+                    dst[dstIndex + i] += halfToFloat(src.getShort(srcByte + 2 * i));
+                }
+                break;
+            default:
+                for (int i = 0; i < n; i++) {
+                    dst[dstIndex + i] += src.getFloat(srcByte + 4 * i);
+                }
+        }
+    }
+
     /** Writes {@code src[srcIndex..srcIndex+n)} as this dtype starting at byte {@code dstByte}. */
     public void encode(float[] src, int srcIndex, int n, ByteBuffer dst, int dstByte) {
         for (int i = 0; i < n; i++) {

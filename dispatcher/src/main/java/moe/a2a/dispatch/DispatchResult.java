@@ -45,6 +45,12 @@ public final class DispatchResult {
         }
     }
 
+    /** Copies received token {@code index}'s row, as it arrived (in the dispatch's dtype), into {@code dst} at {@code dstByte}. */
+    public void copyRecvToken(int index, ByteBuffer dst, int dstByte) {
+        final DispatchRowLayout row = handle.rowLayout;
+        dst.put(dstByte, recvBuffer, index * row.rowBytes(), row.payloadBytes());
+    }
+
     /** Writes received token {@code index} as fp32 into {@code dst[dstIndex..dstIndex+H)}. */
     public void recvToken(int index, float[] dst, int dstIndex) {
         final DispatchRowLayout row = handle.rowLayout;

@@ -34,6 +34,7 @@ public final class Dispatcher {
     private ByteBuffer combineSend = allocate(0);
     private ByteBuffer combineRecv = allocate(0);
     private float[] partials = new float[0];
+    private final short[] rowScratch;
 
     public Dispatcher(Communicator comm, Placement placement, int hidden, int topK) {
         if (placement.worldSize() != comm.size()) {
@@ -53,6 +54,7 @@ public final class Dispatcher {
         this.sendBytes = new long[worldSize];
         this.recvBytes = new long[worldSize];
         this.slotCursor = new int[placement.localExperts(rank)];
+        this.rowScratch = new short[hidden];
         for (DType dtype : DType.values()) {
             rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype);
         }
@@ -98,9 +100,7 @@ public final class Dispatcher {
      * side) holds each token's weighted sum over all its experts. Every rank must call this.
      */
     public void combine(FloatBuffer expertOutputs, DispatchHandle handle, float[] out) {
-        final DispatchRowLayout row = handle.rowLayout;
         final int numRecv = handle.numRecvTokens;
-        final int payloadBytes = row.payloadBytes();
         if (partials.length < numRecv * hidden) {
             partials = new float[numRecv * hidden];
         }
@@ -113,10 +113,31 @@ public final class Dispatcher {
                 partials[base + c] += w * expertOutputs.get(i * hidden + c);
             }
         }
-        combineSend = ensure(combineSend, (long) numRecv * payloadBytes);
+        final ByteBuffer rows = combineRows(handle);
+        final int payloadBytes = handle.rowLayout.payloadBytes();
         for (int j = 0; j < numRecv; j++) {
-            row.dtype().encode(partials, j * hidden, hidden, combineSend, j * payloadBytes);
+            handle.rowLayout.dtype().encode(partials, j * hidden, hidden, rows, j * payloadBytes);
         }
+        combine(handle, out);
+    }
+
+    /**
+     * The buffer of rows that {@link #combine(DispatchHandle, float[])} sends back: one row per
+     * received token, in receive order, in the dispatch's dtype, each the token's weighted sum
+     * over this rank's experts. Valid until the next combine.
+     */
+    public ByteBuffer combineRows(DispatchHandle handle) {
+        combineSend = ensure(combineSend, (long) handle.numRecvTokens * handle.rowLayout.payloadBytes());
+        return combineSend;
+    }
+
+    /**
+     * Sends the rows written into {@link #combineRows} back to their sources and sums, at the
+     * source, every token's rows into {@code out} ({@code [T, H]} fp32). Every rank must call this.
+     */
+    public void combine(DispatchHandle handle, float[] out) {
+        final DispatchRowLayout row = handle.rowLayout;
+        final int payloadBytes = row.payloadBytes();
         final int numPacked = layout.rankOffsets(worldSize);
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = handle.recvRowsPerRank[r] * payloadBytes;
@@ -127,11 +148,7 @@ public final class Dispatcher {
 
         Arrays.fill(out, 0, layout.numTokens() * hidden, 0f);
         for (int i = 0; i < numPacked; i++) {
-            final int base = layout.packOrder(i) * hidden;
-            final int src = i * payloadBytes;
-            for (int c = 0; c < hidden; c++) {
-                out[base + c] += row.dtype().get(combineRecv, src + c * row.dtype().sizeBytes());
-            }
+            row.dtype().accumulate(combineRecv, i * payloadBytes, out, layout.packOrder(i) * hidden, hidden, rowScratch);
         }
     }
 

@@ -1,0 +1,129 @@
+package moe.a2a.bench;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import moe.a2a.comm.Communicator;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchHandle;
+import moe.a2a.dispatch.DispatchResult;
+import moe.a2a.dispatch.Dispatcher;
+import moe.a2a.dispatch.Placement;
+
+/**
+ * One rank's part of the dispatcher benchmark: the real {@link Dispatcher} on a workload.
+ * Dispatch is layout, pack, counts and row exchange, and the grouping by local expert; combine
+ * is the row exchange back and the fp32 sum at the source. In between (not timed) the "expert"
+ * sends each received row back unchanged, except in the first iteration, which is validated: the
+ * expert then multiplies each row by its local weight and by (rank + 1), and the output must be
+ * exactly {@code Σ_d bf16(val · m_td/K · (d+1))}. Runs on the rank's thread.
+ */
+public final class DispatcherBench {
+    private DispatcherBench() {}
+
+    public static RankTimes run(BenchWorkload w, Communicator comm, int warmup, int iters) {
+        final int me = comm.rank();
+        final int t = w.tokens();
+        final int h = w.hidden();
+        final int k = w.topK();
+        int[] ids = BenchRouting.topkIds(w, me);
+        float[] weights = new float[t * k];
+        java.util.Arrays.fill(weights, 1f / k);
+        ByteBuffer tokens = ByteBuffer.allocateDirect(t * w.rowBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        for (int tok = 0; tok < t; tok++) {
+            for (int c = 0; c < h; c++) {
+                DType.BF16.put(tokens, (tok * h + c) * 2, BenchRouting.payload(me, tok, c));
+            }
+        }
+        Dispatcher dispatcher = new Dispatcher(comm, Placement.contiguous(w.experts(), w.worldSize()), h, k);
+        float[] out = new float[t * h];
+        long[] dispatchNs = new long[iters];
+        long[] combineNs = new long[iters];
+        boolean ok = true;
+        for (int i = 0; i < warmup + iters; i++) {
+            comm.barrier();
+            long t0 = System.nanoTime();
+            DispatchResult result = dispatcher.dispatch(tokens, t, DType.BF16, ids, weights);
+            long t1 = System.nanoTime();
+            ByteBuffer back = dispatcher.combineRows(result.handle());
+            if (i == 0) {
+                ok = receivedRight(w, me, result);
+                scaledRows(result, back, me);
+            } else {
+                for (int j = 0; j < result.numRecvTokens(); j++) {
+                    result.copyRecvToken(j, back, j * w.rowBytes());
+                }
+            }
+            long t2 = System.nanoTime();
+            dispatcher.combine(result.handle(), out);
+            long t3 = System.nanoTime();
+            if (i == 0) {
+                ok &= combinedRight(w, me, ids, out);
+            }
+            if (i >= warmup) {
+                dispatchNs[i - warmup] = t1 - t0;
+                combineNs[i - warmup] = t3 - t2;
+            }
+        }
+        return new RankTimes(dispatchNs, combineNs, ok);
+    }
+
+    /** The validation expert: row × (its local weight) × (rank + 1), rounded to bf16. */
+    private static void scaledRows(DispatchResult result, ByteBuffer back, int rank) {
+        DispatchHandle handle = result.handle();
+        int h = handle.rowLayout().hidden();
+        float[] factor = new float[result.numRecvTokens()];
+        for (int i = 0; i < result.numExpertRows(); i++) {
+            factor[handle.expertRow(i)] += handle.expertWeight(i);
+        }
+        float[] row = new float[h];
+        for (int j = 0; j < factor.length; j++) {
+            result.recvToken(j, row, 0);
+            for (int c = 0; c < h; c++) {
+                row[c] = row[c] * (factor[j] * (rank + 1));
+            }
+            DType.BF16.encode(row, 0, h, back, j * h * 2);
+        }
+    }
+
+    private static boolean receivedRight(BenchWorkload w, int me, DispatchResult result) {
+        float[] row = new float[w.hidden()];
+        int j = 0;
+        for (int src = 0; src < w.worldSize(); src++) {
+            int[] ids = BenchRouting.topkIds(w, src);
+            for (int tok = 0; tok < w.tokens(); tok++) {
+                if (TransportBench.hits(w, ids, tok, me)) {
+                    result.recvToken(j++, row, 0);
+                    for (int c = 0; c < w.hidden(); c++) {
+                        if (row[c] != DType.BF16.round(BenchRouting.payload(src, tok, c))) {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        return j == result.numRecvTokens();
+    }
+
+    private static boolean combinedRight(BenchWorkload w, int me, int[] ids, float[] out) {
+        int k = w.topK();
+        for (int tok = 0; tok < w.tokens(); tok++) {
+            for (int c = 0; c < w.hidden(); c++) {
+                float val = DType.BF16.round(BenchRouting.payload(me, tok, c));
+                float expected = 0;
+                for (int d = 0; d < w.worldSize(); d++) {
+                    float factor = 0;
+                    for (int j = 0; j < k; j++) {
+                        factor += w.rankOf(ids[tok * k + j]) == d ? 1f / k : 0f;
+                    }
+                    if (factor > 0) {
+                        expected += DType.BF16.round(val * (factor * (d + 1)));
+                    }
+                }
+                if (out[tok * w.hidden() + c] != expected) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+}
