@@ -34,18 +34,31 @@ final class PeerInbox {
         }
     }
 
-    /** Marks the peer failed: queued frames are dropped and every waiter gets {@code cause}. */
+    /**
+     * Marks the peer failed. Frames that arrived before still count (the peer sent them first);
+     * once they are taken, every waiter gets {@code cause}.
+     */
     void fail(A2aException cause) {
         lock.lock();
         try {
             if (failure == null) {
                 failure = cause;
             }
+            arrived.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Releases frames nobody will take; later frames are released on arrival. */
+    void close(A2aException cause) {
+        lock.lock();
+        try {
+            fail(cause);
             for (Frame f : frames) {
                 f.release();
             }
             frames.clear();
-            arrived.signalAll();
         } finally {
             lock.unlock();
         }

@@ -283,12 +283,16 @@ public final class TcpCommunicator implements Communicator {
 
     @Override
     public void close() {
-        abort(new A2aException("communicator closed: rank=" + config.rank()));
+        A2aException closed = new A2aException("communicator closed: rank=" + config.rank());
+        abort(closed);
         server.close().syncUninterruptibly();
         for (Channel ch : peers) {
             if (ch != null) {
                 ch.close().syncUninterruptibly();
             }
+        }
+        for (PeerInbox inbox : inboxes) {
+            inbox.close(closed);
         }
     }
 

@@ -1,0 +1,99 @@
+package moe.a2a.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.RankThreads;
+import moe.a2a.comm.local.LocalGroup;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The benchmark's own validation passes on small workloads and catches a corrupted byte. */
+@Timeout(60)
+class BenchHarnessTest {
+    static final BenchWorkload SMALL = new BenchWorkload("small", 3, 40, 64, 12, 3, 0, false, 42);
+    static final BenchWorkload SKEWED = new BenchWorkload("small-skew", 4, 33, 32, 16, 4, 1.2, true, 7);
+
+    @Test
+    void shouldValidateDispatcherPathWhenRoutingIsUniformOrSkewed() throws Exception {
+        for (BenchWorkload w : List.of(SMALL, SKEWED)) {
+            LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(20));
+            List<RankTimes> times = RankThreads.run(w.worldSize(),
+                    rank -> DispatcherBench.run(w, group.communicator(rank), 1, 3));
+            assertThat(times).as(w.name()).allMatch(RankTimes::ok).allMatch(t -> t.dispatchNs().length == 3);
+        }
+    }
+
+    @Test
+    void shouldValidateTransportPath() throws Exception {
+        LocalGroup group = new LocalGroup(SMALL.worldSize(), TimeUnit.SECONDS.toNanos(20));
+        int[][] rows = BenchRouting.rows(SMALL);
+        List<RankTimes> times = RankThreads.run(SMALL.worldSize(),
+                rank -> TransportBench.run(SMALL, group.communicator(rank), rows, 1, 2));
+        assertThat(times).allMatch(RankTimes::ok);
+    }
+
+    @Test
+    void shouldFailValidationWhenAReceivedByteIsCorrupted() throws Exception {
+        LocalGroup group = new LocalGroup(SMALL.worldSize(), TimeUnit.SECONDS.toNanos(20));
+        int[][] rows = BenchRouting.rows(SMALL);
+        List<RankTimes> transport = RankThreads.run(SMALL.worldSize(),
+                rank -> TransportBench.run(SMALL, corrupting(group.communicator(rank)), rows, 0, 1));
+        assertThat(transport).anyMatch(t -> !t.ok());
+        LocalGroup second = new LocalGroup(SMALL.worldSize(), TimeUnit.SECONDS.toNanos(20));
+        List<RankTimes> dispatcher = RankThreads.run(SMALL.worldSize(),
+                rank -> DispatcherBench.run(SMALL, corrupting(second.communicator(rank)), 0, 1));
+        assertThat(dispatcher).anyMatch(t -> !t.ok());
+    }
+
+    /** Flips the first received byte of every row exchange on rank 1. */
+    private static Communicator corrupting(Communicator inner) {
+        return new Communicator() {
+            @Override
+            public int rank() {
+                return inner.rank();
+            }
+
+            @Override
+            public int size() {
+                return inner.size();
+            }
+
+            @Override
+            public String transport() {
+                return inner.transport();
+            }
+
+            @Override
+            public void allToAllCounts(long[] sendCounts, long[] recvCounts) {
+                inner.allToAllCounts(sendCounts, recvCounts);
+            }
+
+            @Override
+            public void allToAllV(ByteBuffer send, long[] sendCounts, ByteBuffer recv, long[] recvCounts) {
+                inner.allToAllV(send, sendCounts, recv, recvCounts);
+                if (inner.rank() == 1 && recv.capacity() > 0) {
+                    recv.put(0, (byte) (recv.get(0) ^ 0x40));
+                }
+            }
+
+            @Override
+            public void barrier() {
+                inner.barrier();
+            }
+
+            @Override
+            public void abort(Throwable cause) {
+                inner.abort(cause);
+            }
+
+            @Override
+            public void close() {
+                inner.close();
+            }
+        };
+    }
+}
