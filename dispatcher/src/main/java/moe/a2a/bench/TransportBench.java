@@ -3,6 +3,7 @@ package moe.a2a.bench;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
 import moe.a2a.dispatch.DType;
 
 /**
@@ -43,10 +44,10 @@ public final class TransportBench {
         for (int i = 0; i < warmup + iters; i++) {
             comm.barrier();
             long t0 = System.nanoTime();
-            comm.allToAllCounts(sendRows, recvRows);
-            comm.allToAllV(send, sendBytes, recv, recvBytes);
+            comm.allToAllCounts(i, ExchangePhase.DISPATCH, sendRows, recvRows);
+            comm.allToAllV(i, ExchangePhase.DISPATCH, send, sendBytes, recv, recvBytes);
             long t1 = System.nanoTime();
-            comm.allToAllV(recv, recvBytes, back, sendBytes);
+            comm.allToAllV(i, ExchangePhase.COMBINE, recv, recvBytes, back, sendBytes);
             long t2 = System.nanoTime();
             if (i == 0) {
                 ok = received(w, me, recv) && back.equals(send) && countsMatch(recvRows, rows, me);

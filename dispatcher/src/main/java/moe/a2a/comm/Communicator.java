@@ -26,17 +26,20 @@ public interface Communicator extends AutoCloseable {
 
     /**
      * Exchanges one count per peer: afterwards {@code recvCounts[p]} holds what peer {@code p}
-     * passed as its {@code sendCounts[rank()]}.
+     * passed as its {@code sendCounts[rank()]}. Every rank passes the same {@code step} and
+     * {@code phase}; transports that can check it do.
      */
-    void allToAllCounts(long[] sendCounts, long[] recvCounts);
+    void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts);
 
     /**
      * All-to-all-v of bytes: the segment of {@code send} for peer {@code p} lands in peer {@code
      * p}'s {@code recv} at the segment for this rank. Both sides must agree on every count (as
      * obtained from {@link #allToAllCounts}); a mismatch is an error, not a truncation. Buffer
-     * positions and limits are ignored: segments start at index 0.
+     * positions and limits are ignored: segments start at index 0. {@code step} and {@code phase}
+     * as for {@link #allToAllCounts}.
      */
-    void allToAllV(ByteBuffer send, long[] sendCounts, ByteBuffer recv, long[] recvCounts);
+    void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+            long[] recvCounts);
 
     /** Returns once every rank has called it. */
     void barrier();

@@ -22,11 +22,17 @@ public final class DispatchHandle {
     float[] expertWeights = new float[0];
     DispatchRowLayout rowLayout;
     int numRecvTokens;
+    long step;
 
     DispatchHandle(DispatchLayout layout, int worldSize, int localExperts) {
         this.layout = layout;
         this.recvRowsPerRank = new long[worldSize];
         this.expertOffsets = new int[localExperts + 1];
+    }
+
+    /** The dispatcher's sequence number of this dispatch, the same on every rank. */
+    public long step() {
+        return step;
     }
 
     /** The source-side layout of this dispatch. */

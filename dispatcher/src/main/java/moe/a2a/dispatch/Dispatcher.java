@@ -6,6 +6,7 @@ import java.nio.FloatBuffer;
 import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
 
 /**
  * One rank's data path: {@link #dispatch} sends each token once to every rank hosting one of its
@@ -34,6 +35,7 @@ public final class Dispatcher {
     private ByteBuffer combineSend = allocate(0);
     private ByteBuffer combineRecv = allocate(0);
     private float[] partials = new float[0];
+    private long nextStep;
     private final short[] rowScratch;
 
     public Dispatcher(Communicator comm, Placement placement, int hidden, int topK) {
@@ -80,14 +82,15 @@ public final class Dispatcher {
             sendRows[r] = layout.tokensPerRank(r);
             sendBytes[r] = sendRows[r] * row.rowBytes();
         }
-        comm.allToAllCounts(sendRows, handle.recvRowsPerRank);
+        handle.step = nextStep++;
+        comm.allToAllCounts(handle.step, ExchangePhase.DISPATCH, sendRows, handle.recvRowsPerRank);
         long totalRecv = 0;
         for (int r = 0; r < worldSize; r++) {
             recvBytes[r] = handle.recvRowsPerRank[r] * row.rowBytes();
             totalRecv += handle.recvRowsPerRank[r];
         }
         recvBuffer = ensure(recvBuffer, totalRecv * row.rowBytes());
-        comm.allToAllV(sendBuffer, sendBytes, recvBuffer, recvBytes);
+        comm.allToAllV(handle.step, ExchangePhase.DISPATCH, sendBuffer, sendBytes, recvBuffer, recvBytes);
         handle.numRecvTokens = (int) totalRecv;
         groupByExpert(row);
         result.recvBuffer = recvBuffer;
@@ -144,7 +147,7 @@ public final class Dispatcher {
             recvBytes[r] = layout.tokensPerRank(r) * payloadBytes;
         }
         combineRecv = ensure(combineRecv, (long) numPacked * payloadBytes);
-        comm.allToAllV(combineSend, sendBytes, combineRecv, recvBytes);
+        comm.allToAllV(handle.step, ExchangePhase.COMBINE, combineSend, sendBytes, combineRecv, recvBytes);
 
         Arrays.fill(out, 0, layout.numTokens() * hidden, 0f);
         for (int i = 0; i < numPacked; i++) {

@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
 import org.junit.jupiter.api.Test;
@@ -68,13 +69,14 @@ class BenchHarnessTest {
             }
 
             @Override
-            public void allToAllCounts(long[] sendCounts, long[] recvCounts) {
-                inner.allToAllCounts(sendCounts, recvCounts);
+            public void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+                inner.allToAllCounts(step, phase, sendCounts, recvCounts);
             }
 
             @Override
-            public void allToAllV(ByteBuffer send, long[] sendCounts, ByteBuffer recv, long[] recvCounts) {
-                inner.allToAllV(send, sendCounts, recv, recvCounts);
+            public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+                    long[] recvCounts) {
+                inner.allToAllV(step, phase, send, sendCounts, recv, recvCounts);
                 if (inner.rank() == 1 && recv.capacity() > 0) {
                     recv.put(0, (byte) (recv.get(0) ^ 0x40));
                 }

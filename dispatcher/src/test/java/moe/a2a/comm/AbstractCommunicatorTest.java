@@ -50,7 +50,7 @@ public abstract class AbstractCommunicatorTest {
                     send[d] = bytes[rank][d] + round;
                     total += send[d];
                 }
-                comm.allToAllCounts(send, recv);
+                comm.allToAllCounts(round, ExchangePhase.DISPATCH, send, recv);
                 long recvTotal = 0;
                 for (int s = 0; s < n; s++) {
                     assertThat(recv[s]).as("seed=%d rank=%d src=%d", seed, rank, s)
@@ -66,7 +66,7 @@ public abstract class AbstractCommunicatorTest {
                     at += send[d];
                 }
                 ByteBuffer recvBuf = direct(recvTotal);
-                comm.allToAllV(sendBuf, send, recvBuf, recv);
+                comm.allToAllV(round, ExchangePhase.DISPATCH, sendBuf, send, recvBuf, recv);
                 at = 0;
                 for (int s = 0; s < n; s++) {
                     for (long i = 0; i < recv[s]; i++) {
@@ -131,7 +131,7 @@ public abstract class AbstractCommunicatorTest {
     @Test
     void shouldRejectCountsOfWrongLength() throws Exception {
         Communicator[] group = newGroup(2, TimeUnit.SECONDS.toNanos(5));
-        assertThatThrownBy(() -> group[0].allToAllCounts(new long[3], new long[2]))
+        assertThatThrownBy(() -> group[0].allToAllCounts(0, ExchangePhase.DISPATCH, new long[3], new long[2]))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("sendCounts.length: 3 (expected: 2)");
         close(group);

@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
 
@@ -32,7 +33,7 @@ final class LocalBarrier {
      * @throws ExchangeTimeoutException naming the first missing rank; the group is then broken
      * @throws PeerFailedException if the group was broken before or while waiting
      */
-    void await(int rank, long step, long timeoutNs) {
+    void await(int rank, long step, ExchangePhase phase, long timeoutNs) {
         lock.lock();
         try {
             throwIfFailed(rank);
@@ -49,7 +50,7 @@ final class LocalBarrier {
                 throwIfFailed(rank);
                 if (remainingNs <= 0) {
                     ExchangeTimeoutException timeout =
-                            new ExchangeTimeoutException(step, rank, firstMissing(gen), timeoutNs);
+                            new ExchangeTimeoutException(step, phase, rank, firstMissing(gen), timeoutNs);
                     breakLocked(timeout);
                     throw timeout;
                 }

@@ -3,6 +3,7 @@ package moe.a2a.comm.local;
 import java.nio.ByteBuffer;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
 
 /**
  * In-process communicator: a rank copies each outgoing segment straight into the peer's receive
@@ -15,7 +16,6 @@ public final class LocalCommunicator implements Communicator {
     private final LocalGroup group;
     private final int rank;
     private final long[] sendOffsets;
-    private long step;
 
     LocalCommunicator(LocalGroup group, int rank) {
         this.group = group;
@@ -39,26 +39,25 @@ public final class LocalCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllCounts(long[] sendCounts, long[] recvCounts) {
+    public void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
         final int n = group.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
-        final long op = step++;
         System.arraycopy(sendCounts, 0, group.counts[rank], 0, n);
-        group.await(rank, op);
+        group.await(rank, step, phase);
         for (int src = 0; src < n; src++) {
             recvCounts[src] = group.counts[src][rank];
         }
         // Nobody may overwrite its row of the matrix before every rank has read its column.
-        group.await(rank, op);
+        group.await(rank, step, phase);
     }
 
     @Override
-    public void allToAllV(ByteBuffer send, long[] sendCounts, ByteBuffer recv, long[] recvCounts) {
+    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+            long[] recvCounts) {
         final int n = group.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
-        final long op = step++;
         long offset = 0;
         for (int src = 0; src < n; src++) {
             group.recvOffsets[rank][src] = offset;
@@ -70,7 +69,7 @@ public final class LocalCommunicator implements Communicator {
                     + offset + ", capacityBytes=" + recv.capacity());
         }
         group.recvBuffers[rank] = recv;
-        group.await(rank, op);
+        group.await(rank, step, phase);
         long sendOffset = 0;
         for (int dst = 0; dst < n; dst++) {
             sendOffsets[dst] = sendOffset;
@@ -97,12 +96,12 @@ public final class LocalCommunicator implements Communicator {
             group.fail(e);
             throw e;
         }
-        group.await(rank, op);
+        group.await(rank, step, phase);
     }
 
     @Override
     public void barrier() {
-        group.await(rank, step++);
+        group.await(rank, -1, ExchangePhase.BARRIER);
     }
 
     @Override

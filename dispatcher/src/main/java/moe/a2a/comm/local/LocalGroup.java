@@ -2,6 +2,7 @@ package moe.a2a.comm.local;
 
 import java.nio.ByteBuffer;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangePhase;
 
 /**
  * The shared state of one in-process group of {@code size} ranks: where each rank's receive
@@ -67,8 +68,8 @@ public final class LocalGroup {
         return barrier.isBroken();
     }
 
-    void await(int rank, long step) {
-        barrier.await(rank, step, timeoutNs);
+    void await(int rank, long step, ExchangePhase phase) {
+        barrier.await(rank, step, phase, timeoutNs);
     }
 
     void fail(Throwable cause) {

@@ -6,7 +6,7 @@ import io.netty.buffer.ByteBuf;
  * One decoded frame: its kind, op and payload. The payload is reference-counted: whoever takes
  * the frame releases it.
  */
-record Frame(byte kind, long op, ByteBuf payload) {
+record Frame(byte kind, int phase, long step, long op, ByteBuf payload) {
     void release() {
         payload.release();
     }

@@ -18,6 +18,8 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private ByteBuf header;
     private CompositeByteBuf payload;
     private byte kind;
+    private int phase;
+    private long step;
     private long op;
     private long remaining = -1;
 
@@ -56,7 +58,7 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                     remaining -= take;
                 }
                 if (remaining == 0) {
-                    Frame frame = new Frame(kind, op, payload);
+                    Frame frame = new Frame(kind, phase, step, op, payload);
                     payload = null;
                     remaining = -1;
                     ctx.fireChannelRead(frame);
@@ -70,7 +72,9 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private void startFrame(ChannelHandlerContext ctx) {
         int magic = header.readInt();
         kind = header.readByte();
-        header.skipBytes(3);
+        phase = header.readUnsignedByte();
+        header.skipBytes(2);
+        step = header.readLong();
         op = header.readLong();
         long length = header.readLong();
         header.clear();

@@ -7,19 +7,21 @@ import io.netty.buffer.ByteBuf;
  * (Netty's default); the payload follows immediately.
  *
  * <pre>
- *   0         4      5          8                    16                   24
- *   +---------+------+----------+--------------------+--------------------+
- *   | magic   | kind | reserved | op (int64)         | length (int64)     |
- *   +---------+------+----------+--------------------+--------------------+
+ *   0         4      5       6          8               16              24              32
+ *   +---------+------+-------+----------+---------------+---------------+---------------+
+ *   | magic   | kind | phase | reserved | step (int64)  | op (int64)    | length (int64)|
+ *   +---------+------+-------+----------+---------------+---------------+---------------+
  *   magic  0x4D4F4541 ("MOEA"); anything else closes the connection
  *   kind   HELLO (16-byte payload: groupId int64, rank int32, size int32), COUNT (8 bytes),
  *          DATA (length bytes of rows), ABORT (a UTF-8 reason of at most 4096 bytes)
+ *   phase  the ExchangePhase ordinal of COUNT and DATA frames (dispatch, combine, barrier)
+ *   step   the step the exchange belongs to, as the ranks' dispatchers number them
  *   op     the collective's sequence number on the communicator (HELLO: 0)
  * </pre>
  */
 final class FrameHeader {
     static final int MAGIC = 0x4D4F4541;
-    static final int BYTES = 24;
+    static final int BYTES = 32;
     static final int HELLO_BYTES = 16;
     static final int MAX_ABORT_BYTES = 4096;
 
@@ -30,8 +32,8 @@ final class FrameHeader {
 
     private FrameHeader() {}
 
-    static void write(ByteBuf out, byte kind, long op, long length) {
-        out.writeInt(MAGIC).writeByte(kind).writeZero(3).writeLong(op).writeLong(length);
+    static void write(ByteBuf out, byte kind, int phase, long step, long op, long length) {
+        out.writeInt(MAGIC).writeByte(kind).writeByte(phase).writeZero(2).writeLong(step).writeLong(op).writeLong(length);
     }
 
     static String kindName(byte kind) {

@@ -100,7 +100,7 @@ final class Handshake extends ChannelInboundHandlerAdapter {
     private ByteBuf hello(ChannelHandlerContext ctx) {
         TcpConfig config = comm.config();
         ByteBuf out = ctx.alloc().buffer(FrameHeader.BYTES + FrameHeader.HELLO_BYTES);
-        FrameHeader.write(out, FrameHeader.HELLO, 0, FrameHeader.HELLO_BYTES);
+        FrameHeader.write(out, FrameHeader.HELLO, 0, 0, 0, FrameHeader.HELLO_BYTES);
         return out.writeLong(config.groupId()).writeInt(config.rank()).writeInt(config.size());
     }
 }

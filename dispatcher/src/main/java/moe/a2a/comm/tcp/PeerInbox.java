@@ -13,7 +13,7 @@ import moe.a2a.comm.A2aException;
  */
 final class PeerInbox {
     /** Result of {@link #poll} when the deadline passed first. */
-    static final Frame TIMED_OUT = new Frame((byte) 0, -1, io.netty.buffer.Unpooled.EMPTY_BUFFER);
+    static final Frame TIMED_OUT = new Frame((byte) 0, 0, -1, -1, io.netty.buffer.Unpooled.EMPTY_BUFFER);
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition arrived = lock.newCondition();

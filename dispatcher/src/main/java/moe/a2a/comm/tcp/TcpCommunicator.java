@@ -18,6 +18,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
 
@@ -106,7 +107,8 @@ public final class TcpCommunicator implements Communicator {
         }
         try {
             if (!connected.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                ExchangeTimeoutException e = new ExchangeTimeoutException(-1, config.rank(), firstMissingPeer(), config.timeoutNs());
+                ExchangeTimeoutException e = new ExchangeTimeoutException(-1, ExchangePhase.DISPATCH, config.rank(),
+                        firstMissingPeer(), config.timeoutNs());
                 abort(e);
                 throw e;
             }
@@ -174,7 +176,7 @@ public final class TcpCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllCounts(long[] sendCounts, long[] recvCounts) {
+    public void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
         final int n = config.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
@@ -184,14 +186,14 @@ public final class TcpCommunicator implements Communicator {
         for (int p = 0; p < n; p++) {
             if (p != config.rank()) {
                 ByteBuf frame = peers[p].alloc().buffer(FrameHeader.BYTES + Long.BYTES);
-                FrameHeader.write(frame, FrameHeader.COUNT, seq, Long.BYTES);
+                FrameHeader.write(frame, FrameHeader.COUNT, phase.ordinal(), step, seq, Long.BYTES);
                 peers[p].writeAndFlush(frame.writeLong(sendCounts[p]));
             }
         }
         recvCounts[config.rank()] = sendCounts[config.rank()];
         for (int p = 0; p < n; p++) {
             if (p != config.rank()) {
-                Frame frame = await(p, seq, FrameHeader.COUNT, deadline);
+                Frame frame = await(p, step, phase, seq, FrameHeader.COUNT, deadline);
                 recvCounts[p] = frame.payload().readLong();
                 frame.release();
             }
@@ -199,7 +201,8 @@ public final class TcpCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllV(ByteBuffer send, long[] sendCounts, ByteBuffer recv, long[] recvCounts) {
+    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+            long[] recvCounts) {
         final int n = config.size();
         final int me = config.rank();
         checkLength("sendCounts", sendCounts, n);
@@ -222,7 +225,7 @@ public final class TcpCommunicator implements Communicator {
         for (int i = 1; i < n; i++) {
             int p = (me + i) % n;
             ByteBuf header = peers[p].alloc().buffer(FrameHeader.BYTES);
-            FrameHeader.write(header, FrameHeader.DATA, seq, sendCounts[p]);
+            FrameHeader.write(header, FrameHeader.DATA, phase.ordinal(), step, seq, sendCounts[p]);
             ByteBuf body = Unpooled.wrappedBuffer(slice(send, sendOffsets[p], sendCounts[p]));
             writes[p] = peers[p].writeAndFlush(Unpooled.wrappedBuffer(header, body));
         }
@@ -233,7 +236,7 @@ public final class TcpCommunicator implements Communicator {
         recv.put((int) recvOffsets[me], send, (int) sendOffsets[me], (int) sendCounts[me]);
         for (int i = 1; i < n; i++) {
             int p = (me - i + n) % n;
-            Frame frame = await(p, seq, FrameHeader.DATA, deadline);
+            Frame frame = await(p, step, phase, seq, FrameHeader.DATA, deadline);
             try {
                 int len = frame.payload().readableBytes();
                 if (len != recvCounts[p]) {
@@ -247,7 +250,7 @@ public final class TcpCommunicator implements Communicator {
         }
         for (int p = 0; p < n; p++) {
             if (p != me) {
-                awaitWrite(p, seq, deadline);
+                awaitWrite(p, step, phase, deadline);
                 writes[p] = null;
             }
         }
@@ -255,7 +258,7 @@ public final class TcpCommunicator implements Communicator {
 
     @Override
     public void barrier() {
-        allToAllCounts(barrierSend, barrierRecv);
+        allToAllCounts(-1, ExchangePhase.BARRIER, barrierSend, barrierRecv);
     }
 
     @Override
@@ -272,7 +275,7 @@ public final class TcpCommunicator implements Communicator {
         for (Channel ch : peers) {
             if (ch != null && ch.isActive()) {
                 ByteBuf frame = ch.alloc().buffer(FrameHeader.BYTES + len);
-                FrameHeader.write(frame, FrameHeader.ABORT, op, len);
+                FrameHeader.write(frame, FrameHeader.ABORT, 0, -1, op, len);
                 ch.writeAndFlush(frame.writeBytes(text, 0, len)).addListener(ChannelFutureListener.CLOSE);
             }
         }
@@ -296,7 +299,7 @@ public final class TcpCommunicator implements Communicator {
         }
     }
 
-    private Frame await(int peer, long seq, byte kind, long deadline) {
+    private Frame await(int peer, long step, ExchangePhase phase, long seq, byte kind, long deadline) {
         Frame frame;
         try {
             frame = inboxes[peer].poll(deadline);
@@ -305,24 +308,25 @@ public final class TcpCommunicator implements Communicator {
             throw e;
         }
         if (frame == PeerInbox.TIMED_OUT) {
-            ExchangeTimeoutException e = new ExchangeTimeoutException(seq, config.rank(), peer, config.timeoutNs());
+            ExchangeTimeoutException e = new ExchangeTimeoutException(step, phase, config.rank(), peer, config.timeoutNs());
             abort(e);
             throw e;
         }
-        if (frame.op() != seq || frame.kind() != kind) {
+        if (frame.op() != seq || frame.kind() != kind || frame.step() != step || frame.phase() != phase.ordinal()) {
             frame.release();
-            fail(new A2aException("protocol error: rank=" + config.rank() + ", peer=" + peer + ", op=" + frame.op()
-                    + ", kind=" + FrameHeader.kindName(frame.kind()) + " (expected: op=" + seq + ", kind="
+            fail(new A2aException("protocol error: rank=" + config.rank() + ", peer=" + peer + ", step=" + frame.step()
+                    + ", phase=" + frame.phase() + ", op=" + frame.op() + ", kind=" + FrameHeader.kindName(frame.kind())
+                    + " (expected: step=" + step + ", phase=" + phase.ordinal() + ", op=" + seq + ", kind="
                     + FrameHeader.kindName(kind) + ")"));
         }
         return frame;
     }
 
-    private void awaitWrite(int peer, long seq, long deadline) {
+    private void awaitWrite(int peer, long step, ExchangePhase phase, long deadline) {
         ChannelFuture write = writes[peer];
         long waitNs = Math.max(0, deadline - System.nanoTime());
         if (!write.awaitUninterruptibly(waitNs, TimeUnit.NANOSECONDS)) {
-            fail(new ExchangeTimeoutException(seq, config.rank(), peer, config.timeoutNs()));
+            fail(new ExchangeTimeoutException(step, phase, config.rank(), peer, config.timeoutNs()));
         }
         if (!write.isSuccess()) {
             fail(new PeerFailedException(config.rank(), peer, "write failed: " + write.cause()));

@@ -43,7 +43,7 @@ class FrameDecoderTest {
     @Test
     void shouldFailWhenMagicIsWrong() {
         EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
-        ByteBuf garbage = Unpooled.buffer().writeBytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes());
+        ByteBuf garbage = Unpooled.buffer().writeBytes("GET / HTTP/1.1\r\nHost: example.org\r\n\r\n".getBytes());
         assertThatThrownBy(() -> ch.writeInbound(garbage))
                 .isInstanceOf(CorruptedFrameException.class).hasMessageContaining("bad frame magic");
         ch.finishAndReleaseAll();
@@ -53,7 +53,7 @@ class FrameDecoderTest {
     void shouldFailBeforeAllocatingWhenFrameClaimsTenGigabytes() {
         EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
         ByteBuf header = Unpooled.buffer();
-        FrameHeader.write(header, FrameHeader.DATA, 0, 10_000_000_000L);
+        FrameHeader.write(header, FrameHeader.DATA, 0, 0, 0, 10_000_000_000L);
         assertThatThrownBy(() -> ch.writeInbound(header))
                 .isInstanceOf(TooLongFrameException.class)
                 .hasMessageContaining("length=10000000000 (expected: in [0, 1048576])");
@@ -64,7 +64,7 @@ class FrameDecoderTest {
     void shouldFailWhenKindIsUnknown() {
         EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
         ByteBuf header = Unpooled.buffer();
-        FrameHeader.write(header, (byte) 9, 0, 0);
+        FrameHeader.write(header, (byte) 9, 0, 0, 0, 0);
         assertThatThrownBy(() -> ch.writeInbound(header)).hasMessageContaining("unknown frame kind: kind=9");
         ch.finishAndReleaseAll();
     }
@@ -72,16 +72,16 @@ class FrameDecoderTest {
     /** COUNT, DATA of random length (zero included), DATA, ABORT: contents derived from the seed. */
     private static ByteBuf stream(SplittableRandom random) {
         ByteBuf out = Unpooled.buffer();
-        FrameHeader.write(out, FrameHeader.COUNT, 1, 8);
+        FrameHeader.write(out, FrameHeader.COUNT, 1, 9, 1, 8);
         out.writeLong(random.nextLong());
         for (int i = 0; i < 2; i++) {
             int len = i == 0 ? random.nextInt(0, 5000) : 0;
-            FrameHeader.write(out, FrameHeader.DATA, 2 + i, len);
+            FrameHeader.write(out, FrameHeader.DATA, 0, 10 + i, 2 + i, len);
             for (int b = 0; b < len; b++) {
                 out.writeByte(random.nextInt(256));
             }
         }
-        FrameHeader.write(out, FrameHeader.ABORT, 4, 3);
+        FrameHeader.write(out, FrameHeader.ABORT, 0, -1, 4, 3);
         out.writeBytes(new byte[] {'b', 'y', 'e'});
         return out;
     }
@@ -90,6 +90,8 @@ class FrameDecoderTest {
         Frame count = ch.readInbound();
         assertThat(count.kind()).isEqualTo(FrameHeader.COUNT);
         assertThat(count.op()).isEqualTo(1);
+        assertThat(count.phase()).isEqualTo(1);
+        assertThat(count.step()).isEqualTo(9);
         assertThat(count.payload().readLong()).isEqualTo(random.nextLong());
         count.release();
         for (int i = 0; i < 2; i++) {
@@ -97,6 +99,7 @@ class FrameDecoderTest {
             Frame data = ch.readInbound();
             assertThat(data.kind()).isEqualTo(FrameHeader.DATA);
             assertThat(data.op()).isEqualTo(2 + i);
+            assertThat(data.step()).isEqualTo(10 + i);
             assertThat(data.payload().readableBytes()).isEqualTo(len);
             for (int b = 0; b < len; b++) {
                 assertThat(data.payload().readUnsignedByte()).isEqualTo((short) random.nextInt(256));

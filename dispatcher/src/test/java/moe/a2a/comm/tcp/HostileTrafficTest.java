@@ -11,6 +11,7 @@ import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -46,7 +47,7 @@ class HostileTrafficTest {
     @Test
     void shouldDropFrameClaimingTenGigabytes() throws Exception {
         ByteBuf frame = Unpooled.buffer();
-        FrameHeader.write(frame, FrameHeader.DATA, 0, 10_000_000_000L);
+        FrameHeader.write(frame, FrameHeader.DATA, 0, 0, 0, 10_000_000_000L);
         assertClosedAfterSending(frame);
         assertGroupStillExchanges();
     }
@@ -71,7 +72,7 @@ class HostileTrafficTest {
 
     private static ByteBuf hello(long groupId, int rank) {
         ByteBuf out = Unpooled.buffer();
-        FrameHeader.write(out, FrameHeader.HELLO, 0, FrameHeader.HELLO_BYTES);
+        FrameHeader.write(out, FrameHeader.HELLO, 0, 0, 0, FrameHeader.HELLO_BYTES);
         return out.writeLong(groupId).writeInt(rank).writeInt(2);
     }
 
@@ -100,7 +101,7 @@ class HostileTrafficTest {
             ByteBuffer send = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
             send.putInt(0, rank * 10).putInt(4, rank * 10 + 1);
             ByteBuffer recv = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
-            group[rank].allToAllV(send, new long[] {4, 4}, recv, new long[] {4, 4});
+            group[rank].allToAllV(0, ExchangePhase.DISPATCH, send, new long[] {4, 4}, recv, new long[] {4, 4});
             assertThat(recv.getInt(0)).isEqualTo(rank);
             assertThat(recv.getInt(4)).isEqualTo(10 + rank);
             return rank;
