@@ -12,8 +12,9 @@ import moe.a2a.dispatch.Placement;
 /**
  * One rank's part of the dispatcher benchmark: the real {@link Dispatcher} on a workload.
  * Dispatch is layout, pack, counts and row exchange, and the grouping by local expert; combine
- * is the row exchange back and the fp32 sum at the source. In between (not timed) the "expert"
- * sends each received row back unchanged, except in the first iteration, which is validated: the
+ * is the row exchange back and the fp32 sum at the source. In between (not timed, and followed by
+ * a barrier so that combine starts together on every rank) the "expert" sends each received row
+ * back unchanged, except in the first iteration, which is validated: the
  * expert then multiplies each row by its local weight and by (rank + 1), and the output must be
  * exactly {@code Σ_d bf16(val · m_td/K · (d+1))}. Runs on the rank's thread.
  */
@@ -53,6 +54,8 @@ public final class DispatcherBench {
                     result.copyRecvToken(j, back, j * w.rowBytes());
                 }
             }
+            // The expert stage is not measured: start combine together, as peers without one do.
+            comm.barrier();
             long t2 = System.nanoTime();
             dispatcher.combine(result.handle(), out);
             long t3 = System.nanoTime();

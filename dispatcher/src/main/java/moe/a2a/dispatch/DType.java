@@ -38,6 +38,21 @@ public enum DType {
     }
 
     /**
+     * Reads {@code n} elements starting at byte {@code srcByte} into {@code dst[dstIndex..]},
+     * through {@code scratch} as {@link #accumulate} does.
+     */
+    public void decode(ByteBuffer src, int srcByte, float[] dst, int dstIndex, int n, short[] scratch) {
+        if (this == BF16) {
+            src.asShortBuffer().get(srcByte / 2, scratch, 0, n);
+            for (int i = 0; i < n; i++) {
+                dst[dstIndex + i] = Float.intBitsToFloat(scratch[i] << 16);
+            }
+        } else {
+            decode(src, srcByte, dst, dstIndex, n);
+        }
+    }
+
+    /**
      * Adds {@code n} elements starting at byte {@code srcByte} into {@code dst[dstIndex..]}.
      * {@code scratch} (at least {@code n} long) takes the raw 16-bit elements in one bulk copy,
      * which the adding loop then reads from an array.

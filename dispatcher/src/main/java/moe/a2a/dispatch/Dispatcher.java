@@ -37,6 +37,7 @@ public final class Dispatcher {
     private float[] partials = new float[0];
     private long nextStep;
     private final short[] rowScratch;
+    private final int[] rankCursor;
 
     public Dispatcher(Communicator comm, Placement placement, int hidden, int topK) {
         if (placement.worldSize() != comm.size()) {
@@ -57,6 +58,7 @@ public final class Dispatcher {
         this.recvBytes = new long[worldSize];
         this.slotCursor = new int[placement.localExperts(rank)];
         this.rowScratch = new short[hidden];
+        this.rankCursor = new int[worldSize];
         for (DType dtype : DType.values()) {
             rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype);
         }
@@ -149,9 +151,28 @@ public final class Dispatcher {
         combineRecv = ensure(combineRecv, (long) numPacked * payloadBytes);
         comm.allToAllV(handle.step, ExchangePhase.COMBINE, combineSend, sendBytes, combineRecv, recvBytes);
 
-        Arrays.fill(out, 0, layout.numTokens() * hidden, 0f);
-        for (int i = 0; i < numPacked; i++) {
-            row.dtype().accumulate(combineRecv, i * payloadBytes, out, layout.packOrder(i) * hidden, hidden, rowScratch);
+        // Each rank's segment is in token order, so walking the tokens with one cursor per rank
+        // visits every token's rows together: its output row is written once, in order.
+        for (int r = 0; r < worldSize; r++) {
+            rankCursor[r] = layout.rankOffsets(r);
+        }
+        final int numTokens = layout.numTokens();
+        for (int t = 0; t < numTokens; t++) {
+            boolean first = true;
+            for (int r = 0; r < worldSize; r++) {
+                if (layout.tokenInRank(t, r)) {
+                    int at = rankCursor[r]++ * payloadBytes;
+                    if (first) {
+                        row.dtype().decode(combineRecv, at, out, t * hidden, hidden, rowScratch);
+                        first = false;
+                    } else {
+                        row.dtype().accumulate(combineRecv, at, out, t * hidden, hidden, rowScratch);
+                    }
+                }
+            }
+            if (first) {
+                Arrays.fill(out, t * hidden, (t + 1) * hidden, 0f);
+            }
         }
     }
 
