@@ -32,6 +32,8 @@ import picocli.CommandLine.Option;
 final class BenchCommand implements Callable<Integer> {
     enum Transport { LOCAL, TCP }
 
+    private static final int BAR_WIDTH = 30;
+
     @Option(names = "--workload", defaultValue = "prefill",
             description = "decode, prefill, prefill-skew, prefill-skew-perm, prefill-n2, prefill-n8 or all (default: ${DEFAULT-VALUE}).")
     String workload;
@@ -67,21 +69,26 @@ final class BenchCommand implements Callable<Integer> {
         System.out.println(scope == BenchScope.TRANSPORT
                 ? "scope: transport exchanges only (counts + rows out, rows back); pack, unpack and reduction are not timed"
                 : "scope: dispatcher (dispatch = layout + pack + counts + rows + grouping; combine = rows back + fp32 sum)");
-        System.out.printf(Locale.ROOT, "%-18s %-9s %2s %5s %-16s %12s %10s %10s %10s %10s %8s %8s %10s %6s %4s%n",
+        System.out.printf(Locale.ROOT, "%-18s %-9s %2s %5s %-16s %12s %10s %10s %10s %10s %8s %8s %10s %6s %9s %4s%n",
                 "workload", "transport", "N", "T", "fingerprint", "bytes/rank", "disp p50", "comb p50", "total p50",
-                "total p90", "algbw", "agg", "copybound", "xbound", "ok");
+                "total p90", "algbw", "agg", "copybound", "xbound", "barrier", "ok");
+        int done = 0;
+        int runs = workloads.size() * transports.size();
         List<String> reports = new ArrayList<>();
         boolean allOk = true;
         for (BenchWorkload w : workloads) {
             int[][] rows = BenchRouting.rows(w);
             for (Transport transport : transports) {
+                progress(done, runs, w.name() + " " + transport.name().toLowerCase(Locale.ROOT));
                 List<RankTimes> times = transport == Transport.LOCAL ? runLocal(w, rows) : runProcesses(w);
+                done++;
+                clearProgress();
                 BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), scope, rows, times, memcpy);
                 allOk &= r.ok();
-                System.out.printf(Locale.ROOT, "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %4s%n",
+                System.out.printf(Locale.ROOT, "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %7.0fus %4s%n",
                         w.name(), r.transport(), w.worldSize(), w.tokens(), r.fingerprint(), r.bytesPerRank(), r.dispatchP50Us(),
                         r.combineP50Us(), r.totalP50Us(), r.totalP90Us(), r.algbwGbps(), r.aggGbps(), r.copyBoundUs(),
-                        r.totalP50Us() / r.copyBoundUs(), r.ok() ? "ok" : "FAIL");
+                        r.totalP50Us() / r.copyBoundUs(), r.barrierP50Us(), r.ok() ? "ok" : "FAIL");
                 if (transport == Transport.TCP) {
                     System.out.printf(Locale.ROOT, "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
                             100 * r.aggGbps() / loopback);
@@ -143,6 +150,23 @@ final class BenchCommand implements Callable<Integer> {
             for (Process p : children) {
                 p.destroyForcibly();
             }
+        }
+    }
+
+    /** A progress bar on the terminal's stderr; nothing when output is not a terminal. */
+    private static void progress(int done, int total, String current) {
+        if (System.console() != null) {
+            int filled = done * BAR_WIDTH / Math.max(1, total);
+            System.err.printf("\r[%s%s] %d/%d running %s", "#".repeat(filled), " ".repeat(BAR_WIDTH - filled), done,
+                    total, current);
+            System.err.flush();
+        }
+    }
+
+    private static void clearProgress() {
+        if (System.console() != null) {
+            System.err.print("\r" + " ".repeat(BAR_WIDTH + 60) + "\r");
+            System.err.flush();
         }
     }
 

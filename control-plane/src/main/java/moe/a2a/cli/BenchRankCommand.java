@@ -76,7 +76,8 @@ final class BenchRankCommand implements Callable<Integer> {
             comm.barrier();
             comm.close();
             Path out = dir.resolve("rank-" + rank + ".times.tmp");
-            Files.writeString(out, times.ok() + "\n" + join(times.dispatchNs()) + "\n" + join(times.combineNs()) + "\n");
+            Files.writeString(out, times.ok() + "\n" + join(times.dispatchNs()) + "\n" + join(times.combineNs()) + "\n"
+                    + join(times.barrierNs()) + "\n");
             Files.move(out, dir.resolve("rank-" + rank + ".times"), StandardCopyOption.ATOMIC_MOVE);
         }
         return 0;
@@ -84,7 +85,8 @@ final class BenchRankCommand implements Callable<Integer> {
 
     static RankTimes read(Path file) throws Exception {
         List<String> lines = Files.readAllLines(file);
-        return new RankTimes(parse(lines.get(1)), parse(lines.get(2)), Boolean.parseBoolean(lines.get(0)));
+        return new RankTimes(parse(lines.get(1)), parse(lines.get(2)), parse(lines.get(3)),
+                Boolean.parseBoolean(lines.get(0)));
     }
 
     private static String join(long[] values) {

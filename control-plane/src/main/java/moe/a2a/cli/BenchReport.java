@@ -14,7 +14,7 @@ import moe.a2a.bench.RankTimes;
  */
 record BenchReport(BenchWorkload workload, String transport, BenchScope scope, String fingerprint, long bytesPerRank,
         double dispatchP50Us, double dispatchP90Us, double combineP50Us, double combineP90Us, double totalP50Us,
-        double totalP90Us, double algbwGbps, double aggGbps, double copyBoundUs, boolean ok) {
+        double totalP90Us, double algbwGbps, double aggGbps, double copyBoundUs, double barrierP50Us, boolean ok) {
 
     static BenchReport of(BenchWorkload w, String transport, BenchScope scope, int[][] rows, List<RankTimes> ranks,
             double memcpyGbps) {
@@ -22,6 +22,7 @@ record BenchReport(BenchWorkload workload, String transport, BenchScope scope, S
         long[] dispatch = new long[iters];
         long[] combine = new long[iters];
         long[] total = new long[iters];
+        long[] barrier = new long[ranks.get(0).barrierNs().length];
         boolean ok = true;
         for (RankTimes r : ranks) {
             ok &= r.ok();
@@ -29,6 +30,9 @@ record BenchReport(BenchWorkload workload, String transport, BenchScope scope, S
                 dispatch[i] = Math.max(dispatch[i], r.dispatchNs()[i]);
                 combine[i] = Math.max(combine[i], r.combineNs()[i]);
                 total[i] = Math.max(total[i], r.dispatchNs()[i] + r.combineNs()[i]);
+            }
+            for (int i = 0; i < barrier.length; i++) {
+                barrier[i] = Math.max(barrier[i], r.barrierNs()[i]);
             }
         }
         long offRank = 0;
@@ -44,19 +48,25 @@ record BenchReport(BenchWorkload workload, String transport, BenchScope scope, S
         return new BenchReport(w, transport, scope, BenchRouting.fingerprint(rows), bytesPerRank,
                 BenchCommand.percentileUs(dispatch, 50), BenchCommand.percentileUs(dispatch, 90),
                 BenchCommand.percentileUs(combine, 50), BenchCommand.percentileUs(combine, 90), totalP50,
-                BenchCommand.percentileUs(total, 90), algbw, algbw * rows.length, copyBoundUs, ok);
+                BenchCommand.percentileUs(total, 90), algbw, algbw * rows.length, copyBoundUs,
+                BenchCommand.percentileUs(barrier, 50), ok);
     }
 
-    /** The report object of the shared benchmark format. */
+    /** Per-step overhead (total minus the copy bound) in empty barrier rounds of the same transport. */
+    double overheadOverBarrier() {
+        return (totalP50Us - copyBoundUs) / Math.max(1e-3, barrierP50Us);
+    }
+
+    /** The report object of the shared benchmark format, plus the barrier floor. */
     String json(double memcpyGbps) {
         BenchWorkload w = workload;
         return String.format(Locale.ROOT, "{\"workload\":\"%s\",\"transport\":\"%s\",\"N\":%d,\"T\":%d,\"H\":%d,\"K\":%d,"
                 + "\"E\":%d,\"routing\":\"%s\",\"fingerprint\":\"%s\",\"bytes_per_rank\":%d,\"dispatch_us_p50\":%.0f,"
                 + "\"dispatch_us_p90\":%.0f,\"combine_us_p50\":%.0f,\"combine_us_p90\":%.0f,\"total_us_p50\":%.0f,"
                 + "\"total_us_p90\":%.0f,\"algbw_gbps\":%.3f,\"agg_gbps\":%.3f,\"memcpy_gbps\":%.3f,\"copy_bound_us\":%.0f,"
-                + "\"ok\":%b,\"scope\":\"%s\"}",
+                + "\"barrier_us_p50\":%.0f,\"overhead_over_barrier\":%.2f,\"ok\":%b,\"scope\":\"%s\"}",
                 w.name(), transport, w.worldSize(), w.tokens(), w.hidden(), w.topK(), w.experts(), w.routing(), fingerprint,
                 bytesPerRank, dispatchP50Us, dispatchP90Us, combineP50Us, combineP90Us, totalP50Us, totalP90Us, algbwGbps,
-                aggGbps, memcpyGbps, copyBoundUs, ok, scope.name().toLowerCase(Locale.ROOT));
+                aggGbps, memcpyGbps, copyBoundUs, barrierP50Us, overheadOverBarrier(), ok, scope.name().toLowerCase(Locale.ROOT));
     }
 }

@@ -67,7 +67,7 @@ public final class DispatcherBench {
                 combineNs[i - warmup] = t3 - t2;
             }
         }
-        return new RankTimes(dispatchNs, combineNs, ok);
+        return new RankTimes(dispatchNs, combineNs, RankTimes.barriers(comm, iters), ok);
     }
 
     /** The validation expert: row × (its local weight) × (rank + 1), rounded to bf16. */

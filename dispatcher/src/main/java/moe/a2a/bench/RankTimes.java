@@ -1,7 +1,21 @@
 package moe.a2a.bench;
 
 /**
- * One rank's measured iterations, each after a barrier: dispatch and combine wall times, and
- * whether the validated iteration was right.
+ * One rank's measured iterations, each after a barrier: dispatch and combine wall times; then the
+ * wall times of empty barrier rounds on the same communicator (the floor of any step's overhead);
+ * and whether the validated iteration was right.
  */
-public record RankTimes(long[] dispatchNs, long[] combineNs, boolean ok) {}
+public record RankTimes(long[] dispatchNs, long[] combineNs, long[] barrierNs, boolean ok) {
+
+    /** Times {@code rounds} consecutive empty barriers on {@code comm}. */
+    static long[] barriers(moe.a2a.comm.Communicator comm, int rounds) {
+        long[] ns = new long[rounds];
+        comm.barrier();
+        for (int i = 0; i < rounds; i++) {
+            long t0 = System.nanoTime();
+            comm.barrier();
+            ns[i] = System.nanoTime() - t0;
+        }
+        return ns;
+    }
+}

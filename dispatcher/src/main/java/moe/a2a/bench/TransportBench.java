@@ -57,7 +57,7 @@ public final class TransportBench {
                 combineNs[i - warmup] = t2 - t1;
             }
         }
-        return new RankTimes(dispatchNs, combineNs, ok);
+        return new RankTimes(dispatchNs, combineNs, RankTimes.barriers(comm, iters), ok);
     }
 
     /** Source {@code src}'s rows, packed per destination rank in token order. */
