@@ -32,37 +32,26 @@ public enum DType {
 
     /** Reads {@code n} elements starting at byte {@code srcByte} into {@code dst[dstIndex..]}. */
     public void decode(ByteBuffer src, int srcByte, float[] dst, int dstIndex, int n) {
+        if (this == BF16) {
+            for (int i = 0; i < n; i++) {
+                dst[dstIndex + i] = Float.intBitsToFloat(src.getShort(srcByte + 2 * i) << 16);
+            }
+            return;
+        }
         for (int i = 0; i < n; i++) {
             dst[dstIndex + i] = get(src, srcByte + i * sizeBytes);
         }
     }
 
     /**
-     * Reads {@code n} elements starting at byte {@code srcByte} into {@code dst[dstIndex..]},
-     * through {@code scratch} as {@link #accumulate} does.
+     * Adds {@code n} elements starting at byte {@code srcByte} into {@code dst[dstIndex..]}, with
+     * absolute reads: no view buffer is created, so the hot path allocates nothing.
      */
-    public void decode(ByteBuffer src, int srcByte, float[] dst, int dstIndex, int n, short[] scratch) {
-        if (this == BF16) {
-            src.asShortBuffer().get(srcByte / 2, scratch, 0, n);
-            for (int i = 0; i < n; i++) {
-                dst[dstIndex + i] = Float.intBitsToFloat(scratch[i] << 16);
-            }
-        } else {
-            decode(src, srcByte, dst, dstIndex, n);
-        }
-    }
-
-    /**
-     * Adds {@code n} elements starting at byte {@code srcByte} into {@code dst[dstIndex..]}.
-     * {@code scratch} (at least {@code n} long) takes the raw 16-bit elements in one bulk copy,
-     * which the adding loop then reads from an array.
-     */
-    public void accumulate(ByteBuffer src, int srcByte, float[] dst, int dstIndex, int n, short[] scratch) {
+    public void accumulate(ByteBuffer src, int srcByte, float[] dst, int dstIndex, int n) {
         switch (this) {
             case BF16:
-                src.asShortBuffer().get(srcByte / 2, scratch, 0, n);
                 for (int i = 0; i < n; i++) {
-                    dst[dstIndex + i] += Float.intBitsToFloat(scratch[i] << 16);
+                    dst[dstIndex + i] += Float.intBitsToFloat(src.getShort(srcByte + 2 * i) << 16);
                 }
                 break;
             case FP16:

@@ -36,7 +36,6 @@ public final class Dispatcher {
     private ByteBuffer combineRecv = allocate(0);
     private float[] partials = new float[0];
     private long nextStep;
-    private final short[] rowScratch;
     private final int[] rankCursor;
 
     public Dispatcher(Communicator comm, Placement placement, int hidden, int topK) {
@@ -57,7 +56,6 @@ public final class Dispatcher {
         this.sendBytes = new long[worldSize];
         this.recvBytes = new long[worldSize];
         this.slotCursor = new int[placement.localExperts(rank)];
-        this.rowScratch = new short[hidden];
         this.rankCursor = new int[worldSize];
         for (DType dtype : DType.values()) {
             rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype);
@@ -163,10 +161,10 @@ public final class Dispatcher {
                 if (layout.tokenInRank(t, r)) {
                     int at = rankCursor[r]++ * payloadBytes;
                     if (first) {
-                        row.dtype().decode(combineRecv, at, out, t * hidden, hidden, rowScratch);
+                        row.dtype().decode(combineRecv, at, out, t * hidden, hidden);
                         first = false;
                     } else {
-                        row.dtype().accumulate(combineRecv, at, out, t * hidden, hidden, rowScratch);
+                        row.dtype().accumulate(combineRecv, at, out, t * hidden, hidden);
                     }
                 }
             }
