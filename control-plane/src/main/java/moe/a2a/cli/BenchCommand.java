@@ -55,6 +55,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--json", paramLabel = "FILE", description = "Also write the report as a JSON array.")
     Path json;
 
+    @Option(names = "--plots", paramLabel = "DIR",
+            description = "Also write PNG charts: latency per workload and phase, traffic matrices, tokens per expert.")
+    Path plots;
+
     @Override
     public Integer call() throws Exception {
         List<BenchWorkload> workloads = workload.equals("all") ? BenchWorkload.CANONICAL : List.of(BenchWorkload.named(workload));
@@ -75,6 +79,7 @@ final class BenchCommand implements Callable<Integer> {
         int done = 0;
         int runs = workloads.size() * transports.size();
         List<String> reports = new ArrayList<>();
+        List<BenchReport> results = new ArrayList<>();
         boolean allOk = true;
         for (BenchWorkload w : workloads) {
             int[][] rows = BenchRouting.rows(w);
@@ -94,10 +99,15 @@ final class BenchCommand implements Callable<Integer> {
                             100 * r.aggGbps() / loopback);
                 }
                 reports.add(r.json(memcpy));
+                results.add(r);
             }
         }
         if (json != null) {
             Files.writeString(json, "[\n" + String.join(",\n", reports) + "\n]\n");
+        }
+        if (plots != null) {
+            BenchPlots.write(plots, results);
+            System.out.println("charts written to " + plots);
         }
         return allOk ? 0 : 1;
     }
