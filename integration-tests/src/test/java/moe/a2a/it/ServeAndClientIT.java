@@ -23,7 +23,7 @@ class ServeAndClientIT {
                     {"--routing", "TOPK", "--skew", "1.2", "--dtype", "BF16"},
                     {"--routing", "LOGITS", "--dtype", "FP32", "--layer", "1"},
                     {"--routing", "GATE", "--dtype", "FP16"}}) {
-                String[] args = concat(new String[] {"client", "--target", "127.0.0.1:" + port, "--requests", "12",
+                String[] args = concat(new String[] {"client", "--target", "127.0.0.1:" + port, "--requests", "12", "--verify", "-1",
                         "--tokens", "33", "--concurrency", "4"}, extra);
                 try (CliProcess client = CliProcess.moeA2a(dir, "client", args)) {
                     int exit = client.awaitExit(Duration.ofSeconds(120));
