@@ -3,7 +3,6 @@ package moe.a2a.cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -11,14 +10,14 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.DispatcherBench;
 import moe.a2a.bench.RankTimes;
-import moe.a2a.bench.TransportBench;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.control.cluster.BenchRun;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -63,7 +62,7 @@ final class BenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         List<BenchWorkload> workloads = workload.equals("all") ? BenchWorkload.CANONICAL : List.of(BenchWorkload.named(workload));
         int cores = Runtime.getRuntime().availableProcessors();
-        double memcpy = MachineLimits.memcpyGbps(cores, 5);
+        double memcpy = MachineLimits.memcpyGbps(cores, 5, 256 << 20);
         System.out.printf(Locale.ROOT, "memcpy: %.2f GB/s (%d threads, 256 MiB off-heap buffers)%n", memcpy, cores);
         double loopback = 0;
         if (transports.contains(Transport.TCP)) {
@@ -85,7 +84,7 @@ final class BenchCommand implements Callable<Integer> {
             int[][] rows = BenchRouting.rows(w);
             for (Transport transport : transports) {
                 progress(done, runs, w.name() + " " + transport.name().toLowerCase(Locale.ROOT));
-                List<RankTimes> times = transport == Transport.LOCAL ? runLocal(w, rows) : runProcesses(w);
+                List<RankTimes> times = transport == Transport.LOCAL ? runLocal(w) : runProcesses(w);
                 done++;
                 clearProgress();
                 BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), scope, rows, times, memcpy);
@@ -112,14 +111,14 @@ final class BenchCommand implements Callable<Integer> {
         return allOk ? 0 : 1;
     }
 
-    private List<RankTimes> runLocal(BenchWorkload w, int[][] rows) throws Exception {
+    private List<RankTimes> runLocal(BenchWorkload w) throws Exception {
         LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(120));
         ExecutorService pool = Executors.newFixedThreadPool(w.worldSize());
         try {
             List<Future<RankTimes>> ranks = new ArrayList<>();
             for (int r = 0; r < w.worldSize(); r++) {
                 final int rank = r;
-                ranks.add(pool.submit(() -> runRank(scope, w, group.communicator(rank), rows, warmup, iters)));
+                ranks.add(pool.submit(() -> runRank(scope, w, group.communicator(rank), warmup, iters)));
             }
             List<RankTimes> out = new ArrayList<>();
             for (Future<RankTimes> f : ranks) {
@@ -180,16 +179,7 @@ final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    static RankTimes runRank(BenchScope scope, BenchWorkload w, moe.a2a.comm.Communicator comm, int[][] rows,
-            int warmup, int iters) {
-        return scope == BenchScope.TRANSPORT ? TransportBench.run(w, comm, rows, warmup, iters)
-                : DispatcherBench.run(w, comm, warmup, iters);
-    }
-
-    static double percentileUs(long[] ns, double p) {
-        long[] sorted = ns.clone();
-        Arrays.sort(sorted);
-        int index = (int) Math.min(sorted.length - 1, Math.ceil(p / 100.0 * sorted.length) - 1);
-        return sorted[Math.max(0, index)] / 1000.0;
+    static RankTimes runRank(BenchScope scope, BenchWorkload w, moe.a2a.comm.Communicator comm, int warmup, int iters) {
+        return BenchRun.rank(w, scope, comm, warmup, iters);
     }
 }

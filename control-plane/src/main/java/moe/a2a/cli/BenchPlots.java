@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchWorkload;
 import org.jfree.chart.ChartFactory;

@@ -72,7 +72,7 @@ final class BenchRankCommand implements Callable<Integer> {
                 peers.add(new InetSocketAddress(InetAddress.getLoopbackAddress(), Integer.parseInt(Files.readString(port).trim())));
             }
             comm.connect(peers);
-            RankTimes times = BenchCommand.runRank(scope, w, comm, BenchRouting.rows(w), warmup, iters);
+            RankTimes times = BenchCommand.runRank(scope, w, comm, warmup, iters);
             comm.barrier();
             comm.close();
             Path out = dir.resolve("rank-" + rank + ".times.tmp");

@@ -6,6 +6,7 @@ import java.awt.image.BufferedImage;
 import java.nio.file.Path;
 import java.util.List;
 import javax.imageio.ImageIO;
+import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;

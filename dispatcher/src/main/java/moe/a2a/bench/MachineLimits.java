@@ -17,11 +17,10 @@ public final class MachineLimits {
     private MachineLimits() {}
 
     /**
-     * memcpy bandwidth in GB/s (1e9 B/s): {@code threads} threads each copying its own 256 MiB
-     * off-heap buffer into another, best of {@code rounds}.
+     * memcpy bandwidth in GB/s (1e9 B/s): {@code threads} threads each copying its own off-heap
+     * buffer of {@code bytes} into another, best of {@code rounds}.
      */
-    public static double memcpyGbps(int threads, int rounds) throws Exception {
-        final int bytes = 256 << 20;
+    public static double memcpyGbps(int threads, int rounds, int bytes) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         try {
             List<ByteBuffer[]> buffers = new ArrayList<>();

@@ -29,6 +29,10 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
+import moe.a2a.v1.BenchEvent;
+import moe.a2a.v1.BenchRequest;
+import moe.a2a.v1.BenchResult;
+import moe.a2a.v1.BenchServiceGrpc;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
 import moe.a2a.v1.MoeServiceGrpc;
@@ -77,6 +81,18 @@ class DistributedIT {
 
             // 8 concurrent clients, every answer checked
             runClients(channel, 8, 4, 100);
+
+            // a routing benchmark on the live workers' TCP group, between steps
+            List<BenchEvent> events = new ArrayList<>();
+            BenchServiceGrpc.newBlockingStub(channel).withDeadlineAfter(120, TimeUnit.SECONDS)
+                    .run(BenchRequest.newBuilder().addWorkloads("decode").setIters(3).setWarmup(1).build())
+                    .forEachRemaining(events::add);
+            BenchResult bench = events.get(events.size() - 1).getResult();
+            assertThat(bench.getRan()).isTrue();
+            assertThat(bench.getOk()).isTrue();
+            assertThat(bench.getTransport()).isEqualTo("tcp");
+            assertThat(bench.getFingerprint()).isEqualTo("2db17c1a8926b832");
+            runClients(channel, 4, 1, 150);
 
             // SIGKILL rank 2's worker mid-load
             AtomicBoolean stop = new AtomicBoolean();

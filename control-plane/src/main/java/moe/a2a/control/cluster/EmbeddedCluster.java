@@ -9,6 +9,9 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DType;
@@ -109,6 +112,28 @@ public final class EmbeddedCluster implements RankGroup {
             }, rankThreads[r]));
         }
         return RankResults.all(parts, layer);
+    }
+
+    @Override
+    public CompletableFuture<List<RankTimes>> bench(BenchWorkload workload, BenchScope scope, int warmup, int iters) {
+        if (group.isBroken()) {
+            rebuild();
+        }
+        final LocalGroup g = group;
+        List<CompletableFuture<RankTimes>> parts = new ArrayList<>();
+        for (int r = 0; r < workers.length; r++) {
+            final int rank = r;
+            parts.add(CompletableFuture.supplyAsync(() -> {
+                try {
+                    return BenchRun.rank(workload, scope, g.communicator(rank), warmup, iters);
+                } catch (RuntimeException | Error e) {
+                    g.communicator(rank).abort(e);
+                    throw e;
+                }
+            }, rankThreads[r]));
+        }
+        return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
+                .thenApply(ignored -> parts.stream().map(CompletableFuture::join).toList());
     }
 
     /** The result with its output copied out of the rank's reused buffer, so later steps cannot overwrite it. */

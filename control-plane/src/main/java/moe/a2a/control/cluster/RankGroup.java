@@ -1,7 +1,11 @@
 package moe.a2a.control.cluster;
 
 import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.RankTimes;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
@@ -31,6 +35,13 @@ public interface RankGroup extends AutoCloseable {
      */
     CompletableFuture<RankStepResult[]> submit(int layer, DType dtype, ByteBuffer[] tokens, int[] counts,
             RoutingInput[] routing);
+
+    /**
+     * Runs a benchmark workload on every rank's live communicator, returning each rank's times.
+     * Only call it with no step in flight ({@link StepScheduler#runBetweenSteps}); the workload's
+     * rank count must be {@link #worldSize()}.
+     */
+    CompletableFuture<List<RankTimes>> bench(BenchWorkload workload, BenchScope scope, int warmup, int iters);
 
     @Override
     void close();

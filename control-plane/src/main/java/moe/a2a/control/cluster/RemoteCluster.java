@@ -15,6 +15,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
@@ -22,6 +25,8 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.v1.AbortGroup;
+import moe.a2a.v1.BenchRankResult;
+import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.FormGroup;
@@ -74,6 +79,9 @@ public final class RemoteCluster implements RankGroup {
     /** Steps sent and not yet answered by every rank, by step id, in order. */
     private final Map<Long, List<CompletableFuture<RankStepResult>>> pendingSteps = new LinkedHashMap<>();
     private int rebuilds;
+    private long nextBenchId;
+    /** Benchmark runs sent and not yet answered by every rank, by bench id. */
+    private final Map<Long, List<CompletableFuture<RankTimes>>> pendingBenches = new LinkedHashMap<>();
 
     public RemoteCluster(ModelConfig model, ModelSpec spec, String fingerprint, int worldSize, long exchangeTimeoutNs,
             long heartbeatTimeoutNs, ClusterListener listener) {
@@ -185,6 +193,9 @@ public final class RemoteCluster implements RankGroup {
                 case RESULT:
                     onResult(session.rank, message.getResult());
                     break;
+                case BENCH_RESULT:
+                    onBenchResult(session.rank, message.getBenchResult());
+                    break;
                 case FAILURE:
                     if (pendingSteps.containsKey(message.getFailure().getStepId())) {
                         breakLocked("step " + message.getFailure().getStepId() + " failed on rank " + session.rank
@@ -236,6 +247,44 @@ public final class RemoteCluster implements RankGroup {
             }
         }, 4 * exchangeTimeoutNs + TimeUnit.SECONDS.toNanos(60), TimeUnit.NANOSECONDS);
         return RankResults.all(parts, layer);
+    }
+
+    @Override
+    public CompletableFuture<List<RankTimes>> bench(BenchWorkload workload, BenchScope scope, int warmup, int iters) {
+        List<CompletableFuture<RankTimes>> parts = new ArrayList<>(worldSize);
+        synchronized (lock) {
+            if (!serving) {
+                return CompletableFuture.failedFuture(new A2aException("cluster not serving: " + notServingReason));
+            }
+            long id = nextBenchId++;
+            for (int r = 0; r < worldSize; r++) {
+                parts.add(new CompletableFuture<>());
+            }
+            pendingBenches.put(id, parts);
+            BenchTask task = BenchTask.newBuilder().setBenchId(id).setWorkload(workload.name())
+                    .setScope(scope.name()).setWarmup(warmup).setIters(iters).build();
+            for (WorkerSession s : ranks) {
+                s.send(ControlMessage.newBuilder().setBench(task).build());
+            }
+        }
+        return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
+                .thenApply(ignored -> parts.stream().map(CompletableFuture::join).toList());
+    }
+
+    private void onBenchResult(int rank, BenchRankResult res) {
+        List<CompletableFuture<RankTimes>> parts = pendingBenches.get(res.getBenchId());
+        if (parts == null) {
+            return;
+        }
+        if (!res.getError().isEmpty()) {
+            breakLocked("benchmark failed on rank " + rank + ": " + res.getError());
+            return;
+        }
+        parts.get(rank).complete(new RankTimes(toArray(res.getDispatchNsList()), toArray(res.getCombineNsList()),
+                toArray(res.getBarrierNsList()), res.getOk()));
+        if (parts.stream().allMatch(CompletableFuture::isDone)) {
+            pendingBenches.remove(res.getBenchId());
+        }
     }
 
     private void onResult(int rank, StepResult res) {
@@ -333,6 +382,12 @@ public final class RemoteCluster implements RankGroup {
             }
         }
         pendingSteps.clear();
+        for (List<CompletableFuture<RankTimes>> parts : pendingBenches.values()) {
+            for (CompletableFuture<RankTimes> part : parts) {
+                part.completeExceptionally(failure);
+            }
+        }
+        pendingBenches.clear();
         ControlMessage abort = ControlMessage.newBuilder()
                 .setAbort(AbortGroup.newBuilder().setEpoch(epoch).setReason(reason)).build();
         for (WorkerSession s : ranks) {

@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
@@ -33,8 +34,10 @@ public final class StepScheduler implements AutoCloseable {
     private final int maxBatchTokens;
     private final int maxQueuedRequests;
     private final StepListener listener;
-    private final BlockingQueue<ForwardJob> incoming = new LinkedBlockingQueue<>();
+    /** {@link ForwardJob}s and {@link BetweenSteps} work, in arrival order. */
+    private final BlockingQueue<Object> incoming = new LinkedBlockingQueue<>();
     private final ArrayDeque<ForwardJob> pending = new ArrayDeque<>();
+    private final ArrayDeque<BetweenSteps> between = new ArrayDeque<>();
     private final ArrayDeque<StepInFlight> inFlight = new ArrayDeque<>();
     private final int maxStepsInFlight;
     private final Thread thread;
@@ -77,6 +80,29 @@ public final class StepScheduler implements AutoCloseable {
         incoming.add(job);
     }
 
+    /**
+     * Runs {@code work} on the ranks while no step is in flight: steps already submitted finish
+     * first, and later ones wait until the work's future completes. For benchmarks on the live
+     * data plane. The returned future completes as the work's does.
+     */
+    public <T> CompletableFuture<T> runBetweenSteps(Supplier<CompletableFuture<T>> work) {
+        if (!running) {
+            throw new RejectedExecutionException("scheduler closed");
+        }
+        CompletableFuture<T> result = new CompletableFuture<>();
+        incoming.add(new BetweenSteps(() -> work.get().whenComplete((value, failure) -> {
+            if (failure != null) {
+                result.completeExceptionally(failure);
+            } else {
+                result.complete(value);
+            }
+        }), result));
+        return result;
+    }
+
+    /** Work that needs the ranks to itself; {@code start} launches it and returns its completion. */
+    private record BetweenSteps(Supplier<CompletableFuture<?>> start, CompletableFuture<?> result) {}
+
     /** A step submitted to the ranks and not yet answered. */
     private record StepInFlight(long stepId, List<ForwardJob> batch, int[] rankStart, int rowBytes, long startNanos,
             CompletableFuture<RankStepResult[]> results) {}
@@ -84,9 +110,17 @@ public final class StepScheduler implements AutoCloseable {
     private void loop() {
         while (running) {
             try {
-                incoming.drainTo(pending);
-                if (pending.isEmpty() && inFlight.isEmpty()) {
-                    pending.add(incoming.take());
+                for (Object work = incoming.poll(); work != null; work = incoming.poll()) {
+                    accept(work);
+                }
+                if (!between.isEmpty()) {
+                    if (!inFlight.isEmpty()) {
+                        finish(inFlight.poll());
+                    } else {
+                        runBetween(between.poll());
+                    }
+                } else if (pending.isEmpty() && inFlight.isEmpty()) {
+                    accept(incoming.take());
                 } else if (!pending.isEmpty() && inFlight.size() < maxStepsInFlight) {
                     List<ForwardJob> batch = nextBatch();
                     queued.addAndGet(-batch.size());
@@ -98,6 +132,24 @@ public final class StepScheduler implements AutoCloseable {
                 Thread.currentThread().interrupt();
                 return;
             }
+        }
+    }
+
+    private void accept(Object work) {
+        if (work instanceof ForwardJob job) {
+            pending.add(job);
+        } else {
+            between.add((BetweenSteps) work);
+        }
+    }
+
+    private void runBetween(BetweenSteps work) throws InterruptedException {
+        try {
+            work.start().get().get();
+        } catch (ExecutionException e) {
+            // the caller's future carries the failure
+        } catch (RuntimeException e) {
+            work.result().completeExceptionally(e);
         }
     }
 
@@ -239,7 +291,12 @@ public final class StepScheduler implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         RejectedExecutionException closed = new RejectedExecutionException("server shutting down");
-        incoming.drainTo(pending);
+        for (Object work = incoming.poll(); work != null; work = incoming.poll()) {
+            accept(work);
+        }
+        for (BetweenSteps work : between) {
+            work.result().completeExceptionally(closed);
+        }
         for (ForwardJob job : pending) {
             job.result().completeExceptionally(closed);
         }

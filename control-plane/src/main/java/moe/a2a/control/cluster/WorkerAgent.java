@@ -18,6 +18,9 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
@@ -33,6 +36,8 @@ import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Accepted;
+import moe.a2a.v1.BenchRankResult;
+import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ClusterServiceGrpc;
 import moe.a2a.v1.ControlMessage;
@@ -186,6 +191,9 @@ public final class WorkerAgent implements AutoCloseable {
                 case STEP:
                     step(message.getStep(), sender);
                     break;
+                case BENCH:
+                    bench(message.getBench(), sender);
+                    break;
                 case ABORT:
                     dropGroup("control plane abandoned epoch " + message.getAbort().getEpoch() + ": "
                             + message.getAbort().getReason());
@@ -276,6 +284,32 @@ public final class WorkerAgent implements AutoCloseable {
             comm.abort(e);
             sender.send(failure(task.getStepId(), e.getMessage()));
         }
+    }
+
+    private void bench(BenchTask task, Sender sender) {
+        BenchRankResult.Builder out = BenchRankResult.newBuilder().setBenchId(task.getBenchId());
+        if (comm == null) {
+            sender.send(WorkerMessage.newBuilder().setBenchResult(out.setError("rank " + rank + " has no group")).build());
+            return;
+        }
+        try {
+            RankTimes times = BenchRun.rank(BenchWorkload.named(task.getWorkload()), BenchScope.valueOf(task.getScope()),
+                    comm, task.getWarmup(), task.getIters());
+            out.setOk(times.ok());
+            for (long v : times.dispatchNs()) {
+                out.addDispatchNs(v);
+            }
+            for (long v : times.combineNs()) {
+                out.addCombineNs(v);
+            }
+            for (long v : times.barrierNs()) {
+                out.addBarrierNs(v);
+            }
+        } catch (RuntimeException e) {
+            comm.abort(e);
+            out.setError(String.valueOf(e.getMessage()));
+        }
+        sender.send(WorkerMessage.newBuilder().setBenchResult(out).build());
     }
 
     private RoutingInput routing(StepTask task, int n) {

@@ -72,6 +72,7 @@ public final class MoeServer implements AutoCloseable {
         try {
             builder.maxInboundMessageSize(settings.maxRequestBytes())
                     .addService(new MoeGrpcService(group.model(), weights, group.placement(), scheduler, group.transport()))
+                    .addService(new BenchGrpcService(group, scheduler))
                     .addService(health.getHealthService())
                     .addService(ProtoReflectionServiceV1.newInstance());
             for (BindableService extra : extraServices) {

@@ -1,22 +1,18 @@
-package moe.a2a.cli;
+package moe.a2a.bench;
 
 import java.util.List;
 import java.util.Locale;
-import moe.a2a.bench.BenchRouting;
-import moe.a2a.bench.BenchWorkload;
-import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.RankTimes;
 
 /**
  * One workload × transport row of the benchmark report: per iteration the slowest rank's time,
  * then medians and p90 over iterations; bandwidths in GB/s (1e9 B/s) over bytes sent to other
  * ranks. Immutable.
  */
-record BenchReport(BenchWorkload workload, String transport, BenchScope scope, String fingerprint, long bytesPerRank,
+public record BenchReport(BenchWorkload workload, String transport, BenchScope scope, String fingerprint, long bytesPerRank,
         double dispatchP50Us, double dispatchP90Us, double combineP50Us, double combineP90Us, double totalP50Us,
         double totalP90Us, double algbwGbps, double aggGbps, double copyBoundUs, double barrierP50Us, boolean ok) {
 
-    static BenchReport of(BenchWorkload w, String transport, BenchScope scope, int[][] rows, List<RankTimes> ranks,
+    public static BenchReport of(BenchWorkload w, String transport, BenchScope scope, int[][] rows, List<RankTimes> ranks,
             double memcpyGbps) {
         int iters = ranks.get(0).dispatchNs().length;
         long[] dispatch = new long[iters];
@@ -42,23 +38,23 @@ record BenchReport(BenchWorkload workload, String transport, BenchScope scope, S
             }
         }
         long bytesPerRank = offRank / rows.length;
-        double totalP50 = BenchCommand.percentileUs(total, 50);
+        double totalP50 = percentileUs(total, 50);
         double algbw = 2.0 * bytesPerRank / (totalP50 * 1e-6) / 1e9;
         double copyBoundUs = 2.0 * offRank / (memcpyGbps * 1e9) * 1e6;
         return new BenchReport(w, transport, scope, BenchRouting.fingerprint(rows), bytesPerRank,
-                BenchCommand.percentileUs(dispatch, 50), BenchCommand.percentileUs(dispatch, 90),
-                BenchCommand.percentileUs(combine, 50), BenchCommand.percentileUs(combine, 90), totalP50,
-                BenchCommand.percentileUs(total, 90), algbw, algbw * rows.length, copyBoundUs,
-                BenchCommand.percentileUs(barrier, 50), ok);
+                percentileUs(dispatch, 50), percentileUs(dispatch, 90),
+                percentileUs(combine, 50), percentileUs(combine, 90), totalP50,
+                percentileUs(total, 90), algbw, algbw * rows.length, copyBoundUs,
+                percentileUs(barrier, 50), ok);
     }
 
     /** Per-step overhead (total minus the copy bound) in empty barrier rounds of the same transport. */
-    double overheadOverBarrier() {
+    public double overheadOverBarrier() {
         return (totalP50Us - copyBoundUs) / Math.max(1e-3, barrierP50Us);
     }
 
     /** The report object of the shared benchmark format, plus the barrier floor. */
-    String json(double memcpyGbps) {
+    public String json(double memcpyGbps) {
         BenchWorkload w = workload;
         return String.format(Locale.ROOT, "{\"workload\":\"%s\",\"transport\":\"%s\",\"N\":%d,\"T\":%d,\"H\":%d,\"K\":%d,"
                 + "\"E\":%d,\"routing\":\"%s\",\"fingerprint\":\"%s\",\"bytes_per_rank\":%d,\"dispatch_us_p50\":%.0f,"
@@ -68,5 +64,13 @@ record BenchReport(BenchWorkload workload, String transport, BenchScope scope, S
                 w.name(), transport, w.worldSize(), w.tokens(), w.hidden(), w.topK(), w.experts(), w.routing(), fingerprint,
                 bytesPerRank, dispatchP50Us, dispatchP90Us, combineP50Us, combineP90Us, totalP50Us, totalP90Us, algbwGbps,
                 aggGbps, memcpyGbps, copyBoundUs, barrierP50Us, overheadOverBarrier(), ok, scope.name().toLowerCase(Locale.ROOT));
+    }
+
+    /** The {@code p}-th percentile (nearest rank) of {@code ns}, in microseconds. */
+    public static double percentileUs(long[] ns, double p) {
+        long[] sorted = ns.clone();
+        java.util.Arrays.sort(sorted);
+        int index = (int) Math.min(sorted.length - 1, Math.ceil(p / 100.0 * sorted.length) - 1);
+        return sorted[Math.max(0, index)] / 1000.0;
     }
 }
