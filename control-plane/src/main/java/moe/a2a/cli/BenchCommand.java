@@ -54,12 +54,19 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--json", paramLabel = "FILE", description = "Also write the report as a JSON array.")
     Path json;
 
+    @Option(names = "--target", paramLabel = "HOST:PORT",
+            description = "Run on a live server's ranks through BenchService instead of on local or tcp ranks started here.")
+    String target;
+
     @Option(names = "--plots", paramLabel = "DIR",
             description = "Also write PNG charts: latency per workload and phase, traffic matrices, tokens per expert.")
     Path plots;
 
     @Override
     public Integer call() throws Exception {
+        if (target != null) {
+            return RemoteBench.run(target, workload, scope, iters, warmup, json);
+        }
         List<BenchWorkload> workloads = workload.equals("all") ? BenchWorkload.CANONICAL : List.of(BenchWorkload.named(workload));
         int cores = Runtime.getRuntime().availableProcessors();
         double memcpy = MachineLimits.memcpyGbps(cores, 5, 256 << 20);
