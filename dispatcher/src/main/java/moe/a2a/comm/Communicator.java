@@ -41,6 +41,15 @@ public interface Communicator extends AutoCloseable {
     void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
             long[] recvCounts);
 
+    /**
+     * All-to-all-v whose outgoing segments {@code writer} writes on demand, each exactly {@code
+     * sendCounts[peer]} bytes; otherwise as {@link #allToAllV(long, ExchangePhase, ByteBuffer,
+     * long[], ByteBuffer, long[])}. Transports that can write into the destination do; others
+     * stage the segments and send them.
+     */
+    void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+            long[] recvCounts);
+
     /** Returns once every rank has called it. */
     void barrier();
 

@@ -7,6 +7,7 @@ import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.SegmentWriter;
 
 /**
  * One rank's data path: {@link #dispatch} sends each token once to every rank hosting one of its
@@ -30,7 +31,7 @@ public final class Dispatcher {
     private final long[] sendBytes;
     private final long[] recvBytes;
     private final int[] slotCursor;
-    private ByteBuffer sendBuffer = allocate(0);
+    private final RowPacker packer = new RowPacker();
     private ByteBuffer recvBuffer = allocate(0);
     private ByteBuffer combineSend = allocate(0);
     private ByteBuffer combineRecv = allocate(0);
@@ -76,7 +77,6 @@ public final class Dispatcher {
         final DispatchRowLayout row = rowLayouts[dtype.ordinal()];
         handle.rowLayout = row;
         layout.compute(topkIds, numTokens, topK);
-        pack(tokens, row, topkIds, topkWeights);
 
         for (int r = 0; r < worldSize; r++) {
             sendRows[r] = layout.tokensPerRank(r);
@@ -90,7 +90,8 @@ public final class Dispatcher {
             totalRecv += handle.recvRowsPerRank[r];
         }
         recvBuffer = ensure(recvBuffer, totalRecv * row.rowBytes());
-        comm.allToAllV(handle.step, ExchangePhase.DISPATCH, sendBuffer, sendBytes, recvBuffer, recvBytes);
+        packer.prepare(tokens, row, topkIds, topkWeights);
+        comm.allToAllV(handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBuffer, recvBytes);
         handle.numRecvTokens = (int) totalRecv;
         groupByExpert(row);
         result.recvBuffer = recvBuffer;
@@ -174,22 +175,38 @@ public final class Dispatcher {
         }
     }
 
-    private void pack(ByteBuffer tokens, DispatchRowLayout row, int[] topkIds, float[] weights) {
-        final int rowBytes = row.rowBytes();
-        final int payloadBytes = row.payloadBytes();
-        final int numPacked = layout.rankOffsets(worldSize);
-        sendBuffer = ensure(sendBuffer, (long) numPacked * rowBytes);
-        for (int r = 0; r < worldSize; r++) {
-            for (int i = layout.rankOffsets(r); i < layout.rankOffsets(r + 1); i++) {
+    /**
+     * Packs one destination's rows where the transport asks: each token's payload, then for every
+     * choice the destination's local slot (-1 when elsewhere) and the weight. Reused per dispatch.
+     */
+    private final class RowPacker implements SegmentWriter {
+        private ByteBuffer tokens;
+        private DispatchRowLayout row;
+        private int[] topkIds;
+        private float[] weights;
+
+        void prepare(ByteBuffer tokens, DispatchRowLayout row, int[] topkIds, float[] weights) {
+            this.tokens = tokens;
+            this.row = row;
+            this.topkIds = topkIds;
+            this.weights = weights;
+        }
+
+        @Override
+        public void write(int peer, ByteBuffer dst, int dstOffset) {
+            final int rowBytes = row.rowBytes();
+            final int payloadBytes = row.payloadBytes();
+            int at = dstOffset;
+            for (int i = layout.rankOffsets(peer); i < layout.rankOffsets(peer + 1); i++) {
                 final int t = layout.packOrder(i);
-                final int at = i * rowBytes;
-                sendBuffer.put(at, tokens, t * payloadBytes, payloadBytes);
+                dst.put(at, tokens, t * payloadBytes, payloadBytes);
                 for (int k = 0; k < topK; k++) {
                     final int expert = topkIds[t * topK + k];
-                    final boolean here = placement.rankOf(expert) == r;
-                    sendBuffer.putInt(at + row.slotOffset(k), here ? placement.slotOf(expert) : -1);
-                    sendBuffer.putFloat(at + row.weightOffset(k), weights[t * topK + k]);
+                    final boolean here = placement.rankOf(expert) == peer;
+                    dst.putInt(at + row.slotOffset(k), here ? placement.slotOf(expert) : -1);
+                    dst.putFloat(at + row.weightOffset(k), weights[t * topK + k]);
                 }
+                at += rowBytes;
             }
         }
     }

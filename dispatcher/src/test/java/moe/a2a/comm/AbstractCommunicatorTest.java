@@ -84,6 +84,45 @@ public abstract class AbstractCommunicatorTest {
         close(group);
     }
 
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3, 4})
+    void shouldDeliverSegmentsWhenSenderWritesThemOnDemand(int n) throws Exception {
+        Communicator[] group = newGroup(n, TimeUnit.SECONDS.toNanos(20));
+        List<Boolean> ok = RankThreads.run(n, rank -> {
+            long[] send = new long[n];
+            long[] recv = new long[n];
+            for (int p = 0; p < n; p++) {
+                send[p] = 100L * (rank + 1) + 7L * p; // bytes for peer p
+                recv[p] = 100L * (p + 1) + 7L * rank;
+            }
+            long total = 0;
+            for (long c : recv) {
+                total += c;
+            }
+            ByteBuffer recvBuf = direct(total);
+            SegmentWriter writer = (peer, dst, at) -> {
+                for (int i = 0; i < send[peer]; i++) {
+                    dst.put(at + i, pattern(rank, peer, i, 9));
+                }
+            };
+            for (int round = 0; round < 2; round++) {
+                group[rank].allToAllV(round, ExchangePhase.COMBINE, writer, send, recvBuf, recv);
+                long at = 0;
+                for (int src = 0; src < n; src++) {
+                    for (int i = 0; i < recv[src]; i++) {
+                        if (recvBuf.get((int) (at + i)) != pattern(src, rank, i, 9)) {
+                            throw new AssertionError("rank=" + rank + " src=" + src + " byte=" + i + " round=" + round);
+                        }
+                    }
+                    at += recv[src];
+                }
+            }
+            return true;
+        });
+        assertThat(ok).containsOnly(true);
+        close(group);
+    }
+
     @Test
     void shouldNameMissingRankWhenPeerNeverJoins() throws Exception {
         Communicator[] group = newGroup(3, TimeUnit.MILLISECONDS.toNanos(300));

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.SegmentWriter;
 
 /**
  * In-process communicator: a rank copies each outgoing segment straight into the peer's receive
@@ -15,12 +16,12 @@ import moe.a2a.comm.ExchangePhase;
 public final class LocalCommunicator implements Communicator {
     private final LocalGroup group;
     private final int rank;
-    private final long[] sendOffsets;
+    private final SendBufferCopier copier;
 
     LocalCommunicator(LocalGroup group, int rank) {
         this.group = group;
         this.rank = rank;
-        this.sendOffsets = new long[group.size()];
+        this.copier = new SendBufferCopier(group.size());
     }
 
     @Override
@@ -55,6 +56,43 @@ public final class LocalCommunicator implements Communicator {
     @Override
     public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
             long[] recvCounts) {
+        checkLength("sendCounts", sendCounts, group.size());
+        copier.send = send;
+        long offset = 0;
+        for (int dst = 0; dst < sendCounts.length; dst++) {
+            copier.offsets[dst] = offset;
+            copier.lengths[dst] = sendCounts[dst];
+            offset += sendCounts[dst];
+        }
+        exchange(step, phase, copier, sendCounts, recv, recvCounts);
+    }
+
+    /** Copies segments out of a packed send buffer; reused, so an exchange allocates nothing. */
+    private static final class SendBufferCopier implements SegmentWriter {
+        final long[] offsets;
+        final long[] lengths;
+        ByteBuffer send;
+
+        SendBufferCopier(int size) {
+            this.offsets = new long[size];
+            this.lengths = new long[size];
+        }
+
+        @Override
+        public void write(int peer, ByteBuffer dst, int dstOffset) {
+            dst.put(dstOffset, send, (int) offsets[peer], (int) lengths[peer]);
+        }
+    }
+
+    /** Each segment is written once, by this rank, straight into the peer's receive buffer. */
+    @Override
+    public void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+            long[] recvCounts) {
+        exchange(step, phase, writer, sendCounts, recv, recvCounts);
+    }
+
+    private void exchange(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+            long[] recvCounts) {
         final int n = group.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
@@ -70,11 +108,6 @@ public final class LocalCommunicator implements Communicator {
         }
         group.recvBuffers[rank] = recv;
         group.await(rank, step, phase);
-        long sendOffset = 0;
-        for (int dst = 0; dst < n; dst++) {
-            sendOffsets[dst] = sendOffset;
-            sendOffset += sendCounts[dst];
-        }
         try {
             for (int i = 0; i < n; i++) {
                 // Start with the next peer so that ranks do not all write into rank 0 first.
@@ -85,11 +118,7 @@ public final class LocalCommunicator implements Communicator {
                     throw LocalGroup.countMismatch(rank, dst, len, expected);
                 }
                 if (len > 0) {
-                    group.recvBuffers[dst].put(
-                            (int) group.recvOffsets[dst][rank],
-                            send,
-                            (int) sendOffsets[dst],
-                            (int) len);
+                    writer.write(dst, group.recvBuffers[dst], (int) group.recvOffsets[dst][rank]);
                 }
             }
         } catch (RuntimeException e) {

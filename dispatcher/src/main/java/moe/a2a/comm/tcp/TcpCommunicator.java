@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
 
@@ -52,6 +53,7 @@ public final class TcpCommunicator implements Communicator {
     private final ChannelFuture[] writes;
     private volatile A2aException failure;
     private long op;
+    private ByteBuffer staging = ByteBuffer.allocateDirect(0);
 
     private TcpCommunicator(TcpConfig config, TcpTransport transport) {
         int n = config.size();
@@ -264,6 +266,27 @@ public final class TcpCommunicator implements Communicator {
                 writes[p] = null;
             }
         }
+    }
+
+    /** Stages the segments in a buffer of its own (reused), then sends them as usual. */
+    @Override
+    public void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+            long[] recvCounts) {
+        long total = 0;
+        for (long c : sendCounts) {
+            total += c;
+        }
+        if (staging.capacity() < total) {
+            staging = ByteBuffer.allocateDirect((int) total).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        long offset = 0;
+        for (int p = 0; p < sendCounts.length; p++) {
+            if (sendCounts[p] > 0) {
+                writer.write(p, staging, (int) offset);
+            }
+            offset += sendCounts[p];
+        }
+        allToAllV(step, phase, staging, sendCounts, recv, recvCounts);
     }
 
     @Override
