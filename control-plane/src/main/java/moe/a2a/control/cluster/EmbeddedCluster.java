@@ -35,7 +35,7 @@ public final class EmbeddedCluster implements RankGroup {
     private final ExecutorService[] rankThreads;
     private final RankWorker[] workers;
     private LocalGroup group;
-    private int rebuilds;
+    private volatile int rebuilds;
 
     public EmbeddedCluster(ModelConfig model, WeightSource weights, int worldSize, long exchangeTimeoutNs) {
         if (worldSize <= 0) {
@@ -84,7 +84,13 @@ public final class EmbeddedCluster implements RankGroup {
         return workers.length;
     }
 
-    /** Times the group was replaced after a failed step. */
+    @Override
+    public int joined() {
+        return workers.length;
+    }
+
+    /** Times the in-process group was replaced after a failed step. Read by metrics from any thread. */
+    @Override
     public int rebuilds() {
         return rebuilds;
     }

@@ -23,6 +23,12 @@ public interface RankGroup extends AutoCloseable {
 
     int worldSize();
 
+    /** Ranks currently held by a live rank: always all of them in-process, the joined workers otherwise. */
+    int joined();
+
+    /** Times the group was formed again after a failure. */
+    int rebuilds();
+
     /** The data-plane transport, as DescribeModel reports it. */
     String transport();
 

@@ -128,6 +128,7 @@ public final class RemoteCluster implements RankGroup {
     }
 
     /** Ranks with a live worker session. */
+    @Override
     public int joined() {
         synchronized (lock) {
             int n = 0;
@@ -139,6 +140,7 @@ public final class RemoteCluster implements RankGroup {
     }
 
     /** Times the group was broken and had to form again. */
+    @Override
     public int rebuilds() {
         synchronized (lock) {
             return rebuilds;

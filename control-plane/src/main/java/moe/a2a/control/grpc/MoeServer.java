@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.StepScheduler;
+import moe.a2a.control.metrics.ClusterMetrics;
 import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.MoeServiceGrpc;
@@ -65,6 +66,7 @@ public final class MoeServer implements AutoCloseable {
             MeterRegistry registry, boolean serving, BindableService... extraServices) throws IOException {
         StepMetrics metrics = new StepMetrics(registry, group.model().layers(), group.model().experts(),
                 group.worldSize(), group.transport());
+        new ClusterMetrics(group::joined, group::rebuilds).bindTo(registry);
         StepScheduler scheduler = new StepScheduler(group, settings.maxBatchTokens(), settings.maxQueuedRequests(),
                 settings.maxStepsInFlight(), metrics);
         HealthStatusManager health = new HealthStatusManager();

@@ -15,7 +15,11 @@ public enum A2aMeters {
     /** max/mean of tokens per rank over the last step of a layer (tag {@code layer}). */
     RANK_IMBALANCE("moe.a2a.rank.imbalance", null, "Max over mean of tokens per rank, last step of the layer"),
     /** Steps that failed (a rank failed or timed out). */
-    STEP_FAILURES("moe.a2a.step.failures", "steps", "Steps that failed and were answered UNAVAILABLE");
+    STEP_FAILURES("moe.a2a.step.failures", "steps", "Steps that failed and were answered UNAVAILABLE"),
+    /** Times the rank group was formed again after a failure. */
+    COMMUNICATOR_REBUILDS("moe.a2a.communicator.rebuilds", "rebuilds", "Times the rank group was formed again after a failure"),
+    /** Ranks currently held by a live rank (worker sessions for the control plane). */
+    RANKS_JOINED("moe.a2a.cluster.ranks.joined", "ranks", "Ranks currently held by a live rank");
 
     private final String meterName;
     private final String baseUnit;
