@@ -50,6 +50,14 @@ public interface Communicator extends AutoCloseable {
     void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
             long[] recvCounts);
 
+    /**
+     * All-to-all-v whose incoming segments {@code reader} consumes where they lie, instead of in
+     * a receive buffer; otherwise as {@link #allToAllV(long, ExchangePhase, ByteBuffer, long[],
+     * ByteBuffer, long[])}. {@code send} must stay untouched until this returns.
+     */
+    void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+            long[] recvCounts);
+
     /** Returns once every rank has called it. */
     void barrier();
 

@@ -7,6 +7,7 @@ import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 
 /**
@@ -32,12 +33,11 @@ public final class Dispatcher {
     private final long[] recvBytes;
     private final int[] slotCursor;
     private final RowPacker packer = new RowPacker();
+    private final RowReducer reducer;
     private ByteBuffer recvBuffer = allocate(0);
     private ByteBuffer combineSend = allocate(0);
-    private ByteBuffer combineRecv = allocate(0);
     private float[] partials = new float[0];
     private long nextStep;
-    private final int[] rankCursor;
 
     public Dispatcher(Communicator comm, Placement placement, int hidden, int topK) {
         if (placement.worldSize() != comm.size()) {
@@ -57,7 +57,7 @@ public final class Dispatcher {
         this.sendBytes = new long[worldSize];
         this.recvBytes = new long[worldSize];
         this.slotCursor = new int[placement.localExperts(rank)];
-        this.rankCursor = new int[worldSize];
+        this.reducer = new RowReducer(worldSize);
         for (DType dtype : DType.values()) {
             rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype);
         }
@@ -137,40 +137,61 @@ public final class Dispatcher {
 
     /**
      * Sends the rows written into {@link #combineRows} back to their sources and sums, at the
-     * source, every token's rows into {@code out} ({@code [T, H]} fp32). Every rank must call this.
+     * source, every token's rows into {@code out} ({@code [T, H]} fp32). In-process the source
+     * reads the rows where the experts' ranks wrote them. Every rank must call this.
      */
     public void combine(DispatchHandle handle, float[] out) {
-        final DispatchRowLayout row = handle.rowLayout;
-        final int payloadBytes = row.payloadBytes();
-        final int numPacked = layout.rankOffsets(worldSize);
+        final int payloadBytes = handle.rowLayout.payloadBytes();
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = handle.recvRowsPerRank[r] * payloadBytes;
             recvBytes[r] = layout.tokensPerRank(r) * payloadBytes;
         }
-        combineRecv = ensure(combineRecv, (long) numPacked * payloadBytes);
-        comm.allToAllV(handle.step, ExchangePhase.COMBINE, combineSend, sendBytes, combineRecv, recvBytes);
+        reducer.prepare(handle.rowLayout, out);
+        comm.allToAllV(handle.step, ExchangePhase.COMBINE, combineSend, sendBytes, reducer, recvBytes);
+    }
 
-        // Each rank's segment is in token order, so walking the tokens with one cursor per rank
-        // visits every token's rows together: its output row is written once, in order.
-        for (int r = 0; r < worldSize; r++) {
-            rankCursor[r] = layout.rankOffsets(r);
+    /**
+     * Sums each token's returned rows into its output row. Each source's segment is in token
+     * order, so walking the tokens with one cursor per rank visits every token's rows together:
+     * its output row is written once, in order. Reused per combine.
+     */
+    private final class RowReducer implements SegmentReader {
+        private final long[] cursor;
+        private DispatchRowLayout row;
+        private float[] out;
+
+        RowReducer(int worldSize) {
+            this.cursor = new long[worldSize];
         }
-        final int numTokens = layout.numTokens();
-        for (int t = 0; t < numTokens; t++) {
-            boolean first = true;
-            for (int r = 0; r < worldSize; r++) {
-                if (layout.tokenInRank(t, r)) {
-                    int at = rankCursor[r]++ * payloadBytes;
-                    if (first) {
-                        row.dtype().decode(combineRecv, at, out, t * hidden, hidden);
-                        first = false;
-                    } else {
-                        row.dtype().accumulate(combineRecv, at, out, t * hidden, hidden);
+
+        void prepare(DispatchRowLayout row, float[] out) {
+            this.row = row;
+            this.out = out;
+        }
+
+        @Override
+        public void read(ByteBuffer[] segments, long[] offsets) {
+            final int payloadBytes = row.payloadBytes();
+            final DType dtype = row.dtype();
+            System.arraycopy(offsets, 0, cursor, 0, worldSize);
+            final int numTokens = layout.numTokens();
+            for (int t = 0; t < numTokens; t++) {
+                boolean first = true;
+                for (int r = 0; r < worldSize; r++) {
+                    if (layout.tokenInRank(t, r)) {
+                        final int at = (int) cursor[r];
+                        cursor[r] += payloadBytes;
+                        if (first) {
+                            dtype.decode(segments[r], at, out, t * hidden, hidden);
+                            first = false;
+                        } else {
+                            dtype.accumulate(segments[r], at, out, t * hidden, hidden);
+                        }
                     }
                 }
-            }
-            if (first) {
-                Arrays.fill(out, t * hidden, (t + 1) * hidden, 0f);
+                if (first) {
+                    Arrays.fill(out, t * hidden, (t + 1) * hidden, 0f);
+                }
             }
         }
     }

@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
+import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.local.LocalGroup;
 import org.junit.jupiter.api.Test;
@@ -51,7 +52,7 @@ class BenchHarnessTest {
         assertThat(dispatcher).anyMatch(t -> !t.ok());
     }
 
-    /** Flips the first received byte of every row exchange on rank 1. */
+    /** Flips the first received byte of every exchange into a receive buffer on rank 1. */
     private static Communicator corrupting(Communicator inner) {
         return new Communicator() {
             @Override
@@ -90,6 +91,12 @@ class BenchHarnessTest {
                 if (inner.rank() == 1 && recv.capacity() > 0) {
                     recv.put(0, (byte) (recv.get(0) ^ 0x40));
                 }
+            }
+
+            @Override
+            public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+                    long[] recvCounts) {
+                inner.allToAllV(step, phase, send, sendCounts, reader, recvCounts);
             }
 
             @Override

@@ -123,6 +123,48 @@ public abstract class AbstractCommunicatorTest {
         close(group);
     }
 
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3, 4})
+    void shouldHandReaderEverySegmentWhereItLies(int n) throws Exception {
+        Communicator[] group = newGroup(n, TimeUnit.SECONDS.toNanos(20));
+        List<Boolean> ok = RankThreads.run(n, rank -> {
+            long[] send = new long[n];
+            long[] recv = new long[n];
+            long total = 0;
+            for (int p = 0; p < n; p++) {
+                send[p] = 50L * (rank + 1) + 3L * p;
+                recv[p] = 50L * (p + 1) + 3L * rank;
+                total += send[p];
+            }
+            ByteBuffer sendBuf = direct(total);
+            for (int round = 0; round < 2; round++) {
+                long at = 0;
+                for (int p = 0; p < n; p++) {
+                    for (int i = 0; i < send[p]; i++) {
+                        sendBuf.put((int) (at + i), pattern(rank, p, i, round));
+                    }
+                    at += send[p];
+                }
+                final int r = round;
+                boolean[] seen = new boolean[1];
+                group[rank].allToAllV(round, ExchangePhase.COMBINE, sendBuf, send, (segments, offsets) -> {
+                    for (int src = 0; src < n; src++) {
+                        for (int i = 0; i < recv[src]; i++) {
+                            if (segments[src].get((int) (offsets[src] + i)) != pattern(src, rank, i, r)) {
+                                throw new AssertionError("rank=" + rank + " src=" + src + " byte=" + i + " round=" + r);
+                            }
+                        }
+                    }
+                    seen[0] = true;
+                }, recv);
+                assertThat(seen[0]).isTrue();
+            }
+            return true;
+        });
+        assertThat(ok).containsOnly(true);
+        close(group);
+    }
+
     @Test
     void shouldNameMissingRankWhenPeerNeverJoins() throws Exception {
         Communicator[] group = newGroup(3, TimeUnit.MILLISECONDS.toNanos(300));

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 
 /**
@@ -17,11 +18,15 @@ public final class LocalCommunicator implements Communicator {
     private final LocalGroup group;
     private final int rank;
     private final SendBufferCopier copier;
+    private final ByteBuffer[] readSegments;
+    private final long[] readOffsets;
 
     LocalCommunicator(LocalGroup group, int rank) {
         this.group = group;
         this.rank = rank;
         this.copier = new SendBufferCopier(group.size());
+        this.readSegments = new ByteBuffer[group.size()];
+        this.readOffsets = new long[group.size()];
     }
 
     @Override
@@ -89,6 +94,38 @@ public final class LocalCommunicator implements Communicator {
     public void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
             long[] recvCounts) {
         exchange(step, phase, writer, sendCounts, recv, recvCounts);
+    }
+
+    /** Each source's segment is read where the source wrote it: nothing is copied. */
+    @Override
+    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+            long[] recvCounts) {
+        final int n = group.size();
+        checkLength("sendCounts", sendCounts, n);
+        checkLength("recvCounts", recvCounts, n);
+        long offset = 0;
+        for (int dst = 0; dst < n; dst++) {
+            group.sendOffsets[rank][dst] = offset;
+            group.sendLengths[rank][dst] = sendCounts[dst];
+            offset += sendCounts[dst];
+        }
+        group.sendBuffers[rank] = send;
+        group.await(rank, step, phase);
+        try {
+            for (int src = 0; src < n; src++) {
+                if (group.sendLengths[src][rank] != recvCounts[src]) {
+                    throw LocalGroup.countMismatch(src, rank, group.sendLengths[src][rank], recvCounts[src]);
+                }
+                readSegments[src] = group.sendBuffers[src];
+                readOffsets[src] = group.sendOffsets[src][rank];
+            }
+            reader.read(readSegments, readOffsets);
+        } catch (RuntimeException e) {
+            group.fail(e);
+            throw e;
+        }
+        // Sources may reuse their send buffers only once every reader is done.
+        group.await(rank, step, phase);
     }
 
     private void exchange(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,

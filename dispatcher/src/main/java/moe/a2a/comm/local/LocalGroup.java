@@ -25,6 +25,11 @@ public final class LocalGroup {
     final long[][] recvOffsets;
     /** recvLengths[dst][src]: how many bytes dst expects from src. */
     final long[][] recvLengths;
+    /** sendBuffers[src]: published by src for its peers to read from, between two barriers. */
+    final ByteBuffer[] sendBuffers;
+    /** sendOffsets[src][dst], sendLengths[src][dst]: where src's segment for dst lies in sendBuffers[src]. */
+    final long[][] sendOffsets;
+    final long[][] sendLengths;
 
     public LocalGroup(int size, long timeoutNs) {
         if (size <= 0) {
@@ -40,6 +45,9 @@ public final class LocalGroup {
         this.recvBuffers = new ByteBuffer[size];
         this.recvOffsets = new long[size][size];
         this.recvLengths = new long[size][size];
+        this.sendBuffers = new ByteBuffer[size];
+        this.sendOffsets = new long[size][size];
+        this.sendLengths = new long[size][size];
         this.communicators = new LocalCommunicator[size];
         for (int r = 0; r < size; r++) {
             communicators[r] = new LocalCommunicator(this, r);

@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
@@ -54,6 +55,9 @@ public final class TcpCommunicator implements Communicator {
     private volatile A2aException failure;
     private long op;
     private ByteBuffer staging = ByteBuffer.allocateDirect(0);
+    private ByteBuffer inbound = ByteBuffer.allocateDirect(0);
+    private final ByteBuffer[] readSegments;
+    private final long[] readOffsets;
 
     private TcpCommunicator(TcpConfig config, TcpTransport transport) {
         int n = config.size();
@@ -70,6 +74,8 @@ public final class TcpCommunicator implements Communicator {
         this.barrierSend = new long[n];
         this.barrierRecv = new long[n];
         this.writes = new ChannelFuture[n];
+        this.readSegments = new ByteBuffer[n];
+        this.readOffsets = new long[n];
     }
 
     /** Starts listening on {@code config.bindAddress()} (port 0 picks a free port). */
@@ -287,6 +293,23 @@ public final class TcpCommunicator implements Communicator {
             offset += sendCounts[p];
         }
         allToAllV(step, phase, staging, sendCounts, recv, recvCounts);
+    }
+
+    /** Receives into a buffer of its own (reused), then hands it to {@code reader}. */
+    @Override
+    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+            long[] recvCounts) {
+        long total = 0;
+        for (int p = 0; p < recvCounts.length; p++) {
+            readOffsets[p] = total;
+            total += recvCounts[p];
+        }
+        if (inbound.capacity() < total) {
+            inbound = ByteBuffer.allocateDirect((int) total).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        allToAllV(step, phase, send, sendCounts, inbound, recvCounts);
+        java.util.Arrays.fill(readSegments, inbound);
+        reader.read(readSegments, readOffsets);
     }
 
     @Override
