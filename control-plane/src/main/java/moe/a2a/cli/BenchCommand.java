@@ -45,10 +45,12 @@ final class BenchCommand implements Callable<Integer> {
             description = "DISPATCHER (layout, pack, exchanges, grouping, reduction) or TRANSPORT (the exchanges alone) (default: ${DEFAULT-VALUE}).")
     BenchScope scope;
 
-    @Option(names = "--iters", defaultValue = "20", description = "Measured iterations (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--iters", defaultValue = "-1",
+            description = "Measured iterations; -1 takes the peers' count per workload: decode 200, prefill-n8 15, others 40 (default: ${DEFAULT-VALUE}).")
     int iters;
 
-    @Option(names = "--warmup", defaultValue = "3", description = "Iterations before measuring (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--warmup", defaultValue = "-1",
+            description = "Iterations before measuring; -1 takes the peers' count per workload: decode 20, prefill-n8 2, others 3 (default: ${DEFAULT-VALUE}).")
     int warmup;
 
     @Option(names = "--json", paramLabel = "FILE", description = "Also write the report as a JSON array.")
@@ -65,7 +67,7 @@ final class BenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (target != null) {
-            return RemoteBench.run(target, workload, scope, iters, warmup, json);
+            return RemoteBench.run(target, workload, scope, Math.max(0, iters), Math.max(0, warmup), json);
         }
         List<BenchWorkload> workloads = workload.equals("all") ? BenchWorkload.CANONICAL : List.of(BenchWorkload.named(workload));
         int cores = Runtime.getRuntime().availableProcessors();
@@ -91,7 +93,10 @@ final class BenchCommand implements Callable<Integer> {
             int[][] rows = BenchRouting.rows(w);
             for (Transport transport : transports) {
                 progress(done, runs, w.name() + " " + transport.name().toLowerCase(Locale.ROOT));
-                List<RankTimes> times = transport == Transport.LOCAL ? runLocal(w) : runProcesses(w);
+                int runWarmup = warmup >= 0 ? warmup : w.defaultWarmup();
+                int runIters = iters > 0 ? iters : w.defaultIters();
+                List<RankTimes> times = transport == Transport.LOCAL ? runLocal(w, runWarmup, runIters)
+                        : runProcesses(w, runWarmup, runIters);
                 done++;
                 clearProgress();
                 BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), scope, rows, times, memcpy);
@@ -118,14 +123,14 @@ final class BenchCommand implements Callable<Integer> {
         return allOk ? 0 : 1;
     }
 
-    private List<RankTimes> runLocal(BenchWorkload w) throws Exception {
+    private List<RankTimes> runLocal(BenchWorkload w, int runWarmup, int runIters) throws Exception {
         LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(120));
         ExecutorService pool = Executors.newFixedThreadPool(w.worldSize());
         try {
             List<Future<RankTimes>> ranks = new ArrayList<>();
             for (int r = 0; r < w.worldSize(); r++) {
                 final int rank = r;
-                ranks.add(pool.submit(() -> runRank(scope, w, group.communicator(rank), warmup, iters)));
+                ranks.add(pool.submit(() -> runRank(scope, w, group.communicator(rank), runWarmup, runIters)));
             }
             List<RankTimes> out = new ArrayList<>();
             for (Future<RankTimes> f : ranks) {
@@ -138,7 +143,7 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     /** One child process per rank ({@code bench-rank}), meeting through port files in a temporary folder. */
-    private List<RankTimes> runProcesses(BenchWorkload w) throws Exception {
+    private List<RankTimes> runProcesses(BenchWorkload w, int runWarmup, int runIters) throws Exception {
         Path dir = Files.createTempDirectory("moe-a2a-bench-");
         String jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -148,8 +153,8 @@ final class BenchCommand implements Callable<Integer> {
             for (int r = 0; r < w.worldSize(); r++) {
                 children.add(new ProcessBuilder(java, "-Xmx1g", "-cp", jar, Main.class.getName(), "bench-rank",
                         "--workload", w.name(), "--rank", Integer.toString(r), "--dir", dir.toString(),
-                        "--group-id", Long.toString(groupId), "--iters", Integer.toString(iters),
-                        "--warmup", Integer.toString(warmup), "--scope", scope.name())
+                        "--group-id", Long.toString(groupId), "--iters", Integer.toString(runIters),
+                        "--warmup", Integer.toString(runWarmup), "--scope", scope.name())
                         .redirectErrorStream(true).redirectOutput(dir.resolve("rank-" + r + ".log").toFile()).start());
             }
             List<RankTimes> out = new ArrayList<>();

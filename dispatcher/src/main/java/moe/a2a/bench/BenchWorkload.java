@@ -35,6 +35,16 @@ public record BenchWorkload(String name, int worldSize, int tokens, int hidden, 
                 + CANONICAL.stream().map(BenchWorkload::name).toList() + ")");
     }
 
+    /** Iterations before measuring, as the peer harnesses run this workload (decode needs the JIT warm). */
+    public int defaultWarmup() {
+        return name.equals("decode") ? 20 : name.equals("prefill-n8") ? 2 : 3;
+    }
+
+    /** Measured iterations, as the peer harnesses run this workload. */
+    public int defaultIters() {
+        return name.equals("decode") ? 200 : name.equals("prefill-n8") ? 15 : 40;
+    }
+
     /** Bytes of one bf16 row. */
     public int rowBytes() {
         return hidden * 2;

@@ -39,8 +39,8 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
     public void run(BenchRequest request, StreamObserver<BenchEvent> events) {
         try {
             List<BenchWorkload> workloads = workloads(request);
-            int iters = bounded("iters", request.getIters(), 20, 1, MAX_ITERS);
-            int warmup = bounded("warmup", request.getWarmup(), 3, 0, MAX_WARMUP);
+            bounded("iters", request.getIters(), 1, MAX_ITERS);
+            bounded("warmup", request.getWarmup(), 0, MAX_WARMUP);
             BenchScope scope = scope(request.getScope());
             double memcpy = MachineLimits.memcpyGbps(Runtime.getRuntime().availableProcessors(), 3, 64 << 20);
             for (int i = 0; i < workloads.size(); i++) {
@@ -53,6 +53,8 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
                 if (w.worldSize() != group.worldSize()) {
                     result.setRan(false).setReason("needs " + w.worldSize() + " ranks; this cluster has " + group.worldSize());
                 } else {
+                    int iters = request.getIters() > 0 ? request.getIters() : w.defaultIters();
+                    int warmup = request.getWarmup() > 0 ? request.getWarmup() : w.defaultWarmup();
                     List<RankTimes> times = scheduler.runBetweenSteps(() -> group.bench(w, scope, warmup, iters)).get();
                     BenchReport r = BenchReport.of(w, group.transport(), scope, rows, times, memcpy);
                     result.setRan(true).setOk(r.ok()).setTotalUsP50(r.totalP50Us()).setTotalUsP90(r.totalP90Us())
@@ -88,14 +90,12 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
         return out;
     }
 
-    private static int bounded(String field, int value, int unset, int min, int max) {
-        if (value == 0 && unset >= min) {
-            return unset;
+    /** 0 (unset) takes the workload's default; anything else must be within bounds. */
+    private static void bounded(String field, int value, int min, int max) {
+        if (value != 0 && (value < min || value > max)) {
+            throw new InvalidRequestException(field + ": " + value + " (expected: 0 for the workload's default, or in ["
+                    + min + ", " + max + "])");
         }
-        if (value < min || value > max) {
-            throw new InvalidRequestException(field + ": " + value + " (expected: in [" + min + ", " + max + "])");
-        }
-        return value;
     }
 
     private static BenchScope scope(String scope) {
