@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
-import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.RankTimes;
