@@ -68,7 +68,7 @@ final class WorkerCommand implements Callable<Integer> {
             ManagedChannel channel = NettyChannelBuilder.forTarget(controlPlane).usePlaintext()
                     .maxInboundMessageSize(Integer.MAX_VALUE).build();
             WorkerAgent agent = new WorkerAgent(channel, new WorkerAgent.Settings(id, rank, expectModel, dataHost,
-                    dataPort, rejoinTimeout, Duration.ofMillis(500)), tcp);
+                    dataPort, rejoinTimeout, Duration.ofMillis(500)), tcp, registry);
             Runtime.getRuntime().addShutdownHook(new Thread(agent::close, "moe-a2a-shutdown"));
             try {
                 agent.run();

@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -26,6 +27,7 @@ import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.control.grpc.TensorCodec;
+import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
@@ -57,10 +59,12 @@ import org.slf4j.LoggerFactory;
  * A worker process's agent: joins the control plane, loads its rank's experts, forms the TCP
  * group when told, runs its share of every step, and rejoins with backoff when the control plane
  * goes away (asking for its old rank). Control messages are handled in order on one data-plane
- * thread, which owns the communicator and the rank's buffers; heartbeats go out on a timer.
+ * thread, which owns the communicator and the rank's buffers; heartbeats go out on a timer. Each
+ * step is recorded in the worker's own meters (its tokens and its stage times).
  */
 public final class WorkerAgent implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerAgent.class);
+    private static final long[] NO_QUEUE = new long[0];
 
     /**
      * How this worker joins.
@@ -77,6 +81,7 @@ public final class WorkerAgent implements AutoCloseable {
     private final ClusterServiceGrpc.ClusterServiceStub stub;
     private final Settings settings;
     private final TcpTransport transport;
+    private final MeterRegistry registry;
     private final ExecutorService dataPlane = Executors.newSingleThreadExecutor(r -> new Thread(r, "moe-a2a-worker"));
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "moe-a2a-heartbeat");
@@ -87,6 +92,7 @@ public final class WorkerAgent implements AutoCloseable {
     private volatile int rank = -1;
     // Owned by the data-plane thread:
     private RankWorker worker;
+    private StepListener metrics;
     private ModelConfig model;
     private ModelSpec loadedSpec;
     private int loadedRank = -1;
@@ -95,10 +101,11 @@ public final class WorkerAgent implements AutoCloseable {
     private long commEpoch = -1;
     private ByteBuffer tokens = ByteBuffer.allocateDirect(0);
 
-    public WorkerAgent(ManagedChannel channel, Settings settings, TcpTransport transport) {
+    public WorkerAgent(ManagedChannel channel, Settings settings, TcpTransport transport, MeterRegistry registry) {
         this.stub = ClusterServiceGrpc.newStub(channel);
         this.settings = settings;
         this.transport = transport;
+        this.registry = registry;
     }
 
     /**
@@ -222,6 +229,7 @@ public final class WorkerAgent implements AutoCloseable {
                 : SafetensorsWeights.open(Path.of(spec.getWeightsPath()));
         model = new ModelConfig(spec.getExperts(), spec.getHidden(), spec.getFfn(), spec.getTopK(), spec.getLayers());
         worker = new RankWorker(model, weights, Placement.contiguous(model.experts(), worldSize), rank);
+        metrics = new StepMetrics(registry, model.layers(), model.experts(), worldSize, "tcp");
         loadedSpec = spec;
         loadedRank = rank;
         LOG.info("joined as rank {} of {}: loaded {} experts of {} in {} ms", rank, worldSize,
@@ -280,9 +288,13 @@ public final class WorkerAgent implements AutoCloseable {
                 out.addTokensPerExpert(v);
             }
             sender.send(WorkerMessage.newBuilder().setResult(out).build());
+            // This rank's view of the step: its own tokens' counts and its own stage times.
+            metrics.onStep(new StepStatsSnapshot(task.getStepId(), task.getLayer(), 1, n, r.tokensPerRank(),
+                    r.tokensPerExpert(), r.routeNs(), r.dispatchNs(), r.expertNs(), r.combineNs()), NO_QUEUE);
         } catch (RuntimeException e) {
             comm.abort(e);
             sender.send(failure(task.getStepId(), e.getMessage()));
+            metrics.onStepFailed(e);
         }
     }
 
