@@ -130,7 +130,7 @@ final class BenchCommand implements Callable<Integer> {
             List<Future<RankTimes>> ranks = new ArrayList<>();
             for (int r = 0; r < w.worldSize(); r++) {
                 final int rank = r;
-                ranks.add(pool.submit(() -> runRank(scope, w, group.communicator(rank), runWarmup, runIters)));
+                ranks.add(pool.submit(() -> BenchRun.rank(w, scope, group.communicator(rank), runWarmup, runIters)));
             }
             List<RankTimes> out = new ArrayList<>();
             for (Future<RankTimes> f : ranks) {
@@ -189,9 +189,5 @@ final class BenchCommand implements Callable<Integer> {
             System.err.print("\r" + " ".repeat(BAR_WIDTH + 60) + "\r");
             System.err.flush();
         }
-    }
-
-    static RankTimes runRank(BenchScope scope, BenchWorkload w, moe.a2a.comm.Communicator comm, int warmup, int iters) {
-        return BenchRun.rank(w, scope, comm, warmup, iters);
     }
 }

@@ -17,6 +17,7 @@ import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
+import moe.a2a.control.cluster.BenchRun;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -71,7 +72,7 @@ final class BenchRankCommand implements Callable<Integer> {
                 peers.add(new InetSocketAddress(InetAddress.getLoopbackAddress(), Integer.parseInt(Files.readString(port).trim())));
             }
             comm.connect(peers);
-            RankTimes times = BenchCommand.runRank(scope, w, comm, warmup, iters);
+            RankTimes times = BenchRun.rank(w, scope, comm, warmup, iters);
             comm.barrier();
             comm.close();
             Path out = dir.resolve("rank-" + rank + ".times.tmp");

@@ -103,12 +103,7 @@ public final class LocalCommunicator implements Communicator {
         final int n = group.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
-        long offset = 0;
-        for (int dst = 0; dst < n; dst++) {
-            group.sendOffsets[rank][dst] = offset;
-            group.sendLengths[rank][dst] = sendCounts[dst];
-            offset += sendCounts[dst];
-        }
+        publish(sendCounts, group.sendOffsets[rank], group.sendLengths[rank]);
         group.sendBuffers[rank] = send;
         group.await(rank, step, phase);
         try {
@@ -133,12 +128,7 @@ public final class LocalCommunicator implements Communicator {
         final int n = group.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
-        long offset = 0;
-        for (int src = 0; src < n; src++) {
-            group.recvOffsets[rank][src] = offset;
-            group.recvLengths[rank][src] = recvCounts[src];
-            offset += recvCounts[src];
-        }
+        final long offset = publish(recvCounts, group.recvOffsets[rank], group.recvLengths[rank]);
         if (offset > recv.capacity()) {
             throw new A2aException("receive buffer too small: rank=" + rank + ", needBytes="
                     + offset + ", capacityBytes=" + recv.capacity());
@@ -178,6 +168,17 @@ public final class LocalCommunicator implements Communicator {
     @Override
     public void close() {
         group.fail(new A2aException("communicator closed: rank=" + rank));
+    }
+
+    /** Publishes where each peer's segment lies (exclusive prefix sums of {@code counts}); returns the total. */
+    private static long publish(long[] counts, long[] offsets, long[] lengths) {
+        long offset = 0;
+        for (int p = 0; p < counts.length; p++) {
+            offsets[p] = offset;
+            lengths[p] = counts[p];
+            offset += counts[p];
+        }
+        return offset;
     }
 
     private static void checkLength(String name, long[] counts, int n) {
