@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
         versionProvider = Main.Version.class,
         description = "Expert-parallel all-to-all for Mixture-of-Experts inference.",
         subcommands = {ServeCommand.class, ControlPlaneCommand.class, WorkerCommand.class, ClientCommand.class,
-            BenchCommand.class, BenchRankCommand.class, CommandLine.HelpCommand.class})
+            BenchCommand.class, BenchRankCommand.class, HealthCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {

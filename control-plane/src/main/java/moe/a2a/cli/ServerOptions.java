@@ -1,9 +1,5 @@
 package moe.a2a.cli;
 
-import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
-import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
-import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
-import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -11,6 +7,7 @@ import java.io.UncheckedIOException;
 import java.time.Duration;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
+import moe.a2a.control.metrics.ProcessMetrics;
 import picocli.CommandLine.Option;
 
 /** The flags shared by the server commands ({@code serve}, {@code control-plane}). */
@@ -48,14 +45,11 @@ final class ServerOptions {
         return new MoeServer.Settings(maxBatchTokens, maxQueuedRequests, maxRequestBytes, maxStepsInFlight);
     }
 
-    /** A Prometheus registry with the JVM binders, tagged with the process's role. */
+    /** A Prometheus registry with the process binders, tagged with the process's role. */
     static PrometheusMeterRegistry registry(String role) {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         registry.config().commonTags("role", role);
-        new JvmMemoryMetrics().bindTo(registry);
-        new JvmGcMetrics().bindTo(registry);
-        new JvmThreadMetrics().bindTo(registry);
-        new ProcessorMetrics().bindTo(registry);
+        ProcessMetrics.bindTo(registry);
         return registry;
     }
 

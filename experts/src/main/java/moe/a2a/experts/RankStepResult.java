@@ -10,12 +10,16 @@ import java.nio.ByteBuffer;
  * @param tokensPerRank tokens this rank sent to each rank (deduplicated)
  * @param tokensPerExpert token×k assignments of this rank's tokens, per logical expert
  * @param recvTokens tokens this rank received in dispatch
+ * @param bytesSent bytes of rows this rank sent to each peer, dispatch and combine (0 to itself)
+ * @param bytesReceived bytes of rows this rank received from each peer, dispatch and combine (0 from itself)
  */
 public record RankStepResult(
         ByteBuffer output,
         long[] tokensPerRank,
         long[] tokensPerExpert,
         int recvTokens,
+        long[] bytesSent,
+        long[] bytesReceived,
         long routeNs,
         long dispatchNs,
         long expertNs,

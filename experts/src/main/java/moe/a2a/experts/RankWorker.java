@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
@@ -82,7 +83,19 @@ public final class RankWorker {
         for (int e = 0; e < perExpert.length; e++) {
             perExpert[e] = layout.tokensPerExpert(e);
         }
-        return new RankStepResult(output, perRank, perExpert, result.numRecvTokens(),
+        // Dispatch moves full rows (payload, slots, weights); combine returns payloads only.
+        DispatchHandle handle = result.handle();
+        int rowBytes = handle.rowLayout().rowBytes();
+        int payloadBytes = handle.rowLayout().payloadBytes();
+        long[] sent = new long[perRank.length];
+        long[] received = new long[perRank.length];
+        for (int r = 0; r < perRank.length; r++) {
+            if (r != dispatcher.communicator().rank()) {
+                sent[r] = perRank[r] * rowBytes + handle.recvRowsFrom(r) * payloadBytes;
+                received[r] = handle.recvRowsFrom(r) * rowBytes + perRank[r] * payloadBytes;
+            }
+        }
+        return new RankStepResult(output, perRank, perExpert, result.numRecvTokens(), sent, received,
                 t1 - t0, t2 - t1, t3 - t2, t4 - t3);
     }
 }

@@ -89,6 +89,12 @@ public final class EmbeddedCluster implements RankGroup {
         return workers.length;
     }
 
+    /** All ranks: a broken in-process group is replaced before the next step. */
+    @Override
+    public int healthy() {
+        return workers.length;
+    }
+
     /** Times the in-process group was replaced after a failed step. Read by metrics from any thread. */
     @Override
     public int rebuilds() {
@@ -146,7 +152,8 @@ public final class EmbeddedCluster implements RankGroup {
     private static RankStepResult withOwnOutput(RankStepResult r, int bytes) {
         ByteBuffer own = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
         own.put(0, r.output(), 0, bytes);
-        return new RankStepResult(own, r.tokensPerRank(), r.tokensPerExpert(), r.recvTokens(), r.routeNs(),
+        return new RankStepResult(own, r.tokensPerRank(), r.tokensPerExpert(), r.recvTokens(), r.bytesSent(),
+                r.bytesReceived(), r.routeNs(),
                 r.dispatchNs(), r.expertNs(), r.combineNs());
     }
 

@@ -26,6 +26,9 @@ public interface RankGroup extends AutoCloseable {
     /** Ranks currently held by a live rank: always all of them in-process, the joined workers otherwise. */
     int joined();
 
+    /** Ranks of the formed group, ready to run steps: 0 while the group is broken or forming. Any thread. */
+    int healthy();
+
     /** Times the group was formed again after a failure. */
     int rebuilds();
 

@@ -139,6 +139,14 @@ public final class RemoteCluster implements RankGroup {
         }
     }
 
+    /** Ranks that reported ready in the current epoch, while the group serves; 0 once it broke. */
+    @Override
+    public int healthy() {
+        synchronized (lock) {
+            return serving ? readyCount : 0;
+        }
+    }
+
     /** Times the group was broken and had to form again. */
     @Override
     public int rebuilds() {
@@ -296,6 +304,7 @@ public final class RemoteCluster implements RankGroup {
         }
         parts.get(rank).complete(new RankStepResult(res.getOutput().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
                 toArray(res.getTokensPerRankList()), toArray(res.getTokensPerExpertList()), res.getRecvTokens(),
+                toArray(res.getBytesSentList()), toArray(res.getBytesReceivedList()),
                 res.getRouteNs(), res.getDispatchNs(), res.getExpertNs(), res.getCombineNs()));
         for (CompletableFuture<RankStepResult> part : parts) {
             if (!part.isDone()) {

@@ -4,5 +4,6 @@ package moe.a2a.control.cluster;
 public interface StepListener {
     void onStep(StepStatsSnapshot stats, long[] queueNs);
 
-    void onStepFailed(Throwable cause);
+    /** The step of {@code tokens} tokens failed: none of its requests got rows. */
+    void onStepFailed(Throwable cause, long tokens);
 }

@@ -204,7 +204,7 @@ public final class StepScheduler implements AutoCloseable {
             results = step.results().get();
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
-            listener.onStepFailed(cause);
+            listener.onStepFailed(cause, step.rankStart()[step.rankStart().length - 1]);
             for (ForwardJob job : step.batch()) {
                 job.result().completeExceptionally(cause);
             }
@@ -261,11 +261,16 @@ public final class StepScheduler implements AutoCloseable {
         int n = results.length;
         long[] perRank = new long[n];
         long[] perExpert = new long[cluster.model().experts()];
+        long[][] sent = new long[n][];
+        long[][] received = new long[n][];
         long route = 0;
         long dispatch = 0;
         long expert = 0;
         long combine = 0;
-        for (RankStepResult r : results) {
+        for (int rank = 0; rank < n; rank++) {
+            RankStepResult r = results[rank];
+            sent[rank] = r.bytesSent();
+            received[rank] = r.bytesReceived();
             for (int d = 0; d < n; d++) {
                 perRank[d] += r.tokensPerRank()[d];
             }
@@ -277,7 +282,7 @@ public final class StepScheduler implements AutoCloseable {
             expert = Math.max(expert, r.expertNs());
             combine = Math.max(combine, r.combineNs());
         }
-        return new StepStatsSnapshot(stepId, layer, requests, tokens, perRank, perExpert,
+        return new StepStatsSnapshot(stepId, layer, requests, tokens, perRank, perExpert, sent, received,
                 route, dispatch, expert, combine);
     }
 

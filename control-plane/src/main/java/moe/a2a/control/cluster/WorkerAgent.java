@@ -287,14 +287,22 @@ public final class WorkerAgent implements AutoCloseable {
             for (long v : r.tokensPerExpert()) {
                 out.addTokensPerExpert(v);
             }
+            for (int p = 0; p < r.bytesSent().length; p++) {
+                out.addBytesSent(r.bytesSent()[p]).addBytesReceived(r.bytesReceived()[p]);
+            }
             sender.send(WorkerMessage.newBuilder().setResult(out).build());
             // This rank's view of the step: its own tokens' counts and its own stage times.
+            long[][] sent = new long[worldSize][];
+            long[][] received = new long[worldSize][];
+            sent[loadedRank] = r.bytesSent();
+            received[loadedRank] = r.bytesReceived();
             metrics.onStep(new StepStatsSnapshot(task.getStepId(), task.getLayer(), 1, n, r.tokensPerRank(),
-                    r.tokensPerExpert(), r.routeNs(), r.dispatchNs(), r.expertNs(), r.combineNs()), NO_QUEUE);
+                    r.tokensPerExpert(), sent, received, r.routeNs(), r.dispatchNs(), r.expertNs(), r.combineNs()),
+                    NO_QUEUE);
         } catch (RuntimeException e) {
             comm.abort(e);
             sender.send(failure(task.getStepId(), e.getMessage()));
-            metrics.onStepFailed(e);
+            metrics.onStepFailed(e, task.getNumTokens());
         }
     }
 

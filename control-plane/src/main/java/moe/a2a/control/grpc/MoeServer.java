@@ -7,6 +7,7 @@ import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerInterceptor;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
@@ -66,13 +67,14 @@ public final class MoeServer implements AutoCloseable {
             MeterRegistry registry, boolean serving, BindableService... extraServices) throws IOException {
         StepMetrics metrics = new StepMetrics(registry, group.model().layers(), group.model().experts(),
                 group.worldSize(), group.transport());
-        new ClusterMetrics(group::joined, group::rebuilds).bindTo(registry);
+        new ClusterMetrics(group::joined, group::healthy, group::rebuilds).bindTo(registry);
         StepScheduler scheduler = new StepScheduler(group, settings.maxBatchTokens(), settings.maxQueuedRequests(),
                 settings.maxStepsInFlight(), metrics);
         HealthStatusManager health = new HealthStatusManager();
         Server server;
         try {
             builder.maxInboundMessageSize(settings.maxRequestBytes())
+                    .intercept(new MetricCollectingServerInterceptor(registry))
                     .addService(new MoeGrpcService(group.model(), weights, group.placement(), scheduler, group.transport()))
                     .addService(new BenchGrpcService(group, scheduler))
                     .addService(health.getHealthService())

@@ -5,26 +5,40 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.util.function.IntSupplier;
+import java.util.function.ToDoubleFunction;
 
-/** Membership meters of a rank group: ranks joined and group rebuilds, read when scraped. */
+/**
+ * Membership meters of a rank group: ranks joined and healthy, group rebuilds; read when scraped.
+ * Every meter reads through this object, which the gauges hold strongly: Micrometer holds a
+ * meter's state weakly, and a method reference passed in has no other owner (it would be
+ * collected and the meter read NaN).
+ */
 public final class ClusterMetrics implements MeterBinder {
     private final IntSupplier joined;
+    private final IntSupplier healthy;
     private final IntSupplier rebuilds;
 
-    public ClusterMetrics(IntSupplier joined, IntSupplier rebuilds) {
+    public ClusterMetrics(IntSupplier joined, IntSupplier healthy, IntSupplier rebuilds) {
         this.joined = joined;
+        this.healthy = healthy;
         this.rebuilds = rebuilds;
     }
 
     @Override
     public void bindTo(MeterRegistry registry) {
-        Gauge.builder(A2aMeters.RANKS_JOINED.meterName(), joined, IntSupplier::getAsInt)
-                .baseUnit(A2aMeters.RANKS_JOINED.baseUnit())
-                .description(A2aMeters.RANKS_JOINED.description())
-                .register(registry);
-        FunctionCounter.builder(A2aMeters.COMMUNICATOR_REBUILDS.meterName(), rebuilds, IntSupplier::getAsInt)
+        gauge(registry, A2aMeters.RANKS_JOINED, m -> m.joined.getAsInt());
+        gauge(registry, A2aMeters.RANKS_HEALTHY, m -> m.healthy.getAsInt());
+        FunctionCounter.builder(A2aMeters.COMMUNICATOR_REBUILDS.meterName(), this, m -> m.rebuilds.getAsInt())
                 .baseUnit(A2aMeters.COMMUNICATOR_REBUILDS.baseUnit())
                 .description(A2aMeters.COMMUNICATOR_REBUILDS.description())
+                .register(registry);
+    }
+
+    private void gauge(MeterRegistry registry, A2aMeters meter, ToDoubleFunction<ClusterMetrics> value) {
+        Gauge.builder(meter.meterName(), this, value)
+                .strongReference(true)
+                .baseUnit(meter.baseUnit())
+                .description(meter.description())
                 .register(registry);
     }
 }

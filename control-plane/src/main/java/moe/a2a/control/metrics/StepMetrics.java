@@ -7,14 +7,18 @@ import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangeTimeoutException;
+import moe.a2a.comm.PeerFailedException;
 import moe.a2a.control.cluster.StepListener;
 import moe.a2a.control.cluster.StepStatsSnapshot;
 import moe.a2a.control.grpc.Imbalance;
 
 /**
- * Records every step into Micrometer. All meters are registered up front and kept in arrays
- * indexed by layer, expert and rank, so recording a step does no lookups. Called on the
- * scheduler thread; gauges are read by the scrape thread.
+ * Records every step into Micrometer. Meters are kept in arrays indexed by layer, expert and
+ * rank, so recording a step does no lookups; the per-peer byte counters are registered on first
+ * traffic, so a worker exposes only its own rank's. Called on one thread (the scheduler's or the
+ * worker's data-plane thread); gauges are read by the scrape thread.
  */
 public final class StepMetrics implements StepListener {
     private final Timer dispatchExchange;
@@ -29,8 +33,18 @@ public final class StepMetrics implements StepListener {
     private final AtomicLong[] expertImbalanceBits;
     private final AtomicLong[] rankImbalanceBits;
     private final Counter failures;
+    private final Counter dropped;
+    private final Counter timeouts;
+    private final Counter peerFailures;
+    private final Counter otherErrors;
+    private final Counter[][] bytesSent;
+    private final Counter[][] bytesReceived;
+    private final MeterRegistry registry;
+    private final String transport;
 
     public StepMetrics(MeterRegistry registry, int layers, int experts, int worldSize, String transport) {
+        this.registry = registry;
+        this.transport = transport;
         dispatchExchange = exchange(registry, "dispatch", transport);
         combineExchange = exchange(registry, "combine", transport);
         queueStage = stage(registry, "queue");
@@ -56,6 +70,12 @@ public final class StepMetrics implements StepListener {
             rankImbalanceBits[l] = gauge(registry, A2aMeters.RANK_IMBALANCE, layer);
         }
         failures = counter(registry, A2aMeters.STEP_FAILURES).register(registry);
+        dropped = counter(registry, A2aMeters.TOKENS_DROPPED).register(registry);
+        timeouts = transportError(registry, transport, "timeout");
+        peerFailures = transportError(registry, transport, "peer_failed");
+        otherErrors = transportError(registry, transport, "other");
+        bytesSent = new Counter[worldSize][worldSize];
+        bytesReceived = new Counter[worldSize][worldSize];
     }
 
     @Override
@@ -78,11 +98,51 @@ public final class StepMetrics implements StepListener {
         }
         expertImbalanceBits[l].set(Double.doubleToLongBits(Imbalance.maxOverMean(stats.tokensPerExpert())));
         rankImbalanceBits[l].set(Double.doubleToLongBits(Imbalance.maxOverMean(stats.tokensPerRank())));
+        recordTraffic(A2aMeters.BYTES_SENT, bytesSent, stats.bytesSent());
+        recordTraffic(A2aMeters.BYTES_RECEIVED, bytesReceived, stats.bytesReceived());
     }
 
     @Override
-    public void onStepFailed(Throwable cause) {
+    public void onStepFailed(Throwable cause, long tokens) {
         failures.increment();
+        dropped.increment(tokens);
+        for (Throwable t = cause; t != null; t = t.getCause()) {
+            if (t instanceof ExchangeTimeoutException) {
+                timeouts.increment();
+                return;
+            }
+            if (t instanceof PeerFailedException) {
+                peerFailures.increment();
+                return;
+            }
+            if (t instanceof A2aException) {
+                otherErrors.increment();
+                return;
+            }
+        }
+    }
+
+    private void recordTraffic(A2aMeters meter, Counter[][] counters, long[][] bytes) {
+        for (int r = 0; r < bytes.length; r++) {
+            if (bytes[r] == null) {
+                continue;
+            }
+            for (int p = 0; p < bytes[r].length; p++) {
+                if (bytes[r][p] == 0) {
+                    continue;
+                }
+                if (counters[r][p] == null) {
+                    counters[r][p] = counter(registry, meter).tag("rank", Integer.toString(r))
+                            .tag("peer", Integer.toString(p)).tag("transport", transport).register(registry);
+                }
+                counters[r][p].increment(bytes[r][p]);
+            }
+        }
+    }
+
+    private static Counter transportError(MeterRegistry registry, String transport, String kind) {
+        return counter(registry, A2aMeters.TRANSPORT_ERRORS).tag("transport", transport).tag("kind", kind)
+                .register(registry);
     }
 
     private static Timer exchange(MeterRegistry registry, String phase, String transport) {
