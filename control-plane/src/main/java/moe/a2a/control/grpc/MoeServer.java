@@ -67,7 +67,7 @@ public final class MoeServer implements AutoCloseable {
             MeterRegistry registry, boolean serving, BindableService... extraServices) throws IOException {
         StepMetrics metrics = new StepMetrics(registry, group.model().layers(), group.model().experts(),
                 group.worldSize(), group.transport());
-        new ClusterMetrics(group::joined, group::healthy, group::rebuilds).bindTo(registry);
+        new ClusterMetrics(group.worldSize(), group::joined, group::healthy, group::rebuilds).bindTo(registry);
         StepScheduler scheduler = new StepScheduler(group, settings.maxBatchTokens(), settings.maxQueuedRequests(),
                 settings.maxStepsInFlight(), metrics);
         HealthStatusManager health = new HealthStatusManager();

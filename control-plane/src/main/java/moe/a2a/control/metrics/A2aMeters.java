@@ -26,6 +26,8 @@ public enum A2aMeters {
     TRANSPORT_ERRORS("moe.a2a.transport.errors", "errors", "Exchange failures of the data plane, by kind"),
     /** Times the rank group was formed again after a failure. */
     COMMUNICATOR_REBUILDS("moe.a2a.communicator.rebuilds", "rebuilds", "Times the rank group was formed again after a failure"),
+    /** Ranks the group is configured for (its world size). */
+    RANKS_EXPECTED("moe.a2a.cluster.size", "ranks", "Ranks the group is configured for, its world size"),
     /** Ranks currently held by a live rank (worker sessions for the control plane). */
     RANKS_JOINED("moe.a2a.cluster.joined", "ranks", "Ranks currently held by a live rank"),
     /** Ranks of the formed group, ready to run steps. */

@@ -8,17 +8,20 @@ import java.util.function.IntSupplier;
 import java.util.function.ToDoubleFunction;
 
 /**
- * Membership meters of a rank group: ranks joined and healthy, group rebuilds; read when scraped.
+ * Membership meters of a rank group: its size, ranks joined and healthy, group rebuilds; read when
+ * scraped.
  * Every meter reads through this object, which the gauges hold strongly: Micrometer holds a
  * meter's state weakly, and a method reference passed in has no other owner (it would be
  * collected and the meter read NaN).
  */
 public final class ClusterMetrics implements MeterBinder {
+    private final int worldSize;
     private final IntSupplier joined;
     private final IntSupplier healthy;
     private final IntSupplier rebuilds;
 
-    public ClusterMetrics(IntSupplier joined, IntSupplier healthy, IntSupplier rebuilds) {
+    public ClusterMetrics(int worldSize, IntSupplier joined, IntSupplier healthy, IntSupplier rebuilds) {
+        this.worldSize = worldSize;
         this.joined = joined;
         this.healthy = healthy;
         this.rebuilds = rebuilds;
@@ -26,6 +29,7 @@ public final class ClusterMetrics implements MeterBinder {
 
     @Override
     public void bindTo(MeterRegistry registry) {
+        gauge(registry, A2aMeters.RANKS_EXPECTED, m -> m.worldSize);
         gauge(registry, A2aMeters.RANKS_JOINED, m -> m.joined.getAsInt());
         gauge(registry, A2aMeters.RANKS_HEALTHY, m -> m.healthy.getAsInt());
         FunctionCounter.builder(A2aMeters.COMMUNICATOR_REBUILDS.meterName(), this, m -> m.rebuilds.getAsInt())
