@@ -1,8 +1,14 @@
 package moe.a2a.comm;
 
-/** A collective did not complete in time because a peer never arrived. */
+/**
+ * A collective did not complete in time because a peer never arrived. {@link #peer()} names it
+ * when the transport can tell ({@link #UNKNOWN_PEER} when it cannot, as with NCCL).
+ */
 public final class ExchangeTimeoutException extends A2aException {
     private static final long serialVersionUID = 1L;
+
+    /** {@link #peer()} when the transport cannot tell which peer is missing. */
+    public static final int UNKNOWN_PEER = -1;
 
     private final long step;
     private final ExchangePhase phase;
@@ -12,7 +18,7 @@ public final class ExchangeTimeoutException extends A2aException {
 
     public ExchangeTimeoutException(long step, ExchangePhase phase, int rank, int peer, long timeoutNs) {
         super("exchange timed out waiting for a peer: step=" + step + ", phase=" + phase + ", rank=" + rank
-                + ", peer=" + peer + ", timeoutNs=" + timeoutNs);
+                + ", peer=" + (peer == UNKNOWN_PEER ? "unknown" : Integer.toString(peer)) + ", timeoutNs=" + timeoutNs);
         this.step = step;
         this.phase = phase;
         this.rank = rank;
@@ -34,7 +40,7 @@ public final class ExchangeTimeoutException extends A2aException {
         return rank;
     }
 
-    /** The first peer that never arrived. */
+    /** The first peer that never arrived, or {@link #UNKNOWN_PEER}. */
     public int peer() {
         return peer;
     }

@@ -1,0 +1,365 @@
+package moe.a2a.comm.nccl;
+
+import static org.bytedeco.cuda.global.cudart.cudaErrorNotReady;
+import static org.bytedeco.cuda.global.cudart.cudaFree;
+import static org.bytedeco.cuda.global.cudart.cudaFreeHost;
+import static org.bytedeco.cuda.global.cudart.cudaMalloc;
+import static org.bytedeco.cuda.global.cudart.cudaMallocHost;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+import static org.bytedeco.cuda.global.cudart.cudaSetDevice;
+import static org.bytedeco.cuda.global.cudart.cudaStreamCreateWithFlags;
+import static org.bytedeco.cuda.global.cudart.cudaStreamDestroy;
+import static org.bytedeco.cuda.global.cudart.cudaStreamNonBlocking;
+import static org.bytedeco.cuda.global.cudart.cudaStreamQuery;
+import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
+import static org.bytedeco.cuda.global.cudart.cudaSuccess;
+import static org.bytedeco.cuda.global.nccl.NCCL_VERSION_CODE;
+import static org.bytedeco.cuda.global.nccl.ncclCommAbort;
+import static org.bytedeco.cuda.global.nccl.ncclCommDestroy;
+import static org.bytedeco.cuda.global.nccl.ncclCommFinalize;
+import static org.bytedeco.cuda.global.nccl.ncclCommGetAsyncError;
+import static org.bytedeco.cuda.global.nccl.ncclCommInitRank;
+import static org.bytedeco.cuda.global.nccl.ncclCommInitRankConfig;
+import static org.bytedeco.cuda.global.nccl.ncclGetLastError;
+import static org.bytedeco.cuda.global.nccl.ncclGetVersion;
+import static org.bytedeco.cuda.global.nccl.ncclGroupEnd;
+import static org.bytedeco.cuda.global.nccl.ncclGroupStart;
+import static org.bytedeco.cuda.global.nccl.ncclInProgress;
+import static org.bytedeco.cuda.global.nccl.ncclRecv;
+import static org.bytedeco.cuda.global.nccl.ncclSend;
+import static org.bytedeco.cuda.global.nccl.ncclSuccess;
+import static org.bytedeco.cuda.global.nccl.ncclSystemError;
+import static org.bytedeco.cuda.global.nccl.ncclUint8;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.ExchangeTimeoutException;
+import moe.a2a.gpu.CudaCheck;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.cuda.nccl.ncclComm;
+import org.bytedeco.cuda.nccl.ncclConfig_t;
+import org.bytedeco.cuda.nccl.ncclUniqueId;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * {@link NcclBackend} on a real GPU: one NCCL communicator, one non-blocking CUDA stream, pinned
+ * host staging and device buffers that grow to the largest exchange and are reused.
+ *
+ * <p>Only CUDA 13.0 runtime calls and NCCL calls present since 2.14 are made ({@link
+ * moe.a2a.gpu.GpuProbe#MIN_NCCL_VERSION}); the non-blocking {@code ncclCommInitRankConfig} is used
+ * only when the loaded NCCL is at least the presets' header version, whose {@code ncclConfig_t}
+ * layout this code fills. Native calls are serialized on {@code this}, so {@link #abort} may come
+ * from another thread without racing a poll on a freed communicator.
+ */
+final class CudaNcclBackend implements NcclBackend {
+    /** {@code NCCL_CONFIG_UNDEF_INT}: "use NCCL's default" for every int field of ncclConfig_t. */
+    private static final int UNDEF_INT = Integer.MIN_VALUE;
+    private static final int CONFIG_MAGIC = 0xcafebeef;
+    private static final int LAST_ERROR_SINCE = 21300;
+
+    private final int rank;
+    private final int size;
+    private final int device;
+    private final int version;
+    private final ncclComm comm;
+    private final CUstream_st stream;
+    private final Staging sendHost = new Staging(true);
+    private final Staging recvHost = new Staging(true);
+    private final Staging sendDevice = new Staging(false);
+    private final Staging recvDevice = new Staging(false);
+    private long pendingCopyBack = -1;
+    private boolean aborted;
+    private boolean closed;
+
+    private CudaNcclBackend(int rank, int size, int device, int version, ncclComm comm, CUstream_st stream) {
+        this.rank = rank;
+        this.size = size;
+        this.device = device;
+        this.version = version;
+        this.comm = comm;
+        this.stream = stream;
+    }
+
+    /** Creates this rank's communicator, waiting at most {@code timeoutNs} for the others to join. */
+    static CudaNcclBackend create(NcclUniqueId id, int rank, int size, int device, long timeoutNs,
+            NcclWatchdog watchdog) {
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        int[] v = new int[1];
+        check(ncclGetVersion(v), "ncclGetVersion", rank);
+        CUstream_st stream = new CUstream_st();
+        CudaCheck.check(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        ncclUniqueId uid = new ncclUniqueId();
+        uid.internal().put(id.toByteArray());
+        ncclComm comm = new ncclComm();
+        if (v[0] >= NCCL_VERSION_CODE) {
+            check(ncclCommInitRankConfig(comm, size, uid, rank, nonBlockingConfig()), "ncclCommInitRankConfig", rank);
+            CudaNcclBackend backend = new CudaNcclBackend(rank, size, device, v[0], comm, stream);
+            // The non-blocking init runs in the background until the async error leaves ncclInProgress.
+            watchdog.await(backend.initProgress(), timeoutNs, -1, ExchangePhase.BARRIER, rank, "ncclCommInitRankConfig");
+            return backend;
+        }
+        blockingInit(comm, size, uid, rank, timeoutNs);
+        return new CudaNcclBackend(rank, size, device, v[0], comm, stream);
+    }
+
+    /**
+     * Before the non-blocking config's layout is known to the loaded NCCL, init blocks; it runs on
+     * its own thread so a rank that never joins is a timeout here. That thread is then left behind
+     * (NCCL offers no way to cancel it), and this process should exit.
+     */
+    private static void blockingInit(ncclComm comm, int size, ncclUniqueId uid, int rank, long timeoutNs) {
+        CompletableFuture<Integer> init = CompletableFuture.supplyAsync(() -> ncclCommInitRank(comm, size, uid, rank),
+                r -> {
+                    Thread t = new Thread(r, "moe-a2a-nccl-init");
+                    t.setDaemon(true);
+                    t.start();
+                });
+        try {
+            check(init.get(timeoutNs, TimeUnit.NANOSECONDS), "ncclCommInitRank", rank);
+        } catch (TimeoutException e) {
+            throw new ExchangeTimeoutException(-1, ExchangePhase.BARRIER, rank, ExchangeTimeoutException.UNKNOWN_PEER,
+                    timeoutNs);
+        } catch (ExecutionException e) {
+            throw new A2aException("ncclCommInitRank failed on rank " + rank + ": " + e.getCause(), e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new A2aException("interrupted in ncclCommInitRank on rank " + rank, e);
+        }
+    }
+
+    /** ncclConfig_t has no initializer macro in Java: every int field undefined, then non-blocking. */
+    private static ncclConfig_t nonBlockingConfig() {
+        ncclConfig_t config = new ncclConfig_t();
+        config.size(config.sizeof()).magic(CONFIG_MAGIC).version(NCCL_VERSION_CODE)
+                .blocking(0)
+                .cgaClusterSize(UNDEF_INT).minCTAs(UNDEF_INT).maxCTAs(UNDEF_INT)
+                .netName((BytePointer) null).splitShare(UNDEF_INT).trafficClass(UNDEF_INT)
+                .commName((BytePointer) null).collnetEnable(UNDEF_INT).CTAPolicy(UNDEF_INT)
+                .shrinkShare(UNDEF_INT).nvlsCTAs(UNDEF_INT).nChannelsPerNetPeer(UNDEF_INT)
+                .nvlinkCentricSched(UNDEF_INT).graphUsageMode(UNDEF_INT).numRmaCtx(UNDEF_INT);
+        return config;
+    }
+
+    private NcclWatchdog.Progress initProgress() {
+        return new NcclWatchdog.Progress() {
+            @Override
+            public int asyncError() {
+                return CudaNcclBackend.this.asyncError();
+            }
+
+            @Override
+            public boolean isIdle() {
+                return CudaNcclBackend.this.asyncError() == ncclSuccess;
+            }
+
+            @Override
+            public void abort() {
+                CudaNcclBackend.this.abort();
+            }
+
+            @Override
+            public String lastError() {
+                return CudaNcclBackend.this.lastError();
+            }
+        };
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public ByteBuffer sendStaging(long bytes) {
+        return sendHost.ensure(bytes).view;
+    }
+
+    @Override
+    public ByteBuffer recvStaging(long bytes) {
+        return recvHost.ensure(bytes).view;
+    }
+
+    @Override
+    public synchronized int exchange(long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes) {
+        if (aborted) {
+            return ncclSystemError;
+        }
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        long sendTotal = sendOffsets[size - 1] + sendBytes[size - 1];
+        long recvTotal = recvOffsets[size - 1] + recvBytes[size - 1];
+        sendDevice.ensure(sendTotal);
+        recvDevice.ensure(recvTotal);
+        if (sendTotal > 0) {
+            CudaCheck.check(cudaMemcpyAsync(sendDevice.memory, sendHost.memory, sendTotal, cudaMemcpyHostToDevice, stream),
+                    "cudaMemcpyAsync(host to device)");
+        }
+        int result = ncclGroupStart();
+        if (result != ncclSuccess) {
+            return result;
+        }
+        for (int p = 0; p < size; p++) {
+            if (sendBytes[p] > 0) {
+                result = ncclSend(sendDevice.at(sendOffsets[p]), sendBytes[p], ncclUint8, p, comm, stream);
+                if (NcclResults.isError(result)) {
+                    ncclGroupEnd();
+                    return result;
+                }
+            }
+            if (recvBytes[p] > 0) {
+                result = ncclRecv(recvDevice.at(recvOffsets[p]), recvBytes[p], ncclUint8, p, comm, stream);
+                if (NcclResults.isError(result)) {
+                    ncclGroupEnd();
+                    return result;
+                }
+            }
+        }
+        result = ncclGroupEnd();
+        // On a non-blocking communicator the group may still be launching (ncclInProgress): the copy
+        // back may only be enqueued once NCCL has put its kernels on the stream (see isIdle).
+        pendingCopyBack = recvTotal;
+        return result;
+    }
+
+    @Override
+    public synchronized boolean isIdle() {
+        if (aborted) {
+            return false;
+        }
+        int[] state = new int[1];
+        check(ncclCommGetAsyncError(comm, state), "ncclCommGetAsyncError", rank);
+        if (state[0] == ncclInProgress) {
+            return false;
+        }
+        if (pendingCopyBack >= 0) {
+            if (pendingCopyBack > 0) {
+                CudaCheck.check(cudaMemcpyAsync(recvHost.memory, recvDevice.memory, pendingCopyBack,
+                        cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync(device to host)");
+            }
+            pendingCopyBack = -1;
+        }
+        int query = cudaStreamQuery(stream);
+        if (query == cudaErrorNotReady) {
+            return false;
+        }
+        CudaCheck.check(query, "cudaStreamQuery");
+        return true;
+    }
+
+    @Override
+    public synchronized int asyncError() {
+        if (aborted) {
+            return ncclSystemError;
+        }
+        int[] state = new int[1];
+        int result = ncclCommGetAsyncError(comm, state);
+        return result != ncclSuccess ? result : state[0];
+    }
+
+    @Override
+    public synchronized String lastError() {
+        if (aborted || version < LAST_ERROR_SINCE) {
+            return "";
+        }
+        BytePointer text = ncclGetLastError(comm);
+        return text == null || text.isNull() ? "" : text.getString();
+    }
+
+    @Override
+    public synchronized void abort() {
+        if (!aborted && !closed) {
+            aborted = true;
+            ncclCommAbort(comm);
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (!aborted) {
+            cudaStreamSynchronize(stream);
+            ncclCommFinalize(comm);
+            int[] state = {ncclInProgress};
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (state[0] == ncclInProgress && System.nanoTime() < deadline
+                    && ncclCommGetAsyncError(comm, state) == ncclSuccess) {
+                Thread.onSpinWait();
+            }
+            ncclCommDestroy(comm);
+        }
+        sendHost.free();
+        recvHost.free();
+        sendDevice.free();
+        recvDevice.free();
+        cudaStreamDestroy(stream);
+    }
+
+    private static void check(int result, String call, int rank) {
+        if (NcclResults.isError(result)) {
+            throw NcclResults.failure(result, call, rank, "");
+        }
+    }
+
+    /** Pinned host or device memory that grows to the largest request and is reused. */
+    private static final class Staging {
+        private final boolean host;
+        private Pointer memory = new Pointer();
+        private long capacity;
+        /** The host memory as a buffer (host staging only). */
+        private ByteBuffer view = ByteBuffer.allocate(0);
+
+        Staging(boolean host) {
+            this.host = host;
+        }
+
+        Staging ensure(long bytes) {
+            if (bytes <= capacity) {
+                return this;
+            }
+            free();
+            long size = Math.max(bytes, capacity * 2);
+            Pointer p = new Pointer();
+            CudaCheck.check(host ? cudaMallocHost(p, size) : cudaMalloc(p, size),
+                    (host ? "cudaMallocHost(" : "cudaMalloc(") + size + ")");
+            memory = p;
+            capacity = size;
+            if (host) {
+                view = new BytePointer(memory).capacity(capacity).asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+            }
+            return this;
+        }
+
+        BytePointer at(long offset) {
+            return new BytePointer(memory).capacity(capacity).position(offset);
+        }
+
+        void free() {
+            if (capacity > 0) {
+                if (host) {
+                    cudaFreeHost(memory);
+                } else {
+                    cudaFree(memory);
+                }
+                capacity = 0;
+                memory = new Pointer();
+                view = ByteBuffer.allocate(0);
+            }
+        }
+    }
+}

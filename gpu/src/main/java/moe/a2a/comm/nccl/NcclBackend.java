@@ -1,0 +1,38 @@
+package moe.a2a.comm.nccl;
+
+import java.nio.ByteBuffer;
+
+/**
+ * One rank's NCCL communicator, CUDA stream and staging memory, reduced to what {@link
+ * NcclCommunicator} needs. {@link #exchange} only enqueues; {@link NcclWatchdog} waits for it.
+ * Used by the rank's thread only.
+ */
+interface NcclBackend extends NcclWatchdog.Progress, AutoCloseable {
+    int rank();
+
+    int size();
+
+    /**
+     * The host buffer that {@link #exchange} sends from: pinned (page-locked) memory of at least
+     * {@code bytes}, reused and grown as needed, little-endian, from index 0. Valid until the
+     * next call that grows it.
+     */
+    ByteBuffer sendStaging(long bytes);
+
+    /** The host buffer that {@link #exchange} receives into; as {@link #sendStaging}. */
+    ByteBuffer recvStaging(long bytes);
+
+    /**
+     * Enqueues on the rank's stream: the send staging copied to the device, one NCCL group with a
+     * send of {@code sendBytes[p]} bytes (from {@code sendOffsets[p]}) to every peer {@code p} and
+     * a receive of {@code recvBytes[p]} bytes (into {@code recvOffsets[p]}) from every peer, and
+     * the received bytes copied back to the receive staging. Peers must pass matching counts.
+     * Returns the NCCL result of the launch ({@code ncclSuccess}, or {@code ncclInProgress} on a
+     * non-blocking communicator); errors are the caller's to check.
+     */
+    int exchange(long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes);
+
+    /** Destroys the communicator (after an abort, only frees memory). */
+    @Override
+    void close();
+}

@@ -1,0 +1,86 @@
+package moe.a2a.comm.nccl;
+
+import java.util.function.LongConsumer;
+import java.util.function.LongSupplier;
+import java.util.concurrent.locks.LockSupport;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.ExchangeTimeoutException;
+
+/**
+ * Waits for a rank's enqueued NCCL work without ever hanging: it polls the communicator's
+ * asynchronous error and the stream until the work is done, and aborts the communicator
+ * ({@code ncclCommAbort}) when an error shows up or the deadline passes, so a dead peer becomes an
+ * exception on this rank. NCCL cannot tell which peer is missing, so a timeout names none.
+ *
+ * <p>The clock and the pause between polls are injected so the logic is tested without a GPU.
+ */
+final class NcclWatchdog {
+    /** What the watchdog watches: one rank's communicator and stream. */
+    interface Progress {
+        /** {@code ncclCommGetAsyncError}: success, in progress, or an error code. */
+        int asyncError();
+
+        /** Whether everything enqueued so far has finished. */
+        boolean isIdle();
+
+        /** {@code ncclCommAbort}: pending and later operations fail fast. */
+        void abort();
+
+        /** NCCL's last error text for this communicator, or empty. */
+        String lastError();
+    }
+
+    private static final long SPIN_NS = 20_000;
+    private static final long PARK_NS = 20_000;
+
+    private final LongSupplier clock;
+    private final LongConsumer pause;
+
+    NcclWatchdog(LongSupplier clock, LongConsumer pause) {
+        this.clock = clock;
+        this.pause = pause;
+    }
+
+    /** Real time: spins briefly (most small exchanges finish within microseconds), then parks. */
+    static NcclWatchdog system() {
+        return new NcclWatchdog(System::nanoTime, waitedNs -> {
+            if (waitedNs < SPIN_NS) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(PARK_NS);
+            }
+        });
+    }
+
+    /**
+     * Returns once {@code progress} is idle; aborts it and throws when an asynchronous error shows
+     * up or {@code timeoutNs} passes. {@code step}, {@code phase}, {@code rank} and {@code call}
+     * name the failure.
+     */
+    void await(Progress progress, long timeoutNs, long step, ExchangePhase phase, int rank, String call) {
+        final long start = clock.getAsLong();
+        while (true) {
+            int error = progress.asyncError();
+            if (NcclResults.isError(error)) {
+                String detail = progress.lastError();
+                progress.abort();
+                throw NcclResults.failure(error, call, rank, detail);
+            }
+            if (progress.isIdle()) {
+                return;
+            }
+            long waited = clock.getAsLong() - start;
+            if (waited > timeoutNs) {
+                progress.abort();
+                throw new ExchangeTimeoutException(step, phase, rank, ExchangeTimeoutException.UNKNOWN_PEER, timeoutNs);
+            }
+            if (Thread.interrupted()) {
+                progress.abort();
+                Thread.currentThread().interrupt();
+                throw new A2aException("interrupted while waiting for " + call + " on rank " + rank);
+            }
+            pause.accept(waited);
+        }
+    }
+}
