@@ -4,6 +4,7 @@ import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReference;
 import moe.a2a.control.cluster.ClusterListener;
@@ -22,7 +23,7 @@ import picocli.CommandLine.Option;
 
 /** {@code moe-a2a control-plane}: MoeService for clients, ClusterService for N worker processes. */
 @Command(name = "control-plane", mixinStandardHelpOptions = true,
-        description = "Serve MoE layers on N worker processes (moe-a2a worker) over the TCP transport.")
+        description = "Serve MoE layers on N worker processes (moe-a2a worker), exchanging tokens over TCP or NCCL.")
 final class ControlPlaneCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(ControlPlaneCommand.class);
 
@@ -31,6 +32,12 @@ final class ControlPlaneCommand implements Callable<Integer> {
 
     @Mixin
     ServerOptions server;
+
+    enum Transport { TCP, NCCL }
+
+    @Option(names = "--transport", defaultValue = "TCP",
+            description = "The workers' data plane: ${COMPLETION-CANDIDATES}; workers that cannot run it are refused (default: ${DEFAULT-VALUE}).")
+    Transport transport;
 
     @Option(names = "--heartbeat-timeout", defaultValue = "PT3S",
             description = "A worker silent this long counts as lost, ISO-8601 (default: ${DEFAULT-VALUE}).")
@@ -66,7 +73,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
             }
         };
         RemoteCluster cluster = new RemoteCluster(config, spec, fingerprint, server.worldSize,
-                server.exchangeTimeout.toNanos(), heartbeatTimeout.toNanos(), health);
+                transport.name().toLowerCase(Locale.ROOT), server.exchangeTimeout.toNanos(), heartbeatTimeout.toNanos(), health);
         moe.set(MoeServer.start(NettyServerBuilder.forAddress(new InetSocketAddress(server.host, server.port)),
                 cluster, weights, server.settings(), registry, false, new ClusterGrpcService(cluster)));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -1,5 +1,7 @@
 package moe.a2a.cli;
 
+import java.io.UncheckedIOException;
+import moe.a2a.comm.A2aException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -10,11 +12,26 @@ import picocli.CommandLine.Command;
         versionProvider = Main.Version.class,
         description = "Expert-parallel all-to-all for Mixture-of-Experts inference.",
         subcommands = {ServeCommand.class, ControlPlaneCommand.class, WorkerCommand.class, ClientCommand.class,
-            BenchCommand.class, BenchRankCommand.class, HealthCommand.class, CommandLine.HelpCommand.class})
+            BenchCommand.class, BenchRankCommand.class, HealthCommand.class, DoctorCommand.class,
+            CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true).execute(args));
+        System.exit(new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true)
+                .setExecutionExceptionHandler(Main::reportFailure).execute(args));
+    }
+
+    /**
+     * Expected failures (a refusal, bad input, an unusable setup) print one line naming the
+     * command; anything else keeps its stack trace, which is what a bug report needs.
+     */
+    private static int reportFailure(Exception e, CommandLine command, CommandLine.ParseResult parsed) {
+        if (e instanceof A2aException || e instanceof IllegalArgumentException || e instanceof UncheckedIOException) {
+            command.getErr().println("moe-a2a " + command.getCommandName() + ": " + e.getMessage());
+            return 1;
+        }
+        e.printStackTrace(command.getErr());
+        return 1;
     }
 
     /** Reads the version from the jar manifest. */

@@ -4,15 +4,22 @@ import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.tcp.TcpTransport;
+import moe.a2a.control.cluster.DataPlane;
+import moe.a2a.control.cluster.NcclDataPlane;
+import moe.a2a.control.cluster.TcpDataPlane;
 import moe.a2a.control.cluster.WorkerAgent;
+import moe.a2a.gpu.GpuProbe;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code moe-a2a worker}: one rank as a process, joined to a control plane. */
@@ -26,7 +33,8 @@ final class WorkerCommand implements Callable<Integer> {
     @Option(names = "--control-plane", required = true, paramLabel = "HOST:PORT", description = "The control plane's gRPC address.")
     String controlPlane;
 
-    @Option(names = "--transport", defaultValue = "AUTO", description = "Data plane: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--transport", defaultValue = "AUTO",
+            description = "Data planes to offer the control plane: ${COMPLETION-CANDIDATES}; auto offers tcp, and nccl when the GPU probe finds a usable GPU (default: ${DEFAULT-VALUE}).")
     Transport transport;
 
     @Option(names = "--data-host", defaultValue = "127.0.0.1", description = "Address the other workers reach this one at (default: ${DEFAULT-VALUE}).")
@@ -50,25 +58,52 @@ final class WorkerCommand implements Callable<Integer> {
     @Option(names = "--metrics-port", defaultValue = "9464", description = "Prometheus /metrics port; 0 turns it off (default: ${DEFAULT-VALUE}).")
     int metricsPort;
 
+    @Option(names = "--device", defaultValue = "0", description = "CUDA device of this rank, for nccl (default: ${DEFAULT-VALUE}).")
+    int device;
+
+    @Mixin
+    GpuOptions gpu;
+
     @Override
     public Integer call() throws Exception {
-        if (transport == Transport.NCCL) {
-            System.err.println("--transport nccl: not available in this build (no GPU data plane); use tcp");
-            return 2;
+        List<String> offered = new ArrayList<>();
+        String probeLine = "";
+        if (transport != Transport.TCP) {
+            GpuProbe.Result probe = gpu.probe();
+            probeLine = probe.describe();
+            if (transport == Transport.NCCL && !probe.usable()) {
+                System.err.println("--transport nccl: " + probeLine);
+                return 2;
+            }
+            if (probe.usable()) {
+                offered.add("nccl");
+            }
+            LOG.info("GPU probe: {}", probeLine);
+        }
+        if (transport != Transport.NCCL) {
+            offered.add(0, "tcp");
+        }
+        if (transport == Transport.AUTO) {
+            LOG.info("--transport auto: offering {} to the control plane{}", offered,
+                    offered.contains("nccl") ? "" : " (no GPU data plane here, see the probe above)");
         }
         String id = workerId != null ? workerId : "worker-" + UUID.randomUUID().toString().substring(0, 8);
         PrometheusMeterRegistry registry = ServerOptions.registry("worker");
         MetricsEndpoint metrics = ServerOptions.metrics(registry, "0.0.0.0", metricsPort);
         try (TcpTransport tcp = new TcpTransport(2)) {
-            LOG.info("moe-a2a worker {}: controlPlane={} transport={} (tcp: {}) dataHost={} dataPort={}", id,
-                    controlPlane, transport, tcp.description(), dataHost, dataPort);
-            if (transport == Transport.AUTO) {
-                LOG.info("--transport auto: chose tcp (this build has no GPU data plane)");
+            LOG.info("moe-a2a worker {}: controlPlane={} transports={} (tcp: {}) dataHost={} dataPort={}", id,
+                    controlPlane, offered, tcp.description(), dataHost, dataPort);
+            List<DataPlane> planes = new ArrayList<>();
+            if (offered.contains("tcp")) {
+                planes.add(new TcpDataPlane(tcp, dataHost, dataPort));
+            }
+            if (offered.contains("nccl")) {
+                planes.add(new NcclDataPlane(device));
             }
             ManagedChannel channel = NettyChannelBuilder.forTarget(controlPlane).usePlaintext()
                     .maxInboundMessageSize(Integer.MAX_VALUE).build();
-            WorkerAgent agent = new WorkerAgent(channel, new WorkerAgent.Settings(id, rank, expectModel, dataHost,
-                    dataPort, rejoinTimeout, Duration.ofMillis(500)), tcp, registry);
+            WorkerAgent agent = new WorkerAgent(channel, new WorkerAgent.Settings(id, rank, expectModel, rejoinTimeout,
+                    Duration.ofMillis(500), probeLine), planes, registry);
             Runtime.getRuntime().addShutdownHook(new Thread(agent::close, "moe-a2a-shutdown"));
             try {
                 agent.run();

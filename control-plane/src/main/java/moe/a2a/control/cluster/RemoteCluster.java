@@ -29,6 +29,7 @@ import moe.a2a.v1.BenchRankResult;
 import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.ControlMessage;
+import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
@@ -44,7 +45,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Ranks as worker processes, coordinated over their ClusterService sessions. Membership: a worker
  * joins and gets a free rank; once all {@code N} ranks are taken the group is formed (PrepareGroup:
- * every worker listens; FormGroup: every worker connects to its peers; GroupReady from all: the
+ * every worker listens — over NCCL, rank 0 makes the group's unique id —; FormGroup: every worker
+ * connects to its peers, or joins the NCCL group with rank 0's id; GroupReady from all: the
  * cluster serves). A lost worker (session ended, heartbeat silent) or a failed step breaks the
  * group: the step in flight fails naming the rank, every other worker abandons its communicator,
  * and the group forms again, with a new epoch, as soon as every rank is taken.
@@ -54,10 +56,14 @@ import org.slf4j.LoggerFactory;
  */
 public final class RemoteCluster implements RankGroup {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteCluster.class);
+    static final List<String> TRANSPORTS = List.of("tcp", "nccl");
+    /** {@code NCCL_UNIQUE_ID_BYTES}. */
+    static final int NCCL_UNIQUE_ID_BYTES = 128;
 
     private final ModelConfig model;
     private final ModelSpec spec;
     private final String fingerprint;
+    private final String transport;
     private final Placement placement;
     private final int worldSize;
     private final long exchangeTimeoutNs;
@@ -69,6 +75,7 @@ public final class RemoteCluster implements RankGroup {
     private final WorkerSession[] ranks;
     private long epoch;
     private String[] bound;
+    private byte[] ncclUniqueId;
     private int boundCount;
     private boolean[] ready;
     private int readyCount;
@@ -83,11 +90,16 @@ public final class RemoteCluster implements RankGroup {
     /** Benchmark runs sent and not yet answered by every rank, by bench id. */
     private final Map<Long, List<CompletableFuture<RankTimes>>> pendingBenches = new LinkedHashMap<>();
 
-    public RemoteCluster(ModelConfig model, ModelSpec spec, String fingerprint, int worldSize, long exchangeTimeoutNs,
-            long heartbeatTimeoutNs, ClusterListener listener) {
+    /** @param transport the data plane the workers must run: {@code tcp} or {@code nccl} */
+    public RemoteCluster(ModelConfig model, ModelSpec spec, String fingerprint, int worldSize, String transport,
+            long exchangeTimeoutNs, long heartbeatTimeoutNs, ClusterListener listener) {
         if (worldSize <= 0) {
             throw new IllegalArgumentException("worldSize: " + worldSize + " (expected: > 0)");
         }
+        if (!TRANSPORTS.contains(transport)) {
+            throw new IllegalArgumentException("transport: " + transport + " (expected: one of " + TRANSPORTS + ")");
+        }
+        this.transport = transport;
         this.model = model;
         this.spec = spec;
         this.fingerprint = fingerprint;
@@ -124,7 +136,7 @@ public final class RemoteCluster implements RankGroup {
 
     @Override
     public String transport() {
-        return "tcp";
+        return transport;
     }
 
     /** Ranks with a live worker session. */
@@ -168,6 +180,13 @@ public final class RemoteCluster implements RankGroup {
                             + " already holds rank " + s.rank).asException();
                 }
             }
+            List<String> offered = join.getTransportsCount() == 0 ? List.of("tcp") : join.getTransportsList();
+            if (!offered.contains(transport)) {
+                throw Status.FAILED_PRECONDITION.withDescription("join.transports: " + offered + " (expected: "
+                        + transport + ", this cluster's data plane)"
+                        + (join.getGpuProbe().isEmpty() ? "" : "; the worker's GPU probe: " + join.getGpuProbe()))
+                        .asException();
+            }
             int rank = freeRank(join.getPreferredRank());
             if (rank < 0) {
                 throw Status.RESOURCE_EXHAUSTED.withDescription("cluster full: worldSize=" + worldSize
@@ -177,7 +196,8 @@ public final class RemoteCluster implements RankGroup {
             ranks[rank] = session;
             session.send(ControlMessage.newBuilder().setAccepted(Accepted.newBuilder()
                     .setRank(rank).setWorldSize(worldSize).setModel(spec).setModelFingerprint(fingerprint)
-                    .setHeartbeatTimeoutS((int) Math.max(1, TimeUnit.NANOSECONDS.toSeconds(heartbeatTimeoutNs))))
+                    .setHeartbeatTimeoutS((int) Math.max(1, TimeUnit.NANOSECONDS.toSeconds(heartbeatTimeoutNs)))
+                    .setTransport(transport))
                     .build());
             LOG.info("{} joined ({}/{} ranks)", session, joined(), worldSize);
             if (joined() == worldSize) {
@@ -195,7 +215,7 @@ public final class RemoteCluster implements RankGroup {
             }
             switch (message.getKindCase()) {
                 case BOUND:
-                    onBound(session, message.getBound().getEpoch(), message.getBound().getDataAddress());
+                    onBound(session, message.getBound());
                     break;
                 case READY:
                     onReady(session, message.getReady().getEpoch());
@@ -342,6 +362,7 @@ public final class RemoteCluster implements RankGroup {
     private void prepareLocked() {
         epoch++;
         bound = new String[worldSize];
+        ncclUniqueId = null;
         boundCount = 0;
         ready = new boolean[worldSize];
         readyCount = 0;
@@ -354,13 +375,25 @@ public final class RemoteCluster implements RankGroup {
         LOG.info("forming group: epoch={}", epoch);
     }
 
-    private void onBound(WorkerSession session, long e, String address) {
-        if (e != epoch || bound[session.rank] != null) {
+    private void onBound(WorkerSession session, Bound b) {
+        if (b.getEpoch() != epoch || bound[session.rank] != null) {
             return;
         }
-        bound[session.rank] = address;
+        if (transport.equals("nccl") && session.rank == 0) {
+            if (b.getNcclUniqueId().size() != NCCL_UNIQUE_ID_BYTES) {
+                breakLocked("rank 0's bound.nccl_unique_id: " + b.getNcclUniqueId().size() + " bytes (expected: "
+                        + NCCL_UNIQUE_ID_BYTES + ")");
+                return;
+            }
+            ncclUniqueId = b.getNcclUniqueId().toByteArray();
+        }
+        bound[session.rank] = b.getDataAddress();
         if (++boundCount == worldSize) {
-            FormGroup form = FormGroup.newBuilder().setEpoch(epoch).addAllPeers(List.of(bound)).build();
+            FormGroup.Builder builder = FormGroup.newBuilder().setEpoch(epoch).addAllPeers(List.of(bound));
+            if (ncclUniqueId != null) {
+                builder.setNcclUniqueId(ByteString.copyFrom(ncclUniqueId));
+            }
+            FormGroup form = builder.build();
             for (WorkerSession s : ranks) {
                 s.send(ControlMessage.newBuilder().setForm(form).build());
             }

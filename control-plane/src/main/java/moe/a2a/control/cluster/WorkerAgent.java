@@ -5,13 +5,13 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -23,9 +23,7 @@ import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
-import moe.a2a.comm.tcp.TcpCommunicator;
-import moe.a2a.comm.tcp.TcpConfig;
-import moe.a2a.comm.tcp.TcpTransport;
+import moe.a2a.comm.Communicator;
 import moe.a2a.control.grpc.TensorCodec;
 import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.dispatch.DType;
@@ -43,6 +41,7 @@ import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ClusterServiceGrpc;
 import moe.a2a.v1.ControlMessage;
+import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.GroupReady;
 import moe.a2a.v1.Heartbeat;
 import moe.a2a.v1.Join;
@@ -56,8 +55,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A worker process's agent: joins the control plane, loads its rank's experts, forms the TCP
- * group when told, runs its share of every step, and rejoins with backoff when the control plane
+ * A worker process's agent: joins the control plane, loads its rank's experts, forms the rank
+ * group when told (over the data plane the control plane picked from those this worker offers), runs its share of every step, and rejoins with backoff when the control plane
  * goes away (asking for its old rank). Control messages are handled in order on one data-plane
  * thread, which owns the communicator and the rank's buffers; heartbeats go out on a timer. Each
  * step is recorded in the worker's own meters (its tokens and its stage times).
@@ -71,16 +70,15 @@ public final class WorkerAgent implements AutoCloseable {
      *
      * @param preferredRank rank to ask for first, or -1
      * @param expectedModel model fingerprint to insist on, or empty
-     * @param dataHost address the peers reach this worker at
-     * @param dataPort port to listen on for peers; 0 picks a free one per group epoch
      * @param rejoinTimeout how long to keep trying to reach the control plane before giving up
+     * @param gpuProbe the GPU probe's one line, sent along so a refusal can quote it
      */
-    public record Settings(String workerId, int preferredRank, String expectedModel, String dataHost, int dataPort,
-            Duration rejoinTimeout, Duration heartbeatInterval) {}
+    public record Settings(String workerId, int preferredRank, String expectedModel, Duration rejoinTimeout,
+            Duration heartbeatInterval, String gpuProbe) {}
 
     private final ClusterServiceGrpc.ClusterServiceStub stub;
     private final Settings settings;
-    private final TcpTransport transport;
+    private final Map<String, DataPlane> dataPlanes;
     private final MeterRegistry registry;
     private final ExecutorService dataPlane = Executors.newSingleThreadExecutor(r -> new Thread(r, "moe-a2a-worker"));
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -97,14 +95,20 @@ public final class WorkerAgent implements AutoCloseable {
     private ModelSpec loadedSpec;
     private int loadedRank = -1;
     private int worldSize;
-    private TcpCommunicator comm;
+    private DataPlane plane;
+    private Communicator comm;
     private long commEpoch = -1;
+    private long boundEpoch = -1;
     private ByteBuffer tokens = ByteBuffer.allocateDirect(0);
 
-    public WorkerAgent(ManagedChannel channel, Settings settings, TcpTransport transport, MeterRegistry registry) {
+    /** @param dataPlanes the transports this worker can run, by name; the control plane picks one */
+    public WorkerAgent(ManagedChannel channel, Settings settings, List<DataPlane> dataPlanes, MeterRegistry registry) {
         this.stub = ClusterServiceGrpc.newStub(channel);
         this.settings = settings;
-        this.transport = transport;
+        this.dataPlanes = new LinkedHashMap<>();
+        for (DataPlane plane : dataPlanes) {
+            this.dataPlanes.put(plane.transport(), plane);
+        }
         this.registry = registry;
     }
 
@@ -169,7 +173,8 @@ public final class WorkerAgent implements AutoCloseable {
         sender.attach(requests);
         sender.send(WorkerMessage.newBuilder().setJoin(Join.newBuilder().setWorkerId(settings.workerId())
                 .setPreferredRank(rank >= 0 ? rank : settings.preferredRank())
-                .setExpectedModel(settings.expectedModel())).build());
+                .setExpectedModel(settings.expectedModel()).addAllTransports(dataPlanes.keySet())
+                .setGpuProbe(settings.gpuProbe())).build());
         long periodMs = settings.heartbeatInterval().toMillis();
         ScheduledFuture<?> heartbeats = timer.scheduleAtFixedRate(() -> sender.send(WorkerMessage.newBuilder()
                 .setHeartbeat(Heartbeat.newBuilder().setSentUnixMs(System.currentTimeMillis())).build()),
@@ -193,7 +198,7 @@ public final class WorkerAgent implements AutoCloseable {
                     prepare(message.getPrepare(), sender);
                     break;
                 case FORM:
-                    form(message.getForm().getEpoch(), message.getForm().getPeersList(), sender);
+                    form(message.getForm(), sender);
                     break;
                 case STEP:
                     step(message.getStep(), sender);
@@ -216,6 +221,16 @@ public final class WorkerAgent implements AutoCloseable {
     }
 
     private void accept(Accepted accepted) {
+        String transport = accepted.getTransport().isEmpty() ? "tcp" : accepted.getTransport();
+        DataPlane chosen = dataPlanes.get(transport);
+        if (chosen == null) {
+            throw new A2aException("accepted.transport: " + transport + " (expected: one of " + dataPlanes.keySet()
+                    + ", what this worker offered)");
+        }
+        if (plane != chosen) {
+            LOG.info("data plane: {} (the control plane's choice of {})", transport, dataPlanes.keySet());
+            plane = chosen;
+        }
         ModelSpec spec = accepted.getModel();
         rank = accepted.getRank();
         worldSize = accepted.getWorldSize();
@@ -229,7 +244,7 @@ public final class WorkerAgent implements AutoCloseable {
                 : SafetensorsWeights.open(Path.of(spec.getWeightsPath()));
         model = new ModelConfig(spec.getExperts(), spec.getHidden(), spec.getFfn(), spec.getTopK(), spec.getLayers());
         worker = new RankWorker(model, weights, Placement.contiguous(model.experts(), worldSize), rank);
-        metrics = new StepMetrics(registry, model.layers(), model.experts(), worldSize, "tcp");
+        metrics = new StepMetrics(registry, model.layers(), model.experts(), worldSize, transport);
         loadedSpec = spec;
         loadedRank = rank;
         LOG.info("joined as rank {} of {}: loaded {} experts of {} in {} ms", rank, worldSize,
@@ -239,25 +254,19 @@ public final class WorkerAgent implements AutoCloseable {
 
     private void prepare(PrepareGroup prepare, Sender sender) {
         dropGroup("new group epoch " + prepare.getEpoch());
-        TcpConfig config = new TcpConfig(rank, worldSize, prepare.getGroupId(),
-                new InetSocketAddress(settings.dataPort()), TimeUnit.MILLISECONDS.toNanos(prepare.getExchangeTimeoutMs()),
-                TcpConfig.DEFAULT_MAX_FRAME_BYTES);
-        comm = TcpCommunicator.bind(transport, config);
-        commEpoch = prepare.getEpoch();
-        sender.send(WorkerMessage.newBuilder().setBound(Bound.newBuilder().setEpoch(prepare.getEpoch())
-                .setDataAddress(settings.dataHost() + ":" + comm.localAddress().getPort())).build());
+        Bound bound = plane.bind(rank, worldSize, prepare);
+        boundEpoch = prepare.getEpoch();
+        sender.send(WorkerMessage.newBuilder().setBound(bound).build());
     }
 
-    private void form(long epoch, List<String> peers, Sender sender) {
-        if (comm == null || epoch != commEpoch) {
+    private void form(FormGroup form, Sender sender) {
+        if (boundEpoch < 0 || form.getEpoch() != boundEpoch) {
             return;
         }
-        List<InetSocketAddress> addresses = new ArrayList<>();
-        for (String peer : peers) {
-            int colon = peer.lastIndexOf(':');
-            addresses.add(new InetSocketAddress(peer.substring(0, colon), Integer.parseInt(peer.substring(colon + 1))));
-        }
-        comm.connect(addresses);
+        long epoch = form.getEpoch();
+        boundEpoch = -1;
+        comm = plane.form(form);
+        commEpoch = epoch;
         worker.rebind(comm);
         LOG.info("group epoch {} connected: rank {} of {}", epoch, rank, worldSize);
         sender.send(WorkerMessage.newBuilder().setReady(GroupReady.newBuilder().setEpoch(epoch)).build());
@@ -355,6 +364,10 @@ public final class WorkerAgent implements AutoCloseable {
     }
 
     private void dropGroup(String reason) {
+        if (boundEpoch >= 0) {
+            plane.drop();
+            boundEpoch = -1;
+        }
         if (comm != null) {
             comm.abort(new A2aException(reason));
             comm.close();

@@ -37,7 +37,7 @@ class ClusterMembershipTest {
     void start() throws Exception {
         ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
         ModelSpec spec = ModelSpec.newBuilder().setExperts(4).setHidden(8).setFfn(8).setTopK(2).setLayers(1).setSeed(1).build();
-        cluster = new RemoteCluster(model, spec, FINGERPRINT, 2, TimeUnit.SECONDS.toNanos(5), TimeUnit.SECONDS.toNanos(30),
+        cluster = new RemoteCluster(model, spec, FINGERPRINT, 2, "tcp", TimeUnit.SECONDS.toNanos(5), TimeUnit.SECONDS.toNanos(30),
                 new ClusterListener() {
                     @Override
                     public void onServing(long epoch, long formedInNanos) {}
@@ -61,7 +61,9 @@ class ClusterMembershipTest {
     void shouldGiveFreeRanksThenRefuseWhenFull() throws Exception {
         Session a = join("a", -1, "");
         Session b = join("b", 1, FINGERPRINT);
-        assertThat(a.next().getAccepted().getRank()).isZero();
+        ControlMessage accepted = a.next();
+        assertThat(accepted.getAccepted().getRank()).isZero();
+        assertThat(accepted.getAccepted().getTransport()).isEqualTo("tcp");
         assertThat(b.next().getAccepted().getRank()).isEqualTo(1);
         assertThat(a.next().hasPrepare()).as("group forms once every rank is taken").isTrue();
         assertThat(cluster.joined()).isEqualTo(2);

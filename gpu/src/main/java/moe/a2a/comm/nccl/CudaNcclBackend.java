@@ -23,6 +23,7 @@ import static org.bytedeco.cuda.global.nccl.ncclCommGetAsyncError;
 import static org.bytedeco.cuda.global.nccl.ncclCommInitRank;
 import static org.bytedeco.cuda.global.nccl.ncclCommInitRankConfig;
 import static org.bytedeco.cuda.global.nccl.ncclGetLastError;
+import static org.bytedeco.cuda.global.nccl.ncclGetUniqueId;
 import static org.bytedeco.cuda.global.nccl.ncclGetVersion;
 import static org.bytedeco.cuda.global.nccl.ncclGroupEnd;
 import static org.bytedeco.cuda.global.nccl.ncclGroupStart;
@@ -109,6 +110,14 @@ final class CudaNcclBackend implements NcclBackend {
         }
         blockingInit(comm, size, uid, rank, timeoutNs);
         return new CudaNcclBackend(rank, size, device, v[0], comm, stream);
+    }
+
+    static NcclUniqueId newUniqueId() {
+        ncclUniqueId uid = new ncclUniqueId();
+        check(ncclGetUniqueId(uid), "ncclGetUniqueId", 0);
+        byte[] bytes = new byte[NcclUniqueId.BYTES];
+        uid.internal().get(bytes);
+        return NcclUniqueId.of(bytes, "ncclGetUniqueId");
     }
 
     /**

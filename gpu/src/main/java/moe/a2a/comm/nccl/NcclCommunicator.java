@@ -66,6 +66,11 @@ public final class NcclCommunicator implements Communicator {
                 timeoutNs);
     }
 
+    /** A fresh {@code ncclUniqueId} for a new group (rank 0 makes it; the others receive it). Needs libnccl. */
+    public static NcclUniqueId newUniqueId() {
+        return CudaNcclBackend.newUniqueId();
+    }
+
     @Override
     public int rank() {
         return rank;

@@ -1,0 +1,28 @@
+package moe.a2a.control.cluster;
+
+import moe.a2a.comm.Communicator;
+import moe.a2a.v1.Bound;
+import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.PrepareGroup;
+
+/**
+ * How a worker builds its rank's communicator for one group epoch, in the two steps of the join
+ * protocol: {@link #bind} on PrepareGroup (what goes back in Bound), {@link #form} on FormGroup.
+ * Used by the worker's data-plane thread only.
+ */
+public interface DataPlane extends AutoCloseable {
+    /** {@code tcp} or {@code nccl}, as Join and Accepted name it. */
+    String transport();
+
+    /** Gets ready for {@code prepare}'s epoch as {@code rank} of {@code worldSize}; returns the Bound to send. */
+    Bound bind(int rank, int worldSize, PrepareGroup prepare);
+
+    /** Connects this rank to the group of the epoch last bound; the communicator is the caller's to close. */
+    Communicator form(FormGroup form);
+
+    /** Forgets an epoch that was bound but not formed. */
+    void drop();
+
+    @Override
+    void close();
+}

@@ -1,0 +1,66 @@
+package moe.a2a.control.cluster;
+
+import com.google.protobuf.ByteString;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.comm.nccl.NcclUniqueId;
+import moe.a2a.v1.Bound;
+import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.PrepareGroup;
+
+/**
+ * Over NCCL: on bind, rank 0 makes the group's {@code ncclUniqueId} and reports it in Bound (the
+ * control plane hands it to every rank in FormGroup); form joins the NCCL group with it on this
+ * worker's CUDA device. Needs a usable GPU ({@link moe.a2a.gpu.GpuProbe}).
+ */
+public final class NcclDataPlane implements DataPlane {
+    private final int device;
+    private int rank = -1;
+    private int worldSize;
+    private long timeoutNs;
+    private long epoch = -1;
+
+    public NcclDataPlane(int device) {
+        this.device = device;
+    }
+
+    @Override
+    public String transport() {
+        return "nccl";
+    }
+
+    @Override
+    public Bound bind(int rank, int worldSize, PrepareGroup prepare) {
+        this.rank = rank;
+        this.worldSize = worldSize;
+        this.timeoutNs = TimeUnit.MILLISECONDS.toNanos(prepare.getExchangeTimeoutMs());
+        this.epoch = prepare.getEpoch();
+        Bound.Builder bound = Bound.newBuilder().setEpoch(prepare.getEpoch());
+        if (rank == 0) {
+            bound.setNcclUniqueId(ByteString.copyFrom(NcclCommunicator.newUniqueId().toByteArray()));
+        }
+        return bound.build();
+    }
+
+    @Override
+    public Communicator form(FormGroup form) {
+        if (form.getEpoch() != epoch) {
+            throw new IllegalStateException("form.epoch: " + form.getEpoch() + " (expected: " + epoch
+                    + ", the epoch this worker bound)");
+        }
+        NcclUniqueId id = NcclUniqueId.of(form.getNcclUniqueId().toByteArray(), "form.nccl_unique_id");
+        epoch = -1;
+        return NcclCommunicator.create(id, rank, worldSize, device, timeoutNs);
+    }
+
+    @Override
+    public void drop() {
+        epoch = -1;
+    }
+
+    @Override
+    public void close() {
+        drop();
+    }
+}
