@@ -1,10 +1,6 @@
 package moe.a2a.comm.nccl;
 
 import static org.bytedeco.cuda.global.cudart.cudaErrorNotReady;
-import static org.bytedeco.cuda.global.cudart.cudaFree;
-import static org.bytedeco.cuda.global.cudart.cudaFreeHost;
-import static org.bytedeco.cuda.global.cudart.cudaMalloc;
-import static org.bytedeco.cuda.global.cudart.cudaMallocHost;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
@@ -35,7 +31,6 @@ import static org.bytedeco.cuda.global.nccl.ncclSystemError;
 import static org.bytedeco.cuda.global.nccl.ncclUint8;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -44,12 +39,12 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.gpu.CudaCheck;
+import moe.a2a.gpu.CudaMemory;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.nccl.ncclComm;
 import org.bytedeco.cuda.nccl.ncclConfig_t;
 import org.bytedeco.cuda.nccl.ncclUniqueId;
 import org.bytedeco.javacpp.BytePointer;
-import org.bytedeco.javacpp.Pointer;
 
 /**
  * {@link NcclBackend} on a real GPU: one NCCL communicator, one non-blocking CUDA stream, pinned
@@ -73,10 +68,10 @@ final class CudaNcclBackend implements NcclBackend {
     private final int version;
     private final ncclComm comm;
     private final CUstream_st stream;
-    private final Staging sendHost = new Staging(true);
-    private final Staging recvHost = new Staging(true);
-    private final Staging sendDevice = new Staging(false);
-    private final Staging recvDevice = new Staging(false);
+    private final CudaMemory sendHost = CudaMemory.pinnedHost();
+    private final CudaMemory recvHost = CudaMemory.pinnedHost();
+    private final CudaMemory sendDevice = CudaMemory.device();
+    private final CudaMemory recvDevice = CudaMemory.device();
     private long pendingCopyBack = -1;
     private boolean aborted;
     private boolean closed;
@@ -194,12 +189,12 @@ final class CudaNcclBackend implements NcclBackend {
 
     @Override
     public ByteBuffer sendStaging(long bytes) {
-        return sendHost.ensure(bytes).view;
+        return sendHost.ensure(bytes).hostView();
     }
 
     @Override
     public ByteBuffer recvStaging(long bytes) {
-        return recvHost.ensure(bytes).view;
+        return recvHost.ensure(bytes).hostView();
     }
 
     @Override
@@ -213,34 +208,55 @@ final class CudaNcclBackend implements NcclBackend {
         sendDevice.ensure(sendTotal);
         recvDevice.ensure(recvTotal);
         if (sendTotal > 0) {
-            CudaCheck.check(cudaMemcpyAsync(sendDevice.memory, sendHost.memory, sendTotal, cudaMemcpyHostToDevice, stream),
+            CudaCheck.check(cudaMemcpyAsync(sendDevice.at(0), sendHost.at(0), sendTotal, cudaMemcpyHostToDevice, stream),
                     "cudaMemcpyAsync(host to device)");
         }
+        int result = group(sendDevice, sendOffsets, sendBytes, recvDevice, recvOffsets, recvBytes);
+        // On a non-blocking communicator the group may still be launching (ncclInProgress): the copy
+        // back may only be enqueued once NCCL has put its kernels on the stream (see isIdle).
+        pendingCopyBack = recvTotal;
+        return result;
+    }
+
+    @Override
+    public synchronized int exchangeDevice(CudaMemory send, long[] sendOffsets, long[] sendBytes, CudaMemory recv,
+            long[] recvOffsets, long[] recvBytes) {
+        if (aborted) {
+            return ncclSystemError;
+        }
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        return group(send, sendOffsets, sendBytes, recv, recvOffsets, recvBytes);
+    }
+
+    @Override
+    public CUstream_st stream() {
+        return stream;
+    }
+
+    /** One NCCL group: a send to and a receive from every peer with bytes to move (self included). */
+    private int group(CudaMemory send, long[] sendOffsets, long[] sendBytes, CudaMemory recv, long[] recvOffsets,
+            long[] recvBytes) {
         int result = ncclGroupStart();
         if (result != ncclSuccess) {
             return result;
         }
         for (int p = 0; p < size; p++) {
             if (sendBytes[p] > 0) {
-                result = ncclSend(sendDevice.at(sendOffsets[p]), sendBytes[p], ncclUint8, p, comm, stream);
+                result = ncclSend(send.at(sendOffsets[p]), sendBytes[p], ncclUint8, p, comm, stream);
                 if (NcclResults.isError(result)) {
                     ncclGroupEnd();
                     return result;
                 }
             }
             if (recvBytes[p] > 0) {
-                result = ncclRecv(recvDevice.at(recvOffsets[p]), recvBytes[p], ncclUint8, p, comm, stream);
+                result = ncclRecv(recv.at(recvOffsets[p]), recvBytes[p], ncclUint8, p, comm, stream);
                 if (NcclResults.isError(result)) {
                     ncclGroupEnd();
                     return result;
                 }
             }
         }
-        result = ncclGroupEnd();
-        // On a non-blocking communicator the group may still be launching (ncclInProgress): the copy
-        // back may only be enqueued once NCCL has put its kernels on the stream (see isIdle).
-        pendingCopyBack = recvTotal;
-        return result;
+        return ncclGroupEnd();
     }
 
     @Override
@@ -255,7 +271,7 @@ final class CudaNcclBackend implements NcclBackend {
         }
         if (pendingCopyBack >= 0) {
             if (pendingCopyBack > 0) {
-                CudaCheck.check(cudaMemcpyAsync(recvHost.memory, recvDevice.memory, pendingCopyBack,
+                CudaCheck.check(cudaMemcpyAsync(recvHost.at(0), recvDevice.at(0), pendingCopyBack,
                         cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync(device to host)");
             }
             pendingCopyBack = -1;
@@ -312,63 +328,16 @@ final class CudaNcclBackend implements NcclBackend {
             }
             ncclCommDestroy(comm);
         }
-        sendHost.free();
-        recvHost.free();
-        sendDevice.free();
-        recvDevice.free();
+        sendHost.close();
+        recvHost.close();
+        sendDevice.close();
+        recvDevice.close();
         cudaStreamDestroy(stream);
     }
 
     private static void check(int result, String call, int rank) {
         if (NcclResults.isError(result)) {
             throw NcclResults.failure(result, call, rank, "");
-        }
-    }
-
-    /** Pinned host or device memory that grows to the largest request and is reused. */
-    private static final class Staging {
-        private final boolean host;
-        private Pointer memory = new Pointer();
-        private long capacity;
-        /** The host memory as a buffer (host staging only). */
-        private ByteBuffer view = ByteBuffer.allocate(0);
-
-        Staging(boolean host) {
-            this.host = host;
-        }
-
-        Staging ensure(long bytes) {
-            if (bytes <= capacity) {
-                return this;
-            }
-            free();
-            long size = Math.max(bytes, capacity * 2);
-            Pointer p = new Pointer();
-            CudaCheck.check(host ? cudaMallocHost(p, size) : cudaMalloc(p, size),
-                    (host ? "cudaMallocHost(" : "cudaMalloc(") + size + ")");
-            memory = p;
-            capacity = size;
-            if (host) {
-                view = new BytePointer(memory).capacity(capacity).asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
-            }
-            return this;
-        }
-
-        BytePointer at(long offset) {
-            return new BytePointer(memory).capacity(capacity).position(offset);
-        }
-
-        void free() {
-            if (capacity > 0) {
-                if (host) {
-                    cudaFreeHost(memory);
-                } else {
-                    cudaFree(memory);
-                }
-                capacity = 0;
-                memory = new Pointer();
-                view = ByteBuffer.allocate(0);
-            }
         }
     }
 }

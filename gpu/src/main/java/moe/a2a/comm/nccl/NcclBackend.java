@@ -1,6 +1,8 @@
 package moe.a2a.comm.nccl;
 
 import java.nio.ByteBuffer;
+import moe.a2a.gpu.CudaMemory;
+import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
  * One rank's NCCL communicator, CUDA stream and staging memory, reduced to what {@link
@@ -31,6 +33,16 @@ interface NcclBackend extends NcclWatchdog.Progress, AutoCloseable {
      * non-blocking communicator); errors are the caller's to check.
      */
     int exchange(long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes);
+
+    /**
+     * Enqueues one NCCL group between device buffers, as {@link #exchange} without the host
+     * copies. Only backends on a GPU have device memory.
+     */
+    int exchangeDevice(CudaMemory send, long[] sendOffsets, long[] sendBytes, CudaMemory recv, long[] recvOffsets,
+            long[] recvBytes);
+
+    /** The rank's CUDA stream, for kernels that must run in order with the exchanges. */
+    CUstream_st stream();
 
     /** Destroys the communicator (after an abort, only frees memory). */
     @Override

@@ -7,6 +7,8 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
+import moe.a2a.gpu.CudaMemory;
+import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
  * The {@link Communicator} collectives over NCCL. NCCL has no all-to-all-v, and mismatched counts
@@ -135,6 +137,31 @@ public final class NcclCommunicator implements Communicator {
         reader.read(readSegments, recvOffsets);
     }
 
+    /**
+     * All-to-all-v between device buffers on this rank's stream: {@code send}'s segment for peer
+     * {@code p} (at the exclusive prefix sum of {@code sendCounts}) lands in peer {@code p}'s
+     * {@code recv} at this rank's segment. Counts as for {@link #allToAllV(long, ExchangePhase,
+     * ByteBuffer, long[], ByteBuffer, long[])}; the buffers must hold their totals.
+     */
+    public void allToAllVDevice(long step, ExchangePhase phase, CudaMemory send, long[] sendCounts, CudaMemory recv,
+            long[] recvCounts) {
+        prepare(sendCounts, recvCounts);
+        try {
+            int launched = backend.exchangeDevice(send, sendOffsets, sendCounts, recv, recvOffsets, recvCounts);
+            if (NcclResults.isError(launched)) {
+                throw NcclResults.failure(launched, "device all-to-all-v (ncclGroupEnd)", rank, backend.lastError());
+            }
+            watchdog.await(backend, timeoutNs, step, phase, rank, "device all-to-all-v");
+        } catch (A2aException e) {
+            throw fail(e);
+        }
+    }
+
+    /** The CUDA stream the exchanges run on, for kernels that feed or consume them. */
+    public CUstream_st stream() {
+        return backend.stream();
+    }
+
     @Override
     public void barrier() {
         allToAllCounts(-1, ExchangePhase.BARRIER, barrierCounts, new long[size]);
@@ -184,15 +211,20 @@ public final class NcclCommunicator implements Communicator {
             }
             watchdog.await(backend, timeoutNs, step, phase, rank, what);
         } catch (A2aException e) {
-            backend.abort();
-            A2aException earlier = failure;
-            if (earlier != null) {
-                // aborted from another thread while this one waited: that is the cause to report
-                throw broken(earlier);
-            }
-            failure = e;
-            throw e;
+            throw fail(e);
         }
+    }
+
+    /** Aborts the group after {@code e}; returns what to throw. */
+    private A2aException fail(A2aException e) {
+        backend.abort();
+        A2aException earlier = failure;
+        if (earlier != null) {
+            // aborted from another thread while this one waited: that is the cause to report
+            return broken(earlier);
+        }
+        failure = e;
+        return e;
     }
 
     private static long prefix(long[] counts, long[] offsets, String field) {

@@ -7,6 +7,8 @@ import static org.bytedeco.cuda.global.nccl.ncclSystemError;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.ConcurrentHashMap;
+import moe.a2a.gpu.CudaMemory;
+import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
  * NCCL simulated in one JVM for tests without a GPU: each rank's grouped send/recv posts its
@@ -109,6 +111,17 @@ final class FakeNcclGroup {
             }
             pendingOffsets = null;
             return true;
+        }
+
+        @Override
+        public int exchangeDevice(CudaMemory send, long[] sendOffsets, long[] sendBytes, CudaMemory recv,
+                long[] recvOffsets, long[] recvBytes) {
+            throw new UnsupportedOperationException("no device memory without a GPU");
+        }
+
+        @Override
+        public CUstream_st stream() {
+            throw new UnsupportedOperationException("no CUDA stream without a GPU");
         }
 
         @Override

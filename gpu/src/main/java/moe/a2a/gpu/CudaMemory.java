@@ -1,0 +1,86 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cudaFree;
+import static org.bytedeco.cuda.global.cudart.cudaFreeHost;
+import static org.bytedeco.cuda.global.cudart.cudaMalloc;
+import static org.bytedeco.cuda.global.cudart.cudaMallocHost;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * Device memory ({@code cudaMalloc}) or pinned host memory ({@code cudaMallocHost}) that grows to
+ * the largest request and is then reused, so steps do not allocate. Growing discards the contents
+ * and must not happen while the stream still uses the memory. Owned by one thread.
+ */
+public final class CudaMemory implements AutoCloseable {
+    private final boolean host;
+    private Pointer memory = new Pointer();
+    private long capacity;
+    private ByteBuffer view = ByteBuffer.allocate(0);
+
+    private CudaMemory(boolean host) {
+        this.host = host;
+    }
+
+    /** Device memory; nothing is allocated until {@link #ensure}. */
+    public static CudaMemory device() {
+        return new CudaMemory(false);
+    }
+
+    /** Pinned host memory, so copies to and from the device run asynchronously at full speed. */
+    public static CudaMemory pinnedHost() {
+        return new CudaMemory(true);
+    }
+
+    /** At least {@code bytes} (doubling, so repeated growth stays rare); returns this. */
+    public CudaMemory ensure(long bytes) {
+        if (bytes <= capacity) {
+            return this;
+        }
+        close();
+        long size = Math.max(bytes, capacity * 2);
+        Pointer p = new Pointer();
+        CudaCheck.check(host ? cudaMallocHost(p, size) : cudaMalloc(p, size),
+                (host ? "cudaMallocHost(" : "cudaMalloc(") + size + ")");
+        memory = p;
+        capacity = size;
+        if (host) {
+            view = new BytePointer(memory).capacity(capacity).asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        }
+        return this;
+    }
+
+    /** The address {@code offset} bytes in, for CUDA, cuBLAS and NCCL calls. */
+    public BytePointer at(long offset) {
+        return new BytePointer(memory).capacity(capacity).position(offset);
+    }
+
+    /** Pinned host memory as a little-endian buffer over the whole capacity. */
+    public ByteBuffer hostView() {
+        if (!host) {
+            throw new IllegalStateException("device memory has no host view");
+        }
+        return view;
+    }
+
+    public long capacity() {
+        return capacity;
+    }
+
+    @Override
+    public void close() {
+        if (capacity > 0) {
+            if (host) {
+                cudaFreeHost(memory);
+            } else {
+                cudaFree(memory);
+            }
+            capacity = 0;
+            memory = new Pointer();
+            view = ByteBuffer.allocate(0);
+        }
+    }
+}
