@@ -1,0 +1,67 @@
+package moe.a2a.gpu;
+
+import java.nio.FloatBuffer;
+import moe.a2a.dispatch.DType;
+import moe.a2a.experts.ExpertWeights;
+import moe.a2a.experts.WeightSource;
+
+/**
+ * Another source's weights rounded to bf16, as the GPU experts hold them: the reference the GPU
+ * layer is compared against then differs from it only in accumulation order and the activation's
+ * rounding.
+ */
+final class Bf16Weights implements WeightSource {
+    private final WeightSource source;
+
+    Bf16Weights(WeightSource source) {
+        this.source = source;
+    }
+
+    @Override
+    public int experts() {
+        return source.experts();
+    }
+
+    @Override
+    public int hidden() {
+        return source.hidden();
+    }
+
+    @Override
+    public int ffn() {
+        return source.ffn();
+    }
+
+    @Override
+    public int layers() {
+        return source.layers();
+    }
+
+    @Override
+    public DType dtype() {
+        return DType.BF16;
+    }
+
+    @Override
+    public ExpertWeights expert(int layer, int expert) {
+        ExpertWeights e = source.expert(layer, expert);
+        return new ExpertWeights(e.hidden(), e.ffn(), rounded(e.w1()), rounded(e.w3()), rounded(e.w2()));
+    }
+
+    @Override
+    public float[] gate(int layer) {
+        return source.gate(layer);
+    }
+
+    @Override
+    public String description() {
+        return source.description() + " (bf16)";
+    }
+
+    private static FloatBuffer rounded(FloatBuffer w) {
+        for (int i = 0; i < w.capacity(); i++) {
+            w.put(i, DType.BF16.round(w.get(i)));
+        }
+        return w;
+    }
+}

@@ -1,0 +1,206 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cuLaunchKernel;
+import static org.bytedeco.cuda.global.cudart.cuModuleGetFunction;
+import static org.bytedeco.cuda.global.cudart.cuModuleLoadData;
+import static org.bytedeco.cuda.global.cudart.cuModuleUnload;
+import static org.bytedeco.cuda.global.cudart.cudaDevAttrComputeCapabilityMajor;
+import static org.bytedeco.cuda.global.cudart.cudaDevAttrComputeCapabilityMinor;
+import static org.bytedeco.cuda.global.cudart.cudaDeviceGetAttribute;
+import static org.bytedeco.cuda.global.cudart.cudaFree;
+import static org.bytedeco.cuda.global.nvrtc.NVRTC_SUCCESS;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcCompileProgram;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcCreateProgram;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcDestroyProgram;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBIN;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBINSize;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetErrorString;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLog;
+import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLogSize;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import moe.a2a.comm.A2aException;
+import org.bytedeco.cuda.cudart.CUfunc_st;
+import org.bytedeco.cuda.cudart.CUmod_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.cuda.nvrtc._nvrtcProgram;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.IntPointer;
+import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
+import org.bytedeco.javacpp.SizeTPointer;
+
+/**
+ * The data path's kernels ({@code kernels.cu}): pack and grouping (row gather), combine's weighted
+ * sum and its accumulation at the source, SwiGLU's activation. Compiled once by NVRTC straight to
+ * CUBIN for this device's architecture (so the driver never JIT-compiles PTX), loaded with the
+ * driver API, launched on the caller's stream. Owned by one thread.
+ */
+public final class CudaKernels implements AutoCloseable {
+    private static final int THREADS = 256;
+
+    private final CUmod_st module;
+    private final CUfunc_st gatherRows;
+    private final CUfunc_st weightedSum;
+    private final CUfunc_st accumulate;
+    private final CUfunc_st siluMul;
+    private final CUfunc_st widen;
+    private final String arch;
+
+    private CudaKernels(CUmod_st module, String arch) {
+        this.module = module;
+        this.arch = arch;
+        this.gatherRows = function(module, "gather_rows");
+        this.weightedSum = function(module, "weighted_sum_bf16");
+        this.accumulate = function(module, "accumulate_bf16");
+        this.siluMul = function(module, "silu_mul_bf16");
+        this.widen = function(module, "bf16_to_fp32");
+    }
+
+    /** Compiles and loads the kernels for {@code device} (the current device of this thread). */
+    public static CudaKernels load(int device) {
+        int[] major = new int[1];
+        int[] minor = new int[1];
+        CudaCheck.check(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+        CudaCheck.check(cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
+        String arch = "sm_" + major[0] + minor[0];
+        // The runtime makes the device's primary context current; the driver calls below use it.
+        CudaCheck.check(cudaFree(new Pointer()), "cudaFree(NULL)");
+        byte[] cubin = compile(source(), arch);
+        CUmod_st module = new CUmod_st();
+        driver(cuModuleLoadData(module, new BytePointer(cubin)), "cuModuleLoadData");
+        return new CudaKernels(module, arch);
+    }
+
+    /** The architecture the kernels were compiled for, e.g. {@code sm_90}. */
+    public String arch() {
+        return arch;
+    }
+
+    /** {@code dst[r] = src[index[r]]} for {@code rows} rows of {@code rowBytes}. */
+    public void gatherRows(BytePointer src, BytePointer index, BytePointer dst, int rowBytes, int rows,
+            CUstream_st stream) {
+        if (rows > 0) {
+            launch(gatherRows, rows, stream, addr(src), addr(index), addr(dst), arg(rowBytes), arg(rows));
+        }
+    }
+
+    /** Expert side of combine: bf16 rows of each received token's weighted expert outputs. */
+    public void weightedSumBf16(BytePointer expertOut, BytePointer start, BytePointer row, BytePointer weight,
+            BytePointer out, int hidden, int tokens, CUstream_st stream) {
+        if (tokens > 0) {
+            launch(weightedSum, tokens, stream, addr(expertOut), addr(start), addr(row), addr(weight), addr(out),
+                    arg(hidden), arg(tokens));
+        }
+    }
+
+    /** Source side of combine: each token's returned bf16 rows summed into fp32. */
+    public void accumulateBf16(BytePointer rows, BytePointer start, BytePointer index, BytePointer out, int hidden,
+            int tokens, CUstream_st stream) {
+        if (tokens > 0) {
+            launch(accumulate, tokens, stream, addr(rows), addr(start), addr(index), addr(out), arg(hidden), arg(tokens));
+        }
+    }
+
+    /** {@code out = bf16(silu(gate) * up)} over {@code n} elements. */
+    public void siluMulBf16(BytePointer gate, BytePointer up, BytePointer out, long n, CUstream_st stream) {
+        if (n > 0) {
+            int blocks = (int) ((n + THREADS - 1) / THREADS);
+            launch(siluMul, blocks, stream, addr(gate), addr(up), addr(out), new LongPointer(1).put(n));
+        }
+    }
+
+    /** {@code out = fp32(in)} over {@code n} bf16 elements. */
+    public void bf16ToFp32(BytePointer in, BytePointer out, long n, CUstream_st stream) {
+        if (n > 0) {
+            int blocks = (int) ((n + THREADS - 1) / THREADS);
+            launch(widen, blocks, stream, addr(in), addr(out), new LongPointer(1).put(n));
+        }
+    }
+
+    @Override
+    public void close() {
+        cuModuleUnload(module);
+    }
+
+    /**
+     * Launches {@code blocks} blocks of {@link #THREADS}. cuLaunchKernel takes each argument by
+     * address, so every argument here is a one-element holder: an {@link IntPointer} or {@link
+     * LongPointer} for scalars, and a device address as a {@code LongPointer} ({@link #addr}).
+     */
+    private static void launch(CUfunc_st function, int blocks, CUstream_st stream, Pointer... args) {
+        PointerPointer<Pointer> params = new PointerPointer<>(args.length);
+        for (int i = 0; i < args.length; i++) {
+            params.put(i, args[i]);
+        }
+        driver(cuLaunchKernel(function, blocks, 1, 1, THREADS, 1, 1, 0, stream, params, null), "cuLaunchKernel");
+    }
+
+    /** A device address (with the pointer's byte offset applied) as a kernel argument. */
+    private static LongPointer addr(BytePointer p) {
+        return new LongPointer(1).put(p.address() + p.position());
+    }
+
+    private static IntPointer arg(int value) {
+        return new IntPointer(1).put(value);
+    }
+
+    private static CUfunc_st function(CUmod_st module, String name) {
+        CUfunc_st f = new CUfunc_st();
+        driver(cuModuleGetFunction(f, module, name), "cuModuleGetFunction(" + name + ")");
+        return f;
+    }
+
+    private static byte[] compile(String source, String arch) {
+        _nvrtcProgram program = new _nvrtcProgram();
+        nvrtc(nvrtcCreateProgram(program, new BytePointer(source), new BytePointer("kernels.cu"), 0,
+                (PointerPointer<?>) null, (PointerPointer<?>) null), "nvrtcCreateProgram", program);
+        try {
+            PointerPointer<BytePointer> options = new PointerPointer<>("--gpu-architecture=" + arch, "--fmad=false",
+                    "--std=c++17");
+            int result = nvrtcCompileProgram(program, 3, options);
+            if (result != NVRTC_SUCCESS) {
+                SizeTPointer logSize = new SizeTPointer(1);
+                nvrtcGetProgramLogSize(program, logSize);
+                BytePointer log = new BytePointer(logSize.get());
+                nvrtcGetProgramLog(program, log);
+                throw new A2aException("nvrtcCompileProgram(" + arch + ") failed: "
+                        + nvrtcGetErrorString(result).getString() + "\n" + log.getString());
+            }
+            SizeTPointer size = new SizeTPointer(1);
+            nvrtc(nvrtcGetCUBINSize(program, size), "nvrtcGetCUBINSize", program);
+            byte[] cubin = new byte[(int) size.get()];
+            nvrtc(nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN", program);
+            return cubin;
+        } finally {
+            nvrtcDestroyProgram(program);
+        }
+    }
+
+    private static String source() {
+        try (InputStream in = CudaKernels.class.getResourceAsStream("kernels.cu")) {
+            if (in == null) {
+                throw new IllegalStateException("kernels.cu missing from the jar");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void nvrtc(int result, String call, _nvrtcProgram program) {
+        if (result != NVRTC_SUCCESS) {
+            throw new A2aException(call + " failed: " + nvrtcGetErrorString(result).getString());
+        }
+    }
+
+    private static void driver(int result, String call) {
+        if (result != 0) {
+            throw new A2aException("cuda driver call failed: " + call + " returned CUresult " + result);
+        }
+    }
+}

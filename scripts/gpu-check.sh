@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU machine check, from target/gpu-bundle (built by scripts/gpu-bundle.sh): no Java, no
+# network needed. Finds libcudart/libnccl from NVIDIA's Python wheels (or $MOE_A2A_CUDA_LIB_DIR /
+# $MOE_A2A_NCCL_LIB_DIR), then runs GpuCheck: probe, dispatch+combine on the GPU against the CPU
+# path, the layer with cuBLAS experts against the reference, kernel and NCCL timings. Prints a
+# table last; exit 0 = every check passed, 1 = one failed, 3 = no usable GPU.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bundle="${MOE_A2A_GPU_BUNDLE:-$root/target/gpu-bundle}"
+if [ ! -x "$bundle/jre/bin/java" ]; then
+  echo "gpu-check: no bundle at $bundle; build it first (on a machine with a JDK): scripts/gpu-bundle.sh" >&2
+  exit 2
+fi
+
+args=()
+# Ask Python where the wheels are, when Python is there; GpuLibraries also searches site-packages itself.
+if command -v python3 >/dev/null 2>&1; then
+  nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+  if [ -z "${MOE_A2A_NCCL_LIB_DIR:-}" ] && [ -n "$nccl_dir" ] && [ -e "$nccl_dir/libnccl.so.2" ]; then
+    args+=(--nccl-lib-dir "$nccl_dir")
+  fi
+  cuda_dir=$(python3 - <<'PY' 2>/dev/null || true
+import os, importlib
+for name in ("nvidia.cu13", "nvidia.cuda_runtime"):
+    try:
+        m = importlib.import_module(name)
+    except ImportError:
+        continue
+    for p in m.__path__:
+        lib = os.path.join(p, "lib")
+        if os.path.exists(os.path.join(lib, "libcudart.so.13")):
+            print(lib)
+            raise SystemExit
+PY
+)
+  if [ -z "${MOE_A2A_CUDA_LIB_DIR:-}" ] && [ -n "$cuda_dir" ]; then
+    args+=(--cuda-lib-dir "$cuda_dir")
+  fi
+fi
+
+# A private JavaCPP cache: a symlink cached by an earlier run must not pick the libraries.
+cache="$(mktemp -d)"
+trap 'rm -rf "$cache"' EXIT
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
+exec "$bundle/jre/bin/java" -Dorg.bytedeco.javacpp.cachedir="$cache" -Xmx4g \
+  -cp "$bundle/lib/*" moe.a2a.gpu.GpuCheck "${args[@]}" "$@"
