@@ -189,10 +189,7 @@ public final class GpuCheck {
         layout.compute(BenchRouting.topkIds(prefill, 0), prefill.tokens(), prefill.topK());
         int rows = layout.rankOffsets(prefill.worldSize());
         long bytes = (long) rows * rowBytes;
-        int[] pack = new int[rows];
-        for (int i = 0; i < rows; i++) {
-            pack[i] = layout.packOrder(i);
-        }
+        int[] pack = RoutePlan.packOrder(layout);
         CUstream_st stream = comm.stream();
         try (CudaMemory src = CudaMemory.device().ensure((long) prefill.tokens() * rowBytes);
                 CudaMemory dst = CudaMemory.device().ensure(bytes);
@@ -203,7 +200,7 @@ public final class GpuCheck {
             index.reset(16L * 3 + (long) Integer.BYTES * (2L * rows + prefill.tokens() + 1));
             long packAt = index.ints(pack, rows);
             int[] start = new int[prefill.tokens() + 1];
-            int[] returned = returnedRows(layout, prefill.tokens(), prefill.worldSize(), start);
+            int[] returned = RoutePlan.returnedRows(layout, start);
             long returnedAt = index.ints(returned, rows);
             long startAt = index.ints(start, start.length);
             index.upload(stream);
@@ -223,25 +220,6 @@ public final class GpuCheck {
                     back, counts));
             row("NCCL send/recv to self, prefill rank 0 bytes", timing(ncclMs, bytes, copy), true);
         }
-    }
-
-    private static int[] returnedRows(DispatchLayout layout, int tokens, int worldSize, int[] start) {
-        int[] cursor = new int[worldSize];
-        for (int r = 0; r < worldSize; r++) {
-            cursor[r] = layout.rankOffsets(r);
-        }
-        int[] index = new int[layout.rankOffsets(worldSize)];
-        int n = 0;
-        for (int t = 0; t < tokens; t++) {
-            start[t] = n;
-            for (int r = 0; r < worldSize; r++) {
-                if (layout.tokenInRank(t, r)) {
-                    index[n++] = cursor[r]++;
-                }
-            }
-        }
-        start[tokens] = n;
-        return index;
     }
 
     /** Median milliseconds of {@code op} on {@code stream}, timed with CUDA events. */

@@ -4,8 +4,6 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.Arrays;
-import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchLayout;
@@ -13,26 +11,25 @@ import moe.a2a.dispatch.Placement;
 
 /**
  * One rank's dispatch and combine with token rows in device memory (bf16), over NCCL. The layout
- * is computed on the host (as the CPU {@code Dispatcher} does); the rows move only on the device:
- * packed by a gather kernel, exchanged by {@link NcclCommunicator#allToAllVDevice}, grouped by
- * local expert by the same kernel; combine weights and sums each received token's expert rows
- * (one bf16 row per token goes back) and sums the returned rows at the source. Each token's routing
- * (local slot and weight per choice) travels in a small host-staged exchange beside the rows.
+ * is computed on the host (as the CPU {@code Dispatcher} does) and the rows move only on the
+ * device: packed by a gather kernel, exchanged by {@link NcclCommunicator#allToAllVDevice},
+ * grouped by local expert by the same kernel. Combine weights and sums each received token's
+ * expert rows (one bf16 row per token goes back) and sums the returned rows at the source. The
+ * routing (local slot and weight per choice) travels in a small host-staged exchange beside the
+ * rows; {@link RoutePlan} turns it into the kernels' index lists.
  *
  * <p>The sums run in the CPU path's order without fused multiply-adds, so with the same inputs
  * the results are bit-identical to {@code Dispatcher}'s. Owned by the rank's thread.
  */
 public final class GpuDispatcher implements AutoCloseable {
-    private static final int ROUTE_BYTES = Integer.BYTES + Float.BYTES;
-
     private final NcclCommunicator comm;
-    private final Placement placement;
     private final CudaKernels kernels;
     private final int hidden;
     private final int topK;
     private final int worldSize;
     private final int rowBytes;
     private final DispatchLayout layout;
+    private final RoutePlan plan;
     private final long[] sendRows;
     private final long[] recvRows;
     private final long[] sendBytes;
@@ -44,13 +41,7 @@ public final class GpuDispatcher implements AutoCloseable {
     private final CudaMemory combineRecv = CudaMemory.device();
     private final IndexUpload indexes = new IndexUpload();
     private ByteBuffer routes = ByteBuffer.allocateDirect(0).order(ByteOrder.LITTLE_ENDIAN);
-    private int[] scratch = new int[0];
-    private int[] csrStart = new int[0];
-    private int[] csrRow = new int[0];
-    private float[] csrWeight = new float[0];
-    private int[] rowsPerSlot;
     private int numTokens;
-    private int numRecv;
     private long weightedStart;
     private long weightedRow;
     private long weightedWeight;
@@ -60,18 +51,17 @@ public final class GpuDispatcher implements AutoCloseable {
 
     public GpuDispatcher(NcclCommunicator comm, Placement placement, int hidden, int topK, CudaKernels kernels) {
         this.comm = comm;
-        this.placement = placement;
         this.kernels = kernels;
         this.hidden = hidden;
         this.topK = topK;
         this.worldSize = comm.size();
         this.rowBytes = hidden * Short.BYTES;
         this.layout = new DispatchLayout(placement);
+        this.plan = new RoutePlan(placement, comm.rank(), topK);
         this.sendRows = new long[worldSize];
         this.recvRows = new long[worldSize];
         this.sendBytes = new long[worldSize];
         this.recvBytes = new long[worldSize];
-        this.rowsPerSlot = new int[placement.localExperts(comm.rank())];
     }
 
     /**
@@ -89,51 +79,48 @@ public final class GpuDispatcher implements AutoCloseable {
         }
         comm.allToAllCounts(s, ExchangePhase.DISPATCH, sendRows, recvRows);
         int totalSend = layout.rankOffsets(worldSize);
-        numRecv = 0;
+        int numRecv = 0;
         for (int r = 0; r < worldSize; r++) {
             numRecv += (int) recvRows[r];
+            sendBytes[r] = sendRows[r] * plan.routeRowBytes();
+            recvBytes[r] = recvRows[r] * plan.routeRowBytes();
         }
-
-        // Routing beside the rows: per sent row and choice, the destination's local slot (-1 elsewhere) and weight.
-        int routeRow = topK * ROUTE_BYTES;
-        for (int r = 0; r < worldSize; r++) {
-            sendBytes[r] = sendRows[r] * routeRow;
-            recvBytes[r] = recvRows[r] * routeRow;
+        if (routes.capacity() < (long) numRecv * plan.routeRowBytes()) {
+            routes = ByteBuffer.allocateDirect(numRecv * plan.routeRowBytes()).order(ByteOrder.LITTLE_ENDIAN);
         }
-        routes = grow(routes, (long) numRecv * routeRow);
-        comm.allToAllV(s, ExchangePhase.DISPATCH, (peer, dst, at) -> writeRoutes(peer, dst, at, topkIds, topkWeights),
-                sendBytes, routes, recvBytes);
+        comm.allToAllV(s, ExchangePhase.DISPATCH, (peer, dst, at) -> plan.writeRoutes(layout, peer, dst, at, topkIds,
+                topkWeights), sendBytes, routes, recvBytes);
+        int numGrouped = plan.group(routes, numRecv);
 
-        int grouping = groupedOrder(routeRow);
         // pack order, grouping, combine's lists (start, rows, weights), returned rows and their starts
-        indexes.reset(16L * 7 + (long) Integer.BYTES * (2L * totalSend + 2L * grouping + numRecv + numTokens + 2)
-                + (long) Float.BYTES * grouping);
-        long packIndex = indexes.ints(packOrder(totalSend), totalSend);
-        long groupIndex = indexes.ints(scratch, grouping);
-        weightedStart = indexes.ints(csrStart, numRecv + 1);
-        weightedRow = indexes.ints(csrRow, csrStart[numRecv]);
-        weightedWeight = indexes.floats(csrWeight, csrStart[numRecv]);
-        int[] accStart = new int[numTokens + 1];
-        accumulateIndex = indexes.ints(returnedRows(accStart), accStart[numTokens]);
-        accumulateStart = indexes.ints(accStart, numTokens + 1);
+        indexes.reset(16L * 7 + (long) Integer.BYTES * (2L * totalSend + 2L * numGrouped + numRecv + numTokens + 2)
+                + (long) Float.BYTES * numGrouped);
+        long packIndex = indexes.ints(RoutePlan.packOrder(layout), totalSend);
+        long groupIndex = indexes.ints(plan.groupedOrder(), numGrouped);
+        weightedStart = indexes.ints(plan.combineStart(), numRecv + 1);
+        weightedRow = indexes.ints(plan.combineRow(), numGrouped);
+        weightedWeight = indexes.floats(plan.combineWeight(), numGrouped);
+        int[] returnedStart = new int[numTokens + 1];
+        accumulateIndex = indexes.ints(RoutePlan.returnedRows(layout, returnedStart), totalSend);
+        accumulateStart = indexes.ints(returnedStart, numTokens + 1);
         indexes.upload(comm.stream());
 
         send.ensure(Math.max(1, (long) totalSend * rowBytes));
         recv.ensure(Math.max(1, (long) numRecv * rowBytes));
-        grouped.ensure(Math.max(1, (long) grouping * rowBytes));
+        grouped.ensure(Math.max(1, (long) numGrouped * rowBytes));
         kernels.gatherRows(tokens.at(0), indexes.at(packIndex), send.at(0), rowBytes, totalSend, comm.stream());
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = sendRows[r] * rowBytes;
             recvBytes[r] = recvRows[r] * rowBytes;
         }
         comm.allToAllVDevice(s, ExchangePhase.DISPATCH, send, sendBytes, recv, recvBytes);
-        kernels.gatherRows(recv.at(0), indexes.at(groupIndex), grouped.at(0), rowBytes, grouping, comm.stream());
+        kernels.gatherRows(recv.at(0), indexes.at(groupIndex), grouped.at(0), rowBytes, numGrouped, comm.stream());
         return grouped;
     }
 
     /** Rows per local expert slot of the last dispatch, in the grouped order. */
     public int[] rowsPerSlot() {
-        return rowsPerSlot.clone();
+        return plan.rowsPerSlot().clone();
     }
 
     /** The received rows of the last dispatch, in receive order (before grouping). */
@@ -143,7 +130,7 @@ public final class GpuDispatcher implements AutoCloseable {
 
     /** Tokens received by the last dispatch. */
     public int numReceived() {
-        return numRecv;
+        return plan.numReceived();
     }
 
     /**
@@ -152,6 +139,7 @@ public final class GpuDispatcher implements AutoCloseable {
      * over all its experts, fp32 {@code [T, H]} on the device.
      */
     public void combine(CudaMemory expertOut, CudaMemory out) {
+        int numRecv = plan.numReceived();
         combineSend.ensure(Math.max(1, (long) numRecv * rowBytes));
         combineRecv.ensure(Math.max(1, (long) layout.rankOffsets(worldSize) * rowBytes));
         out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
@@ -165,115 +153,6 @@ public final class GpuDispatcher implements AutoCloseable {
         kernels.accumulateBf16(combineRecv.at(0), indexes.at(accumulateStart), indexes.at(accumulateIndex), out.at(0),
                 hidden, numTokens, comm.stream());
         CudaCheck.check(cudaStreamSynchronize(comm.stream()), "cudaStreamSynchronize");
-    }
-
-    private void writeRoutes(int peer, ByteBuffer dst, int at, int[] topkIds, float[] topkWeights) {
-        int pos = at;
-        for (int i = layout.rankOffsets(peer); i < layout.rankOffsets(peer + 1); i++) {
-            int t = layout.packOrder(i);
-            for (int k = 0; k < topK; k++) {
-                int expert = topkIds[t * topK + k];
-                dst.putInt(pos, placement.rankOf(expert) == peer ? placement.slotOf(expert) : -1);
-                dst.putFloat(pos + Integer.BYTES, topkWeights[t * topK + k]);
-                pos += ROUTE_BYTES;
-            }
-        }
-    }
-
-    /**
-     * From the received routes: the grouped order (received rows by local slot, each slot's in
-     * receive order; in {@code scratch}) and, per received token, its grouped positions and weights
-     * in ascending order (combine's lists). Returns the number of grouped rows.
-     */
-    private int groupedOrder(int routeRow) {
-        Arrays.fill(rowsPerSlot, 0);
-        for (int j = 0; j < numRecv; j++) {
-            for (int k = 0; k < topK; k++) {
-                int slot = routes.getInt(j * routeRow + k * ROUTE_BYTES);
-                if (slot >= rowsPerSlot.length) {
-                    throw new A2aException("received route names a slot this rank lacks: rank=" + comm.rank()
-                            + ", row=" + j + ", slot=" + slot + ", localExperts=" + rowsPerSlot.length);
-                }
-                if (slot >= 0) {
-                    rowsPerSlot[slot]++;
-                }
-            }
-        }
-        int[] slotStart = new int[rowsPerSlot.length + 1];
-        for (int slot = 0; slot < rowsPerSlot.length; slot++) {
-            slotStart[slot + 1] = slotStart[slot] + rowsPerSlot[slot];
-        }
-        int total = slotStart[rowsPerSlot.length];
-        scratch = grow(scratch, total);
-        float[] groupedWeight = new float[total];
-        int[] cursor = Arrays.copyOf(slotStart, rowsPerSlot.length);
-        for (int j = 0; j < numRecv; j++) {
-            for (int k = 0; k < topK; k++) {
-                int slot = routes.getInt(j * routeRow + k * ROUTE_BYTES);
-                if (slot >= 0) {
-                    int i = cursor[slot]++;
-                    scratch[i] = j;
-                    groupedWeight[i] = routes.getFloat(j * routeRow + k * ROUTE_BYTES + Integer.BYTES);
-                }
-            }
-        }
-        csrStart = grow(csrStart, numRecv + 1);
-        Arrays.fill(csrStart, 0, numRecv + 1, 0);
-        for (int i = 0; i < total; i++) {
-            csrStart[scratch[i] + 1]++;
-        }
-        for (int j = 0; j < numRecv; j++) {
-            csrStart[j + 1] += csrStart[j];
-        }
-        csrRow = grow(csrRow, total);
-        csrWeight = total > csrWeight.length ? new float[total] : csrWeight;
-        int[] fill = Arrays.copyOf(csrStart, numRecv);
-        for (int i = 0; i < total; i++) {
-            int at = fill[scratch[i]]++;
-            csrRow[at] = i;
-            csrWeight[at] = groupedWeight[i];
-        }
-        return total;
-    }
-
-    private int[] packOrder(int total) {
-        int[] order = new int[total];
-        for (int i = 0; i < total; i++) {
-            order[i] = layout.packOrder(i);
-        }
-        return order;
-    }
-
-    /**
-     * For each token, the rows that come back to it in combine, in rank order (as the CPU path
-     * sums them): rank {@code r}'s rows return in its pack order, starting at its offset.
-     * Fills {@code start} ({@code T + 1} entries) and returns the row indexes.
-     */
-    private int[] returnedRows(int[] start) {
-        int[] cursor = new int[worldSize];
-        for (int r = 0; r < worldSize; r++) {
-            cursor[r] = layout.rankOffsets(r);
-        }
-        int[] index = new int[layout.rankOffsets(worldSize)];
-        int n = 0;
-        for (int t = 0; t < numTokens; t++) {
-            start[t] = n;
-            for (int r = 0; r < worldSize; r++) {
-                if (layout.tokenInRank(t, r)) {
-                    index[n++] = cursor[r]++;
-                }
-            }
-        }
-        start[numTokens] = n;
-        return index;
-    }
-
-    private static int[] grow(int[] a, int n) {
-        return a.length >= n ? a : new int[n];
-    }
-
-    private static ByteBuffer grow(ByteBuffer b, long n) {
-        return b.capacity() >= n ? b : ByteBuffer.allocateDirect((int) n).order(ByteOrder.LITTLE_ENDIAN);
     }
 
     @Override
