@@ -91,6 +91,8 @@ class PrometheusIT {
                     assertThat(v).as(p99).isFinite().isPositive();
                 }
                 assertThat(value(query(api, "max(moe_a2a_cluster_healthy_ranks)").get(0))).isEqualTo(4.0);
+                // the process's own role label survives the scrape (no clash with a target label)
+                assertThat(query(api, "moe_a2a_cluster_size_ranks{role=\"embedded\", exported_role=\"\"}")).hasSize(1);
                 assertThat(value(query(api, "sum(jvm_buffer_memory_used_bytes{id=\"direct\"})").get(0))).isPositive();
 
                 assertRulesLoaded(api);
