@@ -15,6 +15,11 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
     return (unsigned short) ((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
+// 16 bytes moved as one (plain C++ alignment, so no CUDA vector-type header is needed).
+struct alignas(16) Chunk16 {
+    unsigned int v[4];
+};
+
 // dst[r] = src[index[r]] for rows of rowBytes bytes: dispatch's pack (token rows in send order)
 // and the grouping of received rows by local expert. One block per row.
 extern "C" __global__ void gather_rows(const unsigned char* __restrict__ src, const int* __restrict__ index,
@@ -26,8 +31,8 @@ extern "C" __global__ void gather_rows(const unsigned char* __restrict__ src, co
     const unsigned char* s = src + (long long) index[r] * rowBytes;
     unsigned char* d = dst + (long long) r * rowBytes;
     if ((rowBytes & 15) == 0) {
-        const uint4* s4 = (const uint4*) s;
-        uint4* d4 = (uint4*) d;
+        const Chunk16* s4 = (const Chunk16*) s;
+        Chunk16* d4 = (Chunk16*) d;
         for (int i = threadIdx.x; i < rowBytes / 16; i += blockDim.x) {
             d4[i] = s4[i];
         }

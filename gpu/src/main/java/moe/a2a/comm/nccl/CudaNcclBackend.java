@@ -103,7 +103,7 @@ final class CudaNcclBackend implements NcclBackend {
             watchdog.await(backend.initProgress(), timeoutNs, -1, ExchangePhase.BARRIER, rank, "ncclCommInitRankConfig");
             return backend;
         }
-        blockingInit(comm, size, uid, rank, timeoutNs);
+        blockingInit(comm, size, uid, rank, device, timeoutNs);
         return new CudaNcclBackend(rank, size, device, v[0], comm, stream);
     }
 
@@ -120,13 +120,16 @@ final class CudaNcclBackend implements NcclBackend {
      * its own thread so a rank that never joins is a timeout here. That thread is then left behind
      * (NCCL offers no way to cancel it), and this process should exit.
      */
-    private static void blockingInit(ncclComm comm, int size, ncclUniqueId uid, int rank, long timeoutNs) {
-        CompletableFuture<Integer> init = CompletableFuture.supplyAsync(() -> ncclCommInitRank(comm, size, uid, rank),
-                r -> {
-                    Thread t = new Thread(r, "moe-a2a-nccl-init");
-                    t.setDaemon(true);
-                    t.start();
-                });
+    private static void blockingInit(ncclComm comm, int size, ncclUniqueId uid, int rank, int device, long timeoutNs) {
+        // The current device is per thread: the init thread must select the rank's device itself.
+        CompletableFuture<Integer> init = CompletableFuture.supplyAsync(() -> {
+            CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+            return ncclCommInitRank(comm, size, uid, rank);
+        }, r -> {
+            Thread t = new Thread(r, "moe-a2a-nccl-init");
+            t.setDaemon(true);
+            t.start();
+        });
         try {
             check(init.get(timeoutNs, TimeUnit.NANOSECONDS), "ncclCommInitRank", rank);
         } catch (TimeoutException e) {
