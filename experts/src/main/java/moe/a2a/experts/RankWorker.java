@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
  * experts on what arrived, combine back, and encode the output in the step's dtype. Every rank of
  * the group must run every step, with zero tokens if it has none. Owned by the rank thread.
  */
-public final class RankWorker {
+public final class RankWorker implements RankRuntime {
     private final ModelConfig model;
     private final Placement placement;
     private final ExpertBank experts;
@@ -40,15 +40,13 @@ public final class RankWorker {
         this.router = new TokenRouter(weights, model.topK());
     }
 
-    /** Continues on a new communicator (same rank), as when the old group broke. */
+    @Override
     public void rebind(Communicator comm) {
         this.dispatcher = new Dispatcher(comm, placement, model.hidden(), model.topK());
     }
 
-    /**
-     * Runs one step for this rank's {@code numTokens} tokens ({@code [T, H]} of {@code dtype} in
-     * {@code tokens}, from index 0). The routing arrays are read, never written.
-     */
+    /** {@inheritDoc} The routing arrays are read, never written. */
+    @Override
     public RankStepResult step(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
         final int hidden = model.hidden();
         final Dispatcher dispatcher = this.dispatcher;

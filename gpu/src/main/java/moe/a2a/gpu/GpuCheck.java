@@ -146,8 +146,8 @@ public final class GpuCheck {
                 CudaMemory expertOut = CudaMemory.device();
                 CudaMemory out = CudaMemory.device();
                 GpuDispatcher gpu = new GpuDispatcher(comm, placement, HIDDEN, TOP_K, kernels);
-                GpuExperts experts = new GpuExperts(new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)), 0, 0,
-                        EXPERTS, kernels, stream)) {
+                GpuExperts experts = new GpuExperts(new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)), 0,
+                        placement, 0, kernels)) {
             CudaCheck.check(cudaMemcpy(deviceTokens.at(0), new BytePointer(tokens), (long) TOKENS * rowBytes,
                     cudaMemcpyHostToDevice), "cudaMemcpy(tokens)");
             CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, ids, weights);
@@ -170,7 +170,7 @@ public final class GpuCheck {
                     + " values differ", differing == 0);
 
             // The layer with cuBLAS experts (same dispatch) against the scalar reference.
-            experts.forward(grouped, gpu.rowsPerSlot(), expertOut);
+            experts.forward(grouped, gpu.rowsPerSlot(), expertOut, stream);
             gpu.combine(expertOut, out);
             float[] layer = downloadFloats(out, TOKENS * HIDDEN);
             float[] reference = new ReferenceMoeLayer(new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)))

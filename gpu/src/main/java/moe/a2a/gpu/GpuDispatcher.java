@@ -8,6 +8,7 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
+import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
  * One rank's dispatch and combine with token rows in device memory (bf16), over NCCL. The layout
@@ -126,6 +127,26 @@ public final class GpuDispatcher implements AutoCloseable {
     /** The received rows of the last dispatch, in receive order (before grouping). */
     public CudaMemory received() {
         return recv;
+    }
+
+    /** The stream the rows move on: the communicator's. */
+    public CUstream_st stream() {
+        return comm.stream();
+    }
+
+    /** The source-side layout of the last dispatch. */
+    public DispatchLayout layout() {
+        return layout;
+    }
+
+    /** Rows received from {@code rank} in the last dispatch. */
+    public long receivedFrom(int rank) {
+        return recvRows[rank];
+    }
+
+    /** Bytes of routing sent beside each row. */
+    public int routeRowBytes() {
+        return plan.routeRowBytes();
     }
 
     /** Tokens received by the last dispatch. */

@@ -18,6 +18,7 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import java.nio.FloatBuffer;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.WeightSource;
 import org.bytedeco.cuda.cublas.cublasContext;
@@ -30,12 +31,11 @@ import org.bytedeco.javacpp.ShortPointer;
  * One rank's SwiGLU experts on the GPU: weights in bf16 device memory, the three projections as
  * {@code cublasGemmEx} (bf16 in, fp32 accumulate and out) and the activation as a kernel. Row-major
  * {@code [n, H]} activations are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one
- * GEMM with {@code W} transposed. Owned by one thread; runs on the given stream.
+ * GEMM with {@code W} transposed. Owned by one thread; runs on the stream passed to {@link #forward}.
  */
 public final class GpuExperts implements AutoCloseable {
     private final cublasContext handle = new cublasContext();
     private final CudaKernels kernels;
-    private final CUstream_st stream;
     private final int hidden;
     private final int ffn;
     private final CudaMemory[] w1;
@@ -47,19 +47,18 @@ public final class GpuExperts implements AutoCloseable {
     private final FloatPointer one = new FloatPointer(1).put(1f);
     private final FloatPointer zero = new FloatPointer(1).put(0f);
 
-    /** Loads {@code layer}'s experts {@code first .. first+count-1} (this rank's slots, in order). */
-    public GpuExperts(WeightSource weights, int layer, int first, int count, CudaKernels kernels, CUstream_st stream) {
+    /** Loads {@code layer}'s experts of {@code rank} under {@code placement}, by local slot. */
+    public GpuExperts(WeightSource weights, int layer, Placement placement, int rank, CudaKernels kernels) {
         this.kernels = kernels;
-        this.stream = stream;
         this.hidden = weights.hidden();
         this.ffn = weights.ffn();
         check(cublasCreate_v2(handle), "cublasCreate");
-        check(cublasSetStream_v2(handle, stream), "cublasSetStream");
+        int count = placement.localExperts(rank);
         w1 = new CudaMemory[count];
         w3 = new CudaMemory[count];
         w2 = new CudaMemory[count];
         for (int s = 0; s < count; s++) {
-            ExpertWeights e = weights.expert(layer, first + s);
+            ExpertWeights e = weights.expert(layer, placement.expertAt(rank, s));
             w1[s] = upload(e.w1());
             w3[s] = upload(e.w3());
             w2[s] = upload(e.w2());
@@ -70,7 +69,8 @@ public final class GpuExperts implements AutoCloseable {
      * {@code out[i] = W2 · (silu(W1·x_i) ⊙ (W3·x_i))} for the bf16 rows of {@code rows}, grouped by
      * slot ({@code rowsPerSlot[s]} rows of slot {@code s}, in order); {@code out} is fp32 {@code [n, H]}.
      */
-    public void forward(CudaMemory rows, int[] rowsPerSlot, CudaMemory out) {
+    public void forward(CudaMemory rows, int[] rowsPerSlot, CudaMemory out, CUstream_st stream) {
+        check(cublasSetStream_v2(handle, stream), "cublasSetStream");
         long offset = 0;
         for (int s = 0; s < rowsPerSlot.length; s++) {
             int n = rowsPerSlot[s];

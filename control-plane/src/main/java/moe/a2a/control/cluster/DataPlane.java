@@ -1,6 +1,10 @@
 package moe.a2a.control.cluster;
 
 import moe.a2a.comm.Communicator;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.PrepareGroup;
@@ -19,6 +23,9 @@ public interface DataPlane extends AutoCloseable {
 
     /** Connects this rank to the group of the epoch last bound; the communicator is the caller's to close. */
     Communicator form(FormGroup form);
+
+    /** The runtime of {@code rank} on this data plane: the CPU one, or one that keeps rows on the GPU. */
+    RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank);
 
     /** Forgets an epoch that was bound but not formed. */
     void drop();

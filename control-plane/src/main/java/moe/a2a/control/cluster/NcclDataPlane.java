@@ -5,6 +5,11 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclUniqueId;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.gpu.GpuRankWorker;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.PrepareGroup;
@@ -12,7 +17,8 @@ import moe.a2a.v1.PrepareGroup;
 /**
  * Over NCCL: on bind, rank 0 makes the group's {@code ncclUniqueId} and reports it in Bound (the
  * control plane hands it to every rank in FormGroup); form joins the NCCL group with it on this
- * worker's CUDA device. Needs a usable GPU ({@link moe.a2a.gpu.GpuProbe}).
+ * worker's CUDA device, and the rank runs on the GPU ({@link GpuRankWorker}). Needs a usable GPU
+ * ({@link moe.a2a.gpu.GpuProbe}).
  */
 public final class NcclDataPlane implements DataPlane {
     private final int device;
@@ -52,6 +58,12 @@ public final class NcclDataPlane implements DataPlane {
         NcclUniqueId id = NcclUniqueId.of(form.getNcclUniqueId().toByteArray(), "form.nccl_unique_id");
         epoch = -1;
         return NcclCommunicator.create(id, rank, worldSize, device, timeoutNs);
+    }
+
+    /** bf16 steps with rows in device memory; other dtypes on the CPU path over the same NCCL group. */
+    @Override
+    public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
+        return new GpuRankWorker(model, weights, placement, rank, device);
     }
 
     @Override

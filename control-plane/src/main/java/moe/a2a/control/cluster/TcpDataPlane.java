@@ -9,6 +9,11 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.RankWorker;
+import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.PrepareGroup;
@@ -62,6 +67,11 @@ public final class TcpDataPlane implements DataPlane {
         bound = null;
         comm.connect(addresses);
         return comm;
+    }
+
+    @Override
+    public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
+        return new RankWorker(model, weights, placement, rank);
     }
 
     @Override

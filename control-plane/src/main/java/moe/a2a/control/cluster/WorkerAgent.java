@@ -30,7 +30,7 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
-import moe.a2a.experts.RankWorker;
+import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
@@ -56,7 +56,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A worker process's agent: joins the control plane, loads its rank's experts, forms the rank
- * group when told (over the data plane the control plane picked from those this worker offers), runs its share of every step, and rejoins with backoff when the control plane
+ * group when told (over the data plane the control plane picked from those this worker offers),
+ * runs its share of every step, and rejoins with backoff when the control plane
  * goes away (asking for its old rank). Control messages are handled in order on one data-plane
  * thread, which owns the communicator and the rank's buffers; heartbeats go out on a timer. Each
  * step is recorded in the worker's own meters (its tokens and its stage times).
@@ -89,7 +90,8 @@ public final class WorkerAgent implements AutoCloseable {
     private volatile boolean closed;
     private volatile int rank = -1;
     // Owned by the data-plane thread:
-    private RankWorker worker;
+    private RankRuntime worker;
+    private String loadedTransport = "";
     private StepListener metrics;
     private ModelConfig model;
     private ModelSpec loadedSpec;
@@ -234,7 +236,8 @@ public final class WorkerAgent implements AutoCloseable {
         ModelSpec spec = accepted.getModel();
         rank = accepted.getRank();
         worldSize = accepted.getWorldSize();
-        if (worker != null && loadedRank == accepted.getRank() && spec.equals(loadedSpec)) {
+        if (worker != null && loadedRank == accepted.getRank() && spec.equals(loadedSpec)
+                && transport.equals(loadedTransport)) {
             LOG.info("rejoined as rank {} of {}", rank, worldSize);
             return;
         }
@@ -243,7 +246,9 @@ public final class WorkerAgent implements AutoCloseable {
                 ? new SeededWeights(spec.getSeed(), spec.getExperts(), spec.getHidden(), spec.getFfn(), spec.getLayers())
                 : SafetensorsWeights.open(Path.of(spec.getWeightsPath()));
         model = new ModelConfig(spec.getExperts(), spec.getHidden(), spec.getFfn(), spec.getTopK(), spec.getLayers());
-        worker = new RankWorker(model, weights, Placement.contiguous(model.experts(), worldSize), rank);
+        closeRuntime();
+        worker = plane.runtime(model, weights, Placement.contiguous(model.experts(), worldSize), rank);
+        loadedTransport = transport;
         metrics = new StepMetrics(registry, model.layers(), model.experts(), worldSize, transport);
         loadedSpec = spec;
         loadedRank = rank;
@@ -376,10 +381,25 @@ public final class WorkerAgent implements AutoCloseable {
         }
     }
 
+    /** Frees what the rank's runtime holds outside the heap (device memory on a GPU). */
+    private void closeRuntime() {
+        if (worker instanceof AutoCloseable closeable) {
+            try {
+                closeable.close();
+            } catch (Exception e) {
+                LOG.warn("closing the rank runtime: {}", e.toString());
+            }
+        }
+        worker = null;
+    }
+
     @Override
     public void close() {
         closed = true;
-        dataPlane.execute(() -> dropGroup("worker shutting down"));
+        dataPlane.execute(() -> {
+            dropGroup("worker shutting down");
+            closeRuntime();
+        });
         dataPlane.shutdown();
         timer.shutdownNow();
     }

@@ -1,0 +1,194 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cudaEventCreate;
+import static org.bytedeco.cuda.global.cudart.cudaEventDestroy;
+import static org.bytedeco.cuda.global.cudart.cudaEventElapsedTime;
+import static org.bytedeco.cuda.global.cudart.cudaEventRecord;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+import static org.bytedeco.cuda.global.cudart.cudaSetDevice;
+import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.RankStepResult;
+import moe.a2a.experts.RankWorker;
+import moe.a2a.experts.RoutingInput;
+import moe.a2a.experts.TokenRouter;
+import moe.a2a.experts.WeightSource;
+import org.bytedeco.cuda.cudart.CUevent_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One rank on a GPU: bf16 steps run with their rows in device memory ({@link GpuDispatcher},
+ * {@link GpuExperts}), tokens and outputs crossing the host boundary through pinned memory, stage
+ * times from CUDA events. Steps in another dtype run on the CPU {@link RankWorker} over the same
+ * NCCL communicator (host-staged), so fp32 and fp16 answers keep their CPU precision. Routing
+ * (gate, top-k) runs on the host in both cases. Owned by the rank's thread.
+ */
+public final class GpuRankWorker implements RankRuntime, AutoCloseable {
+    private final ModelConfig model;
+    private final Placement placement;
+    private final int rank;
+    private final RankWorker cpu;
+    private final TokenRouter router;
+    private final CudaKernels kernels;
+    private final GpuExperts[] experts;
+    private final CudaMemory pinned = CudaMemory.pinnedHost();
+    private final CudaMemory tokens = CudaMemory.device();
+    private final CudaMemory expertOut = CudaMemory.device();
+    private final CudaMemory combined = CudaMemory.device();
+    private final CUevent_st[] events = new CUevent_st[4];
+    private @Nullable GpuDispatcher dispatcher;
+    private float[] out = new float[0];
+    private ByteBuffer output = ByteBuffer.allocateDirect(0);
+
+    /** Loads {@code rank}'s experts on {@code device} (bf16, every layer) and on the host (for other dtypes). */
+    public GpuRankWorker(ModelConfig model, WeightSource weights, Placement placement, int rank, int device) {
+        this.model = model;
+        this.placement = placement;
+        this.rank = rank;
+        this.cpu = new RankWorker(model, weights, placement, rank);
+        this.router = new TokenRouter(weights, model.topK());
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        this.kernels = CudaKernels.load(device);
+        this.experts = new GpuExperts[model.layers()];
+        for (int layer = 0; layer < experts.length; layer++) {
+            experts[layer] = new GpuExperts(weights, layer, placement, rank, kernels);
+        }
+        for (int i = 0; i < events.length; i++) {
+            events[i] = new CUevent_st();
+            CudaCheck.check(cudaEventCreate(events[i]), "cudaEventCreate");
+        }
+    }
+
+    @Override
+    public void rebind(Communicator comm) {
+        cpu.rebind(comm);
+        if (dispatcher != null) {
+            dispatcher.close();
+            dispatcher = null;
+        }
+        if (comm instanceof NcclCommunicator nccl) {
+            dispatcher = new GpuDispatcher(nccl, placement, model.hidden(), model.topK(), kernels);
+        }
+    }
+
+    @Override
+    public RankStepResult step(int layer, DType dtype, ByteBuffer input, int numTokens, RoutingInput routing) {
+        GpuDispatcher gpu = dispatcher;
+        if (dtype != DType.BF16 || gpu == null) {
+            return cpu.step(layer, dtype, input, numTokens, routing);
+        }
+        final int hidden = model.hidden();
+        final long inBytes = (long) numTokens * hidden * Short.BYTES;
+        CUstream_st stream = gpu.stream();
+        long t0 = System.nanoTime();
+        router.route(layer, dtype, input, numTokens, routing);
+        long t1 = System.nanoTime();
+
+        pinned.ensure(Math.max(inBytes, (long) numTokens * hidden * Float.BYTES));
+        pinned.hostView().put(0, input, 0, (int) inBytes);
+        tokens.ensure(Math.max(1, inBytes));
+        CudaCheck.check(cudaEventRecord(events[0], stream), "cudaEventRecord");
+        if (inBytes > 0) {
+            CudaCheck.check(cudaMemcpyAsync(tokens.at(0), pinned.at(0), inBytes, cudaMemcpyHostToDevice, stream),
+                    "cudaMemcpyAsync(tokens)");
+        }
+        CudaMemory grouped = gpu.dispatch(tokens, numTokens, router.ids(), router.weights());
+        CudaCheck.check(cudaEventRecord(events[1], stream), "cudaEventRecord");
+        int[] rowsPerSlot = gpu.rowsPerSlot();
+        long groupedRows = 0;
+        for (int n : rowsPerSlot) {
+            groupedRows += n;
+        }
+        expertOut.ensure(Math.max(1, groupedRows * hidden * Float.BYTES));
+        experts[layer].forward(grouped, rowsPerSlot, expertOut, stream);
+        CudaCheck.check(cudaEventRecord(events[2], stream), "cudaEventRecord");
+        gpu.combine(expertOut, combined);
+        long outBytes = (long) numTokens * hidden * Float.BYTES;
+        if (outBytes > 0) {
+            CudaCheck.check(cudaMemcpyAsync(pinned.at(0), combined.at(0), outBytes, cudaMemcpyDeviceToHost, stream),
+                    "cudaMemcpyAsync(output)");
+        }
+        CudaCheck.check(cudaEventRecord(events[3], stream), "cudaEventRecord");
+        CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        if (out.length < numTokens * hidden) {
+            out = new float[numTokens * hidden];
+        }
+        pinned.hostView().asFloatBuffer().get(0, out, 0, numTokens * hidden);
+        if (output.capacity() < inBytes) {
+            output = ByteBuffer.allocateDirect((int) inBytes).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        dtype.encode(out, 0, numTokens * hidden, output, 0);
+
+        return new RankStepResult(output, tokensPerRank(gpu.layout()), tokensPerExpert(gpu.layout()),
+                gpu.numReceived(), bytes(gpu, true), bytes(gpu, false), t1 - t0,
+                elapsedNs(events[0], events[1]), elapsedNs(events[1], events[2]), elapsedNs(events[2], events[3]));
+    }
+
+    /** Rows, routes and returned rows to ({@code sent}) or from each peer; 0 for this rank itself. */
+    private long[] bytes(GpuDispatcher gpu, boolean sent) {
+        DispatchLayout layout = gpu.layout();
+        int rowBytes = model.hidden() * Short.BYTES;
+        long[] bytes = new long[placement.worldSize()];
+        for (int r = 0; r < bytes.length; r++) {
+            if (r != rank) {
+                long out = layout.tokensPerRank(r);
+                long in = gpu.receivedFrom(r);
+                bytes[r] = sent ? out * (rowBytes + gpu.routeRowBytes()) + in * rowBytes
+                        : in * (rowBytes + gpu.routeRowBytes()) + out * rowBytes;
+            }
+        }
+        return bytes;
+    }
+
+    private long[] tokensPerRank(DispatchLayout layout) {
+        long[] perRank = new long[placement.worldSize()];
+        for (int r = 0; r < perRank.length; r++) {
+            perRank[r] = layout.tokensPerRank(r);
+        }
+        return perRank;
+    }
+
+    private long[] tokensPerExpert(DispatchLayout layout) {
+        long[] perExpert = new long[model.experts()];
+        for (int e = 0; e < perExpert.length; e++) {
+            perExpert[e] = layout.tokensPerExpert(e);
+        }
+        return perExpert;
+    }
+
+    private static long elapsedNs(CUevent_st from, CUevent_st to) {
+        float[] ms = new float[1];
+        CudaCheck.check(cudaEventElapsedTime(ms, from, to), "cudaEventElapsedTime");
+        return (long) (ms[0] * 1e6);
+    }
+
+    @Override
+    public void close() {
+        if (dispatcher != null) {
+            dispatcher.close();
+        }
+        for (GpuExperts e : experts) {
+            e.close();
+        }
+        for (CUevent_st e : events) {
+            cudaEventDestroy(e);
+        }
+        pinned.close();
+        tokens.close();
+        expertOut.close();
+        combined.close();
+        kernels.close();
+    }
+}
