@@ -2,22 +2,14 @@ package moe.a2a.control.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.grpc.ManagedChannel;
-import io.grpc.Server;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.control.grpc.ClusterGrpcService;
-import moe.a2a.experts.ModelConfig;
-import moe.a2a.v1.ClusterServiceGrpc;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Heartbeat;
 import moe.a2a.v1.Join;
-import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.WorkerMessage;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -27,34 +19,20 @@ import org.junit.jupiter.api.Timeout;
 /** Joins the control plane refuses, each with its own status. */
 @Timeout(30)
 class ClusterMembershipTest {
-    static final String FINGERPRINT = "experts=4,hidden=8,ffn=8,topK=2,layers=1,weights=seeded:1";
+    static final String FINGERPRINT = InProcessCluster.FINGERPRINT;
 
+    InProcessCluster fixture;
     RemoteCluster cluster;
-    Server server;
-    ManagedChannel channel;
 
     @BeforeEach
     void start() throws Exception {
-        ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
-        ModelSpec spec = ModelSpec.newBuilder().setExperts(4).setHidden(8).setFfn(8).setTopK(2).setLayers(1).setSeed(1).build();
-        cluster = new RemoteCluster(model, spec, FINGERPRINT, 2, "tcp", TimeUnit.SECONDS.toNanos(5), TimeUnit.SECONDS.toNanos(30),
-                new ClusterListener() {
-                    @Override
-                    public void onServing(long epoch, long formedInNanos) {}
-
-                    @Override
-                    public void onNotServing(String reason) {}
-                });
-        String name = InProcessServerBuilder.generateName();
-        server = InProcessServerBuilder.forName(name).directExecutor().addService(new ClusterGrpcService(cluster)).build().start();
-        channel = InProcessChannelBuilder.forName(name).directExecutor().build();
+        fixture = new InProcessCluster("tcp");
+        cluster = fixture.cluster;
     }
 
     @AfterEach
     void stop() {
-        channel.shutdownNow();
-        server.shutdownNow();
-        cluster.close();
+        fixture.close();
     }
 
     @Test
@@ -119,9 +97,7 @@ class ClusterMembershipTest {
     }
 
     private Session open() {
-        Session s = new Session();
-        s.requests = ClusterServiceGrpc.newStub(channel).session(s);
-        return s;
+        return fixture.open();
     }
 
     static final class Session implements StreamObserver<ControlMessage> {

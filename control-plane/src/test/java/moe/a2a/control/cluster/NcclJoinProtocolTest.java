@@ -3,21 +3,13 @@ package moe.a2a.control.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
-import io.grpc.ManagedChannel;
-import io.grpc.Server;
 import io.grpc.Status;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.ClusterMembershipTest.Session;
-import moe.a2a.control.grpc.ClusterGrpcService;
-import moe.a2a.experts.ModelConfig;
 import moe.a2a.v1.Bound;
-import moe.a2a.v1.ClusterServiceGrpc;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;
-import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.WorkerMessage;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -29,32 +21,18 @@ import org.junit.jupiter.api.Test;
  * epoch instead of reaching ncclCommInitRank.
  */
 class NcclJoinProtocolTest {
+    InProcessCluster fixture;
     RemoteCluster cluster;
-    Server server;
-    ManagedChannel channel;
 
     @BeforeEach
     void start() throws Exception {
-        ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
-        ModelSpec spec = ModelSpec.newBuilder().setExperts(4).setHidden(8).setFfn(8).setTopK(2).setLayers(1).setSeed(1).build();
-        cluster = new RemoteCluster(model, spec, ClusterMembershipTest.FINGERPRINT, 2, "nccl", TimeUnit.SECONDS.toNanos(5),
-                TimeUnit.SECONDS.toNanos(30), new ClusterListener() {
-                    @Override
-                    public void onServing(long epoch, long formedInNanos) {}
-
-                    @Override
-                    public void onNotServing(String reason) {}
-                });
-        String name = InProcessServerBuilder.generateName();
-        server = InProcessServerBuilder.forName(name).directExecutor().addService(new ClusterGrpcService(cluster)).build().start();
-        channel = InProcessChannelBuilder.forName(name).directExecutor().build();
+        fixture = new InProcessCluster("nccl");
+        cluster = fixture.cluster;
     }
 
     @AfterEach
     void stop() {
-        channel.shutdownNow();
-        server.shutdownNow();
-        cluster.close();
+        fixture.close();
     }
 
     @Test
@@ -112,8 +90,7 @@ class NcclJoinProtocolTest {
     }
 
     private Session join(String id, int rank, boolean nccl, String probe) {
-        Session s = new Session();
-        s.requests = ClusterServiceGrpc.newStub(channel).session(s);
+        Session s = fixture.open();
         Join.Builder join = Join.newBuilder().setWorkerId(id).setPreferredRank(rank).setGpuProbe(probe);
         if (nccl) {
             join.addTransports("tcp").addTransports("nccl");

@@ -1,0 +1,52 @@
+package moe.a2a.control.cluster;
+
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import java.io.IOException;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.control.cluster.ClusterMembershipTest.Session;
+import moe.a2a.control.grpc.ClusterGrpcService;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.v1.ClusterServiceGrpc;
+import moe.a2a.v1.ModelSpec;
+
+/** A two-rank {@link RemoteCluster} behind an in-process ClusterService, for membership tests. */
+final class InProcessCluster implements AutoCloseable {
+    static final String FINGERPRINT = "experts=4,hidden=8,ffn=8,topK=2,layers=1,weights=seeded:1";
+
+    final RemoteCluster cluster;
+    private final Server server;
+    private final ManagedChannel channel;
+
+    InProcessCluster(String transport) throws IOException {
+        ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
+        ModelSpec spec = ModelSpec.newBuilder().setExperts(4).setHidden(8).setFfn(8).setTopK(2).setLayers(1).setSeed(1).build();
+        cluster = new RemoteCluster(model, spec, FINGERPRINT, 2, transport, TimeUnit.SECONDS.toNanos(5),
+                TimeUnit.SECONDS.toNanos(30), new ClusterListener() {
+                    @Override
+                    public void onServing(long epoch, long formedInNanos) {}
+
+                    @Override
+                    public void onNotServing(String reason) {}
+                });
+        String name = InProcessServerBuilder.generateName();
+        server = InProcessServerBuilder.forName(name).directExecutor().addService(new ClusterGrpcService(cluster)).build().start();
+        channel = InProcessChannelBuilder.forName(name).directExecutor().build();
+    }
+
+    /** A worker's session, not yet joined. */
+    Session open() {
+        Session s = new Session();
+        s.requests = ClusterServiceGrpc.newStub(channel).session(s);
+        return s;
+    }
+
+    @Override
+    public void close() {
+        channel.shutdownNow();
+        server.shutdownNow();
+        cluster.close();
+    }
+}
