@@ -190,14 +190,21 @@ public final class GpuCheck {
         int rows = layout.rankOffsets(prefill.worldSize());
         long bytes = (long) rows * rowBytes;
         int[] pack = RoutePlan.packOrder(layout);
+        RoutePlan unpack = receivedByRankZero(prefill);
+        int grouped = unpack.numGrouped();
+        long recvBytes = (long) unpack.numReceived() * rowBytes;
         CUstream_st stream = comm.stream();
         try (CudaMemory src = CudaMemory.device().ensure((long) prefill.tokens() * rowBytes);
                 CudaMemory dst = CudaMemory.device().ensure(bytes);
                 CudaMemory back = CudaMemory.device().ensure(bytes);
                 CudaMemory sums = CudaMemory.device().ensure((long) prefill.tokens() * prefill.hidden() * Float.BYTES);
+                CudaMemory received = CudaMemory.device().ensure(Math.max(1, recvBytes));
+                CudaMemory groupedRows = CudaMemory.device().ensure(Math.max(1, (long) grouped * rowBytes));
                 IndexUpload index = new IndexUpload()) {
             CudaCheck.check(cudaMemsetAsync(src.at(0), 0, src.capacity(), stream), "cudaMemsetAsync");
-            index.reset(16L * 3 + (long) Integer.BYTES * (2L * rows + prefill.tokens() + 1));
+            CudaCheck.check(cudaMemsetAsync(received.at(0), 0, received.capacity(), stream), "cudaMemsetAsync");
+            index.reset(16L * 4 + (long) Integer.BYTES * (2L * rows + prefill.tokens() + 1 + grouped));
+            long groupAt = index.ints(unpack.groupedOrder(), grouped);
             long packAt = index.ints(pack, rows);
             int[] start = new int[prefill.tokens() + 1];
             int[] returned = RoutePlan.returnedRows(layout, start);
@@ -211,6 +218,14 @@ public final class GpuCheck {
             double packMs = medianMs(stream, () -> kernels.gatherRows(src.at(0), index.at(packAt), dst.at(0), rowBytes,
                     rows, stream));
             row("pack kernel, prefill rank 0 (" + rows + " rows)", timing(packMs, bytes, copy), true);
+            double unpackMs = medianMs(stream, () -> kernels.gatherRows(received.at(0), index.at(groupAt),
+                    groupedRows.at(0), rowBytes, grouped, stream));
+            long groupedBytes = (long) grouped * rowBytes;
+            double copyGrouped = medianMs(stream, () -> CudaCheck.check(cudaMemcpyAsync(groupedRows.at(0),
+                    received.at(0), Math.min(groupedBytes, recvBytes), cudaMemcpyDeviceToDevice, stream),
+                    "cudaMemcpyAsync(D2D)"));
+            row("unpack kernel (group by expert), prefill rank 0 (" + grouped + " rows)",
+                    timing(unpackMs, groupedBytes, copyGrouped), true);
             double sumMs = medianMs(stream, () -> kernels.accumulateBf16(dst.at(0), index.at(startAt),
                     index.at(returnedAt), sums.at(0), prefill.hidden(), prefill.tokens(), stream));
             row("combine sum at source, prefill rank 0", timing(sumMs, bytes, copy), true);
@@ -220,6 +235,30 @@ public final class GpuCheck {
                     back, counts));
             row("NCCL send/recv to self, prefill rank 0 bytes", timing(ncclMs, bytes, copy), true);
         }
+    }
+
+    /** Rank 0's grouping in the prefill workload: the routes every source sends it, planned. */
+    private static RoutePlan receivedByRankZero(BenchWorkload w) {
+        Placement placement = Placement.contiguous(w.experts(), w.worldSize());
+        RoutePlan plan = new RoutePlan(placement, 0, w.topK());
+        int[][] rows = BenchRouting.rows(w);
+        int numRecv = 0;
+        for (int src = 0; src < w.worldSize(); src++) {
+            numRecv += rows[src][0];
+        }
+        ByteBuffer routes = ByteBuffer.allocate(numRecv * plan.routeRowBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        int at = 0;
+        for (int src = 0; src < w.worldSize(); src++) {
+            int[] ids = BenchRouting.topkIds(w, src);
+            float[] weights = new float[ids.length];
+            Arrays.fill(weights, 1f / w.topK());
+            DispatchLayout layout = new DispatchLayout(placement);
+            layout.compute(ids, w.tokens(), w.topK());
+            plan.writeRoutes(layout, 0, routes, at, ids, weights);
+            at += rows[src][0] * plan.routeRowBytes();
+        }
+        plan.group(routes, numRecv);
+        return plan;
     }
 
     /** Median milliseconds of {@code op} on {@code stream}, timed with CUDA events. */
