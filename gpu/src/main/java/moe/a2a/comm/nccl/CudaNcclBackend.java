@@ -10,13 +10,11 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamDestroy;
 import static org.bytedeco.cuda.global.cudart.cudaStreamNonBlocking;
 import static org.bytedeco.cuda.global.cudart.cudaStreamQuery;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
-import static org.bytedeco.cuda.global.cudart.cudaSuccess;
 import static org.bytedeco.cuda.global.nccl.NCCL_VERSION_CODE;
 import static org.bytedeco.cuda.global.nccl.ncclCommAbort;
 import static org.bytedeco.cuda.global.nccl.ncclCommDestroy;
 import static org.bytedeco.cuda.global.nccl.ncclCommFinalize;
 import static org.bytedeco.cuda.global.nccl.ncclCommGetAsyncError;
-import static org.bytedeco.cuda.global.nccl.ncclCommInitRank;
 import static org.bytedeco.cuda.global.nccl.ncclCommInitRankConfig;
 import static org.bytedeco.cuda.global.nccl.ncclGetLastError;
 import static org.bytedeco.cuda.global.nccl.ncclGetUniqueId;
@@ -31,18 +29,12 @@ import static org.bytedeco.cuda.global.nccl.ncclSystemError;
 import static org.bytedeco.cuda.global.nccl.ncclUint8;
 
 import java.nio.ByteBuffer;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
-import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.gpu.CudaCheck;
 import moe.a2a.gpu.CudaMemory;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.nccl.ncclComm;
-import org.bytedeco.cuda.nccl.ncclConfig_t;
 import org.bytedeco.cuda.nccl.ncclUniqueId;
 import org.bytedeco.javacpp.BytePointer;
 
@@ -57,9 +49,6 @@ import org.bytedeco.javacpp.BytePointer;
  * from another thread without racing a poll on a freed communicator.
  */
 final class CudaNcclBackend implements NcclBackend {
-    /** {@code NCCL_CONFIG_UNDEF_INT}: "use NCCL's default" for every int field of ncclConfig_t. */
-    private static final int UNDEF_INT = Integer.MIN_VALUE;
-    private static final int CONFIG_MAGIC = 0xcafebeef;
     private static final int LAST_ERROR_SINCE = 21300;
 
     private final int rank;
@@ -97,13 +86,14 @@ final class CudaNcclBackend implements NcclBackend {
         uid.internal().put(id.toByteArray());
         ncclComm comm = new ncclComm();
         if (v[0] >= NCCL_VERSION_CODE) {
-            check(ncclCommInitRankConfig(comm, size, uid, rank, nonBlockingConfig()), "ncclCommInitRankConfig", rank);
+            check(ncclCommInitRankConfig(comm, size, uid, rank, NcclInit.nonBlockingConfig()), "ncclCommInitRankConfig",
+                    rank);
             CudaNcclBackend backend = new CudaNcclBackend(rank, size, device, v[0], comm, stream);
             // The non-blocking init runs in the background until the async error leaves ncclInProgress.
             watchdog.await(backend.initProgress(), timeoutNs, -1, ExchangePhase.BARRIER, rank, "ncclCommInitRankConfig");
             return backend;
         }
-        blockingInit(comm, size, uid, rank, device, timeoutNs);
+        NcclInit.blocking(comm, size, uid, rank, device, timeoutNs);
         return new CudaNcclBackend(rank, size, device, v[0], comm, stream);
     }
 
@@ -113,47 +103,6 @@ final class CudaNcclBackend implements NcclBackend {
         byte[] bytes = new byte[NcclUniqueId.BYTES];
         uid.internal().get(bytes);
         return NcclUniqueId.of(bytes, "ncclGetUniqueId");
-    }
-
-    /**
-     * Before the non-blocking config's layout is known to the loaded NCCL, init blocks; it runs on
-     * its own thread so a rank that never joins is a timeout here. That thread is then left behind
-     * (NCCL offers no way to cancel it), and this process should exit.
-     */
-    private static void blockingInit(ncclComm comm, int size, ncclUniqueId uid, int rank, int device, long timeoutNs) {
-        // The current device is per thread: the init thread must select the rank's device itself.
-        CompletableFuture<Integer> init = CompletableFuture.supplyAsync(() -> {
-            CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
-            return ncclCommInitRank(comm, size, uid, rank);
-        }, r -> {
-            Thread t = new Thread(r, "moe-a2a-nccl-init");
-            t.setDaemon(true);
-            t.start();
-        });
-        try {
-            check(init.get(timeoutNs, TimeUnit.NANOSECONDS), "ncclCommInitRank", rank);
-        } catch (TimeoutException e) {
-            throw new ExchangeTimeoutException(-1, ExchangePhase.BARRIER, rank, ExchangeTimeoutException.UNKNOWN_PEER,
-                    timeoutNs);
-        } catch (ExecutionException e) {
-            throw new A2aException("ncclCommInitRank failed on rank " + rank + ": " + e.getCause(), e.getCause());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new A2aException("interrupted in ncclCommInitRank on rank " + rank, e);
-        }
-    }
-
-    /** ncclConfig_t has no initializer macro in Java: every int field undefined, then non-blocking. */
-    private static ncclConfig_t nonBlockingConfig() {
-        ncclConfig_t config = new ncclConfig_t();
-        config.size(config.sizeof()).magic(CONFIG_MAGIC).version(NCCL_VERSION_CODE)
-                .blocking(0)
-                .cgaClusterSize(UNDEF_INT).minCTAs(UNDEF_INT).maxCTAs(UNDEF_INT)
-                .netName((BytePointer) null).splitShare(UNDEF_INT).trafficClass(UNDEF_INT)
-                .commName((BytePointer) null).collnetEnable(UNDEF_INT).CTAPolicy(UNDEF_INT)
-                .shrinkShare(UNDEF_INT).nvlsCTAs(UNDEF_INT).nChannelsPerNetPeer(UNDEF_INT)
-                .nvlinkCentricSched(UNDEF_INT).graphUsageMode(UNDEF_INT).numRmaCtx(UNDEF_INT);
-        return config;
     }
 
     private NcclWatchdog.Progress initProgress() {

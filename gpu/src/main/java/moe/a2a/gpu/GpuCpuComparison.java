@@ -1,0 +1,160 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchResult;
+import moe.a2a.dispatch.Dispatcher;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.SeededWeights;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.javacpp.BytePointer;
+
+/**
+ * {@link GpuCheck}'s comparisons: dispatch and combine on the GPU against the CPU {@link
+ * Dispatcher} on the same inputs (bit-exact expected), and the layer with cuBLAS experts against
+ * the scalar reference (bf16 tolerance).
+ */
+final class GpuCpuComparison {
+    private static final int TOKENS = 256;
+    private static final int HIDDEN = 512;
+    private static final int FFN = 1024;
+    private static final int EXPERTS = 8;
+    private static final int TOP_K = 2;
+
+    private GpuCpuComparison() {}
+
+    /** World size 1 on both paths, the same seeded tokens and routing. */
+    static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
+        SplittableRandom random = new SplittableRandom(42);
+        int rowBytes = HIDDEN * Short.BYTES;
+        ByteBuffer tokens = ByteBuffer.allocateDirect(TOKENS * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+        float[] x = new float[TOKENS * HIDDEN];
+        for (int i = 0; i < x.length; i++) {
+            short b = DType.floatToBf16((float) random.nextDouble(-1, 1));
+            tokens.putShort(i * Short.BYTES, b);
+            x[i] = DType.bf16ToFloat(b);
+        }
+        int[] ids = new int[TOKENS * TOP_K];
+        float[] weights = new float[TOKENS * TOP_K];
+        for (int t = 0; t < TOKENS; t++) {
+            int first = random.nextInt(EXPERTS);
+            int second = (first + 1 + random.nextInt(EXPERTS - 1)) % EXPERTS;
+            ids[t * TOP_K] = first;
+            ids[t * TOP_K + 1] = second;
+            float w = (float) random.nextDouble(0.2, 0.8);
+            weights[t * TOP_K] = w;
+            weights[t * TOP_K + 1] = 1 - w;
+        }
+        Placement placement = Placement.contiguous(EXPERTS, 1);
+
+        // CPU path: in-process group of one, identity experts.
+        Dispatcher cpu = new Dispatcher(new LocalGroup(1).communicator(0), placement, HIDDEN, TOP_K);
+        DispatchResult cpuResult = cpu.dispatch(tokens, TOKENS, DType.BF16, ids, weights);
+        int numRecv = cpuResult.numRecvTokens();
+        ByteBuffer cpuRecv = ByteBuffer.allocateDirect(numRecv * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+        for (int j = 0; j < numRecv; j++) {
+            cpuResult.copyRecvToken(j, cpuRecv, j * rowBytes);
+        }
+        FloatBuffer identity = ByteBuffer.allocateDirect(cpuResult.numExpertRows() * HIDDEN * Float.BYTES)
+                .order(ByteOrder.nativeOrder()).asFloatBuffer();
+        int at = 0;
+        for (int slot = 0; slot < cpuResult.handle().localExperts(); slot++) {
+            cpuResult.gather(slot, identity, at * HIDDEN);
+            at += cpuResult.handle().recvTokensPerLocalExpert(slot);
+        }
+        float[] cpuOut = new float[TOKENS * HIDDEN];
+        cpu.combine(identity, cpuResult.handle(), cpuOut);
+
+        // GPU path on the same inputs.
+        CUstream_st stream = comm.stream();
+        try (CudaMemory deviceTokens = CudaMemory.device().ensure((long) TOKENS * rowBytes);
+                CudaMemory expertOut = CudaMemory.device();
+                CudaMemory out = CudaMemory.device();
+                GpuDispatcher gpu = new GpuDispatcher(comm, placement, HIDDEN, TOP_K, kernels);
+                GpuExperts experts = new GpuExperts(new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)), 0,
+                        placement, 0, kernels)) {
+            CudaCheck.check(cudaMemcpy(deviceTokens.at(0), new BytePointer(tokens), (long) TOKENS * rowBytes,
+                    cudaMemcpyHostToDevice), "cudaMemcpy(tokens)");
+            CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, ids, weights);
+            sync(stream);
+            ByteBuffer gpuRecv = download(gpu.received(), (long) gpu.numReceived() * rowBytes);
+            boolean exchangeExact = gpu.numReceived() == numRecv && gpuRecv.equals(cpuRecv);
+            table.row("dispatch rows vs CPU (world size 1)", (exchangeExact ? "bit-exact" : "DIFFERENT") + ", " + numRecv
+                    + " rows of " + rowBytes + " B", exchangeExact);
+
+            int groupedRows = Arrays.stream(gpu.rowsPerSlot()).sum();
+            expertOut.ensure((long) groupedRows * HIDDEN * Float.BYTES);
+            kernels.bf16ToFp32(grouped.at(0), expertOut.at(0), (long) groupedRows * HIDDEN, stream);
+            gpu.combine(expertOut, out);
+            float[] gpuOut = downloadFloats(out, TOKENS * HIDDEN);
+            int differing = 0;
+            for (int i = 0; i < gpuOut.length; i++) {
+                differing += Float.floatToRawIntBits(gpuOut[i]) == Float.floatToRawIntBits(cpuOut[i]) ? 0 : 1;
+            }
+            table.row("combine, identity experts, vs CPU", differing == 0 ? "bit-exact" : differing + " of " + gpuOut.length
+                    + " values differ", differing == 0);
+
+            // The layer with cuBLAS experts (same dispatch) against the scalar reference.
+            experts.forward(grouped, gpu.rowsPerSlot(), expertOut, stream);
+            gpu.combine(expertOut, out);
+            float[] layer = downloadFloats(out, TOKENS * HIDDEN);
+            float[] reference = new ReferenceMoeLayer(new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)))
+                    .forward(0, x, TOKENS, TOP_K, ids, weights);
+            double worst = worstOfTolerance(layer, reference);
+            table.row("layer, cuBLAS bf16 experts, vs reference", String.format(Locale.ROOT,
+                    "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)", worst), worst <= 1);
+        }
+    }
+
+    private static double worstOfTolerance(float[] actual, float[] expected) {
+        double worst = 0;
+        for (int t = 0; t < TOKENS; t++) {
+            double rowMax = 0;
+            for (int c = 0; c < HIDDEN; c++) {
+                rowMax = Math.max(rowMax, Math.abs(expected[t * HIDDEN + c]));
+            }
+            double tolerance = 0x1p-6 * rowMax + 1e-7;
+            for (int c = 0; c < HIDDEN; c++) {
+                worst = Math.max(worst, Math.abs(actual[t * HIDDEN + c] - expected[t * HIDDEN + c]) / tolerance);
+            }
+        }
+        return worst;
+    }
+
+    private static ByteBuffer download(CudaMemory memory, long bytes) {
+        ByteBuffer host = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
+        if (bytes > 0) {
+            CudaCheck.check(cudaMemcpy(new BytePointer(host), memory.at(0), bytes, cudaMemcpyDeviceToHost),
+                    "cudaMemcpy(device to host)");
+        }
+        return host;
+    }
+
+    private static float[] downloadFloats(CudaMemory memory, int n) {
+        ByteBuffer host = download(memory, (long) n * Float.BYTES);
+        float[] out = new float[n];
+        host.asFloatBuffer().get(out);
+        return out;
+    }
+
+    /**
+     * Waits for {@code stream}: it is non-blocking, so the synchronous copies (on the default
+     * stream) do not wait for it by themselves.
+     */
+    private static void sync(CUstream_st stream) {
+        CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
+}
