@@ -98,7 +98,7 @@ final class WorkerCommand implements Callable<Integer> {
                 planes.add(new TcpDataPlane(tcp, dataHost, dataPort));
             }
             if (offered.contains("nccl")) {
-                planes.add(new NcclDataPlane(device));
+                planes.add(NcclDataPlane.onDevice(device));
             }
             ManagedChannel channel = NettyChannelBuilder.forTarget(controlPlane).usePlaintext()
                     .maxInboundMessageSize(Integer.MAX_VALUE).build();

@@ -16,19 +16,52 @@ import moe.a2a.v1.PrepareGroup;
 
 /**
  * Over NCCL: on bind, rank 0 makes the group's {@code ncclUniqueId} and reports it in Bound (the
- * control plane hands it to every rank in FormGroup); form joins the NCCL group with it on this
- * worker's CUDA device, and the rank runs on the GPU ({@link GpuRankWorker}). Needs a usable GPU
- * ({@link moe.a2a.gpu.GpuProbe}).
+ * control plane hands it to every rank in FormGroup); form joins the NCCL group with it. Where the
+ * NCCL pieces come from is a {@link NcclProvider}: {@link #onDevice} for a real GPU (the rank then
+ * runs on it, {@link GpuRankWorker}), a simulation in tests.
  */
 public final class NcclDataPlane implements DataPlane {
-    private final int device;
+    /** Where an NCCL rank's pieces come from. */
+    public interface NcclProvider {
+        /** A fresh unique id for a new group (called on rank 0). */
+        NcclUniqueId newUniqueId();
+
+        /** Joins the group {@code id} as {@code rank} of {@code worldSize}, waiting at most {@code timeoutNs}. */
+        Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs);
+
+        /** The runtime of {@code rank}. */
+        RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank);
+    }
+
+    private final NcclProvider nccl;
     private int rank = -1;
     private int worldSize;
     private long timeoutNs;
     private long epoch = -1;
 
-    public NcclDataPlane(int device) {
-        this.device = device;
+    public NcclDataPlane(NcclProvider nccl) {
+        this.nccl = nccl;
+    }
+
+    /** NCCL and the rank's runtime on CUDA device {@code device}. Needs a usable GPU ({@link moe.a2a.gpu.GpuProbe}). */
+    public static NcclDataPlane onDevice(int device) {
+        return new NcclDataPlane(new NcclProvider() {
+            @Override
+            public NcclUniqueId newUniqueId() {
+                return NcclCommunicator.newUniqueId();
+            }
+
+            @Override
+            public Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
+                return NcclCommunicator.create(id, rank, worldSize, device, timeoutNs);
+            }
+
+            /** bf16 steps with rows in device memory; other dtypes on the CPU path over the same NCCL group. */
+            @Override
+            public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
+                return new GpuRankWorker(model, weights, placement, rank, device);
+            }
+        });
     }
 
     @Override
@@ -44,7 +77,7 @@ public final class NcclDataPlane implements DataPlane {
         this.epoch = prepare.getEpoch();
         Bound.Builder bound = Bound.newBuilder().setEpoch(prepare.getEpoch());
         if (rank == 0) {
-            bound.setNcclUniqueId(ByteString.copyFrom(NcclCommunicator.newUniqueId().toByteArray()));
+            bound.setNcclUniqueId(ByteString.copyFrom(nccl.newUniqueId().toByteArray()));
         }
         return bound.build();
     }
@@ -57,13 +90,12 @@ public final class NcclDataPlane implements DataPlane {
         }
         NcclUniqueId id = NcclUniqueId.of(form.getNcclUniqueId().toByteArray(), "form.nccl_unique_id");
         epoch = -1;
-        return NcclCommunicator.create(id, rank, worldSize, device, timeoutNs);
+        return nccl.join(id, rank, worldSize, timeoutNs);
     }
 
-    /** bf16 steps with rows in device memory; other dtypes on the CPU path over the same NCCL group. */
     @Override
     public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
-        return new GpuRankWorker(model, weights, placement, rank, device);
+        return nccl.runtime(model, weights, placement, rank);
     }
 
     @Override

@@ -18,16 +18,21 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  * memory), mismatched counts show up as an asynchronous error. An abort is local to its rank, as
  * {@code ncclCommAbort} is.
  */
-final class FakeNcclGroup {
+public final class FakeNcclGroup {
     private final int size;
     private final ConcurrentHashMap<String, byte[]> mailboxes = new ConcurrentHashMap<>();
 
-    FakeNcclGroup(int size) {
+    public FakeNcclGroup(int size) {
         this.size = size;
     }
 
     NcclBackend backend(int rank) {
         return new Rank(rank);
+    }
+
+    /** {@code rank}'s {@link NcclCommunicator} in this simulated group (host buffers only). */
+    public NcclCommunicator communicator(int rank, long timeoutNs) {
+        return new NcclCommunicator(backend(rank), NcclWatchdog.system(), timeoutNs);
     }
 
     private final class Rank implements NcclBackend {

@@ -24,7 +24,7 @@ class NcclCommunicatorTest extends AbstractCommunicatorTest {
         FakeNcclGroup group = new FakeNcclGroup(size);
         Communicator[] comms = new Communicator[size];
         for (int r = 0; r < size; r++) {
-            comms[r] = new NcclCommunicator(group.backend(r), NcclWatchdog.system(), timeoutNs);
+            comms[r] = group.communicator(r, timeoutNs);
         }
         return comms;
     }

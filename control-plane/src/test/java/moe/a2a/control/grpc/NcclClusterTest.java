@@ -1,0 +1,179 @@
+package moe.a2a.control.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.grpc.ManagedChannel;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.nccl.FakeNcclGroup;
+import moe.a2a.comm.nccl.NcclUniqueId;
+import moe.a2a.control.cluster.ClusterListener;
+import moe.a2a.control.cluster.NcclDataPlane;
+import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.cluster.WorkerAgent;
+import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.LayerCheck;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.RankWorker;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.v1.DescribeModelRequest;
+import moe.a2a.v1.ForwardRequest;
+import moe.a2a.v1.ForwardResponse;
+import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.MoeServiceGrpc;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The NCCL control path end to end without a GPU: a control plane asking for nccl, worker agents
+ * offering it through {@link NcclDataPlane} with a simulated NCCL ({@link FakeNcclGroup}) and the
+ * CPU runtime. Rank 0's unique id must travel through the join protocol to every worker (the
+ * simulated groups are keyed by it), the communicators must be NCCL's, and answers must match the
+ * reference.
+ */
+@Timeout(120)
+class NcclClusterTest {
+    static final int E = 8;
+    static final int H = 32;
+    static final int I = 48;
+    static final int K = 2;
+    static final int WORLD = 2;
+
+    final SeededWeights weights = new SeededWeights(11, E, H, I, 1);
+    final ModelConfig model = new ModelConfig(E, H, I, K, 1);
+    /** The simulated NCCL groups by unique id: a worker with another id would land in a group of its own. */
+    final Map<NcclUniqueId, FakeNcclGroup> groups = new ConcurrentHashMap<>();
+    final List<String> joinedTransports = new ArrayList<>();
+    final List<NcclUniqueId> madeIds = new ArrayList<>();
+
+    @Test
+    void shouldServeReferenceAnswersWhenWorkersExchangeOverNccl() throws Exception {
+        ModelSpec spec = ModelSpec.newBuilder().setExperts(E).setHidden(H).setFfn(I).setTopK(K).setLayers(1).setSeed(11)
+                .build();
+        RemoteCluster cluster = new RemoteCluster(model, spec, "test", WORLD, "nccl", TimeUnit.SECONDS.toNanos(10),
+                TimeUnit.SECONDS.toNanos(30), new ClusterListener() {
+                    @Override
+                    public void onServing(long epoch, long formedInNanos) {}
+
+                    @Override
+                    public void onNotServing(String reason) {}
+                });
+        String name = InProcessServerBuilder.generateName();
+        List<WorkerAgent> agents = new ArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        try (MoeServer server = MoeServer.start(InProcessServerBuilder.forName(name), cluster, weights,
+                new MoeServer.Settings(8192, 64, 1 << 20, 2), new SimpleMeterRegistry(), true,
+                new ClusterGrpcService(cluster))) {
+            assertThat(server.group().transport()).isEqualTo("nccl");
+            ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
+            for (int r = 0; r < WORLD; r++) {
+                WorkerAgent agent = new WorkerAgent(channel, new WorkerAgent.Settings("worker-" + r, r, "",
+                        Duration.ofSeconds(10), Duration.ofMillis(200), "simulated NCCL"),
+                        List.of(new NcclDataPlane(new SimulatedNccl())), new SimpleMeterRegistry());
+                agents.add(agent);
+                Thread t = new Thread(() -> {
+                    try {
+                        agent.run();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }, "agent-" + r);
+                t.start();
+                threads.add(t);
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (cluster.healthy() < WORLD && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(cluster.healthy()).as("ranks formed over the simulated NCCL").isEqualTo(WORLD);
+            synchronized (madeIds) {
+                assertThat(madeIds).as("rank 0 made one id").hasSize(1);
+                assertThat(groups.keySet()).as("every rank joined the group of rank 0's id").containsExactly(madeIds.get(0));
+            }
+            synchronized (joinedTransports) {
+                assertThat(joinedTransports).hasSize(WORLD).allMatch("nccl"::equals);
+            }
+
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            assertThat(stub.describeModel(DescribeModelRequest.getDefaultInstance()).getTransport()).isEqualTo("nccl");
+            ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+            for (DType dtype : new DType[] {DType.BF16, DType.FP32}) {
+                for (int round = 0; round < 3; round++) {
+                    SplittableRandom random = new SplittableRandom(500 + round * 7L + dtype.ordinal());
+                    ForwardRequest request = MoeGrpcServiceTest.request(random, 0, 5 + 6 * round, dtype, Routing.TOPK);
+                    ForwardResponse response = stub.forward(request);
+                    assertMatchesReference(dtype + " round " + round, reference, request, response);
+                }
+            }
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        } finally {
+            for (WorkerAgent agent : agents) {
+                agent.close();
+            }
+            for (Thread t : threads) {
+                t.join(10_000);
+            }
+        }
+    }
+
+    private static void assertMatchesReference(String where, ReferenceMoeLayer reference, ForwardRequest request,
+            ForwardResponse response) {
+        DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
+        float[] x = TensorCodec.floats(request.getHiddenStates());
+        int tokens = x.length / H;
+        int[] ids = new int[tokens * K];
+        float[] w = new float[tokens * K];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = request.getTopk().getExpertIds(i);
+            w[i] = request.getTopk().getWeights(i);
+        }
+        float[] expected = reference.forward(0, x, tokens, K, ids, w);
+        for (int i = 0; i < expected.length; i++) {
+            expected[i] = dtype.round(expected[i]);
+        }
+        LayerCheck.assertClose(where, dtype, TensorCodec.floats(response.getHiddenStates()), expected, H);
+    }
+
+    /** NCCL simulated in this JVM, groups keyed by unique id; the ranks run on the CPU. */
+    private final class SimulatedNccl implements NcclDataPlane.NcclProvider {
+        @Override
+        public NcclUniqueId newUniqueId() {
+            byte[] id = new byte[NcclUniqueId.BYTES];
+            new SplittableRandom(System.nanoTime()).nextBytes(id);
+            NcclUniqueId made = NcclUniqueId.of(id, "simulated");
+            synchronized (madeIds) {
+                madeIds.add(made);
+            }
+            return made;
+        }
+
+        @Override
+        public Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
+            synchronized (joinedTransports) {
+                Communicator comm = groups.computeIfAbsent(id, k -> new FakeNcclGroup(worldSize)).communicator(rank,
+                        timeoutNs);
+                joinedTransports.add(comm.transport());
+                return comm;
+            }
+        }
+
+        @Override
+        public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
+            return new RankWorker(model, weights, placement, rank);
+        }
+    }
+}
