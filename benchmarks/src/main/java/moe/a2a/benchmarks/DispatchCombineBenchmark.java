@@ -28,8 +28,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * canonical workload's tokens and routing: layout, pack, the counts and rows "exchange" (a copy to
  * itself), grouping by expert, the rows sent back unchanged, and the fp32 sum at the source. It
  * measures the dispatcher's own work per step with no waiting on peers; run with {@code -prof gc}
- * for the bytes allocated per step (the buffers are reused, so it should be near zero). It does
- * not measure the transport between ranks (see {@code moe-a2a bench}).
+ * for the bytes allocated per step (the buffers are reused, so it should be near zero). It does not
+ * measure the transport between ranks (see {@code moe-a2a bench}).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -61,8 +61,12 @@ public class DispatchCombineBenchmark {
                 DType.BF16.put(tokens, (t * w.hidden() + c) * 2, BenchRouting.payload(0, t, c));
             }
         }
-        dispatcher = new Dispatcher(new LocalGroup(1).communicator(0), Placement.contiguous(w.experts(), 1),
-                w.hidden(), w.topK());
+        dispatcher =
+                new Dispatcher(
+                        new LocalGroup(1).communicator(0),
+                        Placement.contiguous(w.experts(), 1),
+                        w.hidden(),
+                        w.topK());
         out = new float[numTokens * w.hidden()];
     }
 

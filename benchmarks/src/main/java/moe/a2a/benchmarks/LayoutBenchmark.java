@@ -19,8 +19,8 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * {@link DispatchLayout#compute} on a canonical workload's routing of rank 0: per-rank counts with
- * dedup, per-expert counts and the pack order. The number is the time for one rank's whole
- * layout ({@code T} tokens × {@code K}); it does not include packing or any exchange.
+ * dedup, per-expert counts and the pack order. The number is the time for one rank's whole layout
+ * ({@code T} tokens × {@code K}); it does not include packing or any exchange.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

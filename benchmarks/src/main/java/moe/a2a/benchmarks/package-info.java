@@ -1,4 +1,7 @@
-/** JMH microbenchmarks of the data plane's hot path: layout, dispatch and combine on one rank, bf16 reduction. */
+/**
+ * JMH microbenchmarks of the data plane's hot path: layout, dispatch and combine on one rank, bf16
+ * reduction.
+ */
 @NullMarked
 package moe.a2a.benchmarks;
 

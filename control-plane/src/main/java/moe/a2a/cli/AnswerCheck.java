@@ -9,11 +9,11 @@ import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
 
 /**
- * Checks a served answer against {@link ReferenceMoeLayer} on the same inputs. The tolerance is
- * per row, relative to the row's largest magnitude: 1e-5 for fp32 (summation order), and for
- * bf16/fp16 two units in the last place of that magnitude (the final rounding may land on the
- * neighbouring value, and each rank's partial sum is rounded once before it travels back). Not
- * thread-safe (the reference caches weights).
+ * Checks a served answer against {@link ReferenceMoeLayer} on the same inputs. The tolerance is per
+ * row, relative to the row's largest magnitude: 1e-5 for fp32 (summation order), and for bf16/fp16
+ * two units in the last place of that magnitude (the final rounding may land on the neighbouring
+ * value, and each rank's partial sum is rounded once before it travels back). Not thread-safe (the
+ * reference caches weights).
  */
 final class AnswerCheck {
     private final ReferenceMoeLayer reference;
@@ -41,8 +41,10 @@ final class AnswerCheck {
                 weights[i] = request.getTopk().getWeights(i);
             }
         } else {
-            float[] logits = request.hasRouterLogits() ? TensorCodec.floats(request.getRouterLogits())
-                    : reference.gateLogits(request.getLayer(), x, numTokens);
+            float[] logits =
+                    request.hasRouterLogits()
+                            ? TensorCodec.floats(request.getRouterLogits())
+                            : reference.gateLogits(request.getLayer(), x, numTokens);
             Gate.softmaxTopK(logits, numTokens, experts, topK, ids, weights);
         }
         float[] expected = reference.forward(request.getLayer(), x, numTokens, topK, ids, weights);
@@ -50,8 +52,15 @@ final class AnswerCheck {
         if (response.getHiddenStates().getData().size() != expected.length * dtype.sizeBytes()) {
             return Double.POSITIVE_INFINITY;
         }
-        dtype.decode(response.getHiddenStates().getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
-                0, actual, 0, actual.length);
+        dtype.decode(
+                response.getHiddenStates()
+                        .getData()
+                        .asReadOnlyByteBuffer()
+                        .order(ByteOrder.LITTLE_ENDIAN),
+                0,
+                actual,
+                0,
+                actual.length);
         double relative = dtype == DType.FP32 ? 1e-5 : dtype == DType.BF16 ? 0x1p-6 : 0x1p-9;
         double worst = 0;
         for (int t = 0; t < numTokens; t++) {
@@ -63,7 +72,10 @@ final class AnswerCheck {
             for (int c = 0; c < hidden; c++) {
                 int i = t * hidden + c;
                 double err = Math.abs((double) actual[i] - dtype.round(expected[i]));
-                worst = Math.max(worst, Double.isNaN(err) ? Double.POSITIVE_INFINITY : err / tolerance);
+                worst =
+                        Math.max(
+                                worst,
+                                Double.isNaN(err) ? Double.POSITIVE_INFINITY : err / tolerance);
             }
         }
         return worst;

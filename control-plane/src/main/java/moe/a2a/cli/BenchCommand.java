@@ -12,9 +12,9 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchRouting;
+import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.MachineLimits;
-import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.control.cluster.BenchRun;
@@ -22,68 +22,124 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code moe-a2a bench}: the canonical workloads' exchanges on a transport, next to this
- * machine's memcpy bound (and, for tcp, a plain loopback socket pair) measured in the same run.
- * With {@code tcp} every rank is its own process.
+ * {@code moe-a2a bench}: the canonical workloads' exchanges on a transport, next to this machine's
+ * memcpy bound (and, for tcp, a plain loopback socket pair) measured in the same run. With {@code
+ * tcp} every rank is its own process.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Time the canonical workloads' dispatch and combine on a transport, next to this machine's limits.")
+@Command(
+        name = "bench",
+        mixinStandardHelpOptions = true,
+        description =
+                "Time the canonical workloads' dispatch and combine on a transport, next to this machine's limits.")
 final class BenchCommand implements Callable<Integer> {
-    enum Transport { LOCAL, TCP }
+    enum Transport {
+        LOCAL,
+        TCP
+    }
 
     private static final int BAR_WIDTH = 30;
 
-    @Option(names = "--workload", defaultValue = "prefill",
-            description = "decode, prefill, prefill-skew, prefill-skew-perm, prefill-n2, prefill-n8 or all (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--workload",
+            defaultValue = "prefill",
+            description =
+                    "decode, prefill, prefill-skew, prefill-skew-perm, prefill-n2, prefill-n8 or all (default: ${DEFAULT-VALUE}).")
     String workload;
 
-    @Option(names = "--transport", defaultValue = "LOCAL", split = ",",
-            description = "${COMPLETION-CANDIDATES}, or several separated by commas (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--transport",
+            defaultValue = "LOCAL",
+            split = ",",
+            description =
+                    "${COMPLETION-CANDIDATES}, or several separated by commas (default: ${DEFAULT-VALUE}).")
     List<Transport> transports;
 
-    @Option(names = "--scope", defaultValue = "DISPATCHER",
-            description = "DISPATCHER (layout, pack, exchanges, grouping, reduction) or TRANSPORT (the exchanges alone) (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--scope",
+            defaultValue = "DISPATCHER",
+            description =
+                    "DISPATCHER (layout, pack, exchanges, grouping, reduction) or TRANSPORT (the exchanges alone) (default: ${DEFAULT-VALUE}).")
     BenchScope scope;
 
-    @Option(names = "--iters", defaultValue = "-1",
-            description = "Measured iterations; -1 takes the peers' count per workload: decode 200, prefill-n8 15, others 40 (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--iters",
+            defaultValue = "-1",
+            description =
+                    "Measured iterations; -1 takes the peers' count per workload: decode 200, prefill-n8 15, others 40 (default: ${DEFAULT-VALUE}).")
     int iters;
 
-    @Option(names = "--warmup", defaultValue = "-1",
-            description = "Iterations before measuring; -1 takes the peers' count per workload: decode 20, prefill-n8 2, others 3 (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--warmup",
+            defaultValue = "-1",
+            description =
+                    "Iterations before measuring; -1 takes the peers' count per workload: decode 20, prefill-n8 2, others 3 (default: ${DEFAULT-VALUE}).")
     int warmup;
 
-    @Option(names = "--json", paramLabel = "FILE", description = "Also write the report as a JSON array.")
+    @Option(
+            names = "--json",
+            paramLabel = "FILE",
+            description = "Also write the report as a JSON array.")
     Path json;
 
-    @Option(names = "--target", paramLabel = "HOST:PORT",
-            description = "Run on a live server's ranks through BenchService instead of on local or tcp ranks started here.")
+    @Option(
+            names = "--target",
+            paramLabel = "HOST:PORT",
+            description =
+                    "Run on a live server's ranks through BenchService instead of on local or tcp ranks started here.")
     String target;
 
-    @Option(names = "--plots", paramLabel = "DIR",
-            description = "Also write PNG charts: latency per workload and phase, traffic matrices, tokens per expert.")
+    @Option(
+            names = "--plots",
+            paramLabel = "DIR",
+            description =
+                    "Also write PNG charts: latency per workload and phase, traffic matrices, tokens per expert.")
     Path plots;
 
     @Override
     public Integer call() throws Exception {
         if (target != null) {
-            return RemoteBench.run(target, workload, scope, Math.max(0, iters), Math.max(0, warmup), json);
+            return RemoteBench.run(
+                    target, workload, scope, Math.max(0, iters), Math.max(0, warmup), json);
         }
-        List<BenchWorkload> workloads = workload.equals("all") ? BenchWorkload.CANONICAL : List.of(BenchWorkload.named(workload));
+        List<BenchWorkload> workloads =
+                workload.equals("all")
+                        ? BenchWorkload.CANONICAL
+                        : List.of(BenchWorkload.named(workload));
         int cores = Runtime.getRuntime().availableProcessors();
         double memcpy = MachineLimits.memcpyGbps(cores, 5, 256 << 20);
-        System.out.printf(Locale.ROOT, "memcpy: %.2f GB/s (%d threads, 256 MiB off-heap buffers)%n", memcpy, cores);
+        System.out.printf(
+                Locale.ROOT,
+                "memcpy: %.2f GB/s (%d threads, 256 MiB off-heap buffers)%n",
+                memcpy,
+                cores);
         double loopback = 0;
         if (transports.contains(Transport.TCP)) {
             loopback = MachineLimits.loopbackTcpGbps(4L << 30);
             System.out.printf(Locale.ROOT, "loopback TCP, one socket pair: %.2f GB/s%n", loopback);
         }
-        System.out.println(scope == BenchScope.TRANSPORT
-                ? "scope: transport exchanges only (counts + rows out, rows back); pack, unpack and reduction are not timed"
-                : "scope: dispatcher (dispatch = layout + pack + counts + rows + grouping; combine = rows back + fp32 sum)");
-        System.out.printf(Locale.ROOT, "%-18s %-9s %2s %5s %-16s %12s %10s %10s %10s %10s %8s %8s %10s %6s %9s %4s%n",
-                "workload", "transport", "N", "T", "fingerprint", "bytes/rank", "disp p50", "comb p50", "total p50",
-                "total p90", "algbw", "agg", "copybound", "xbound", "barrier", "ok");
+        System.out.println(
+                scope == BenchScope.TRANSPORT
+                        ? "scope: transport exchanges only (counts + rows out, rows back); pack, unpack and reduction are not timed"
+                        : "scope: dispatcher (dispatch = layout + pack + counts + rows + grouping; combine = rows back + fp32 sum)");
+        System.out.printf(
+                Locale.ROOT,
+                "%-18s %-9s %2s %5s %-16s %12s %10s %10s %10s %10s %8s %8s %10s %6s %9s %4s%n",
+                "workload",
+                "transport",
+                "N",
+                "T",
+                "fingerprint",
+                "bytes/rank",
+                "disp p50",
+                "comb p50",
+                "total p50",
+                "total p90",
+                "algbw",
+                "agg",
+                "copybound",
+                "xbound",
+                "barrier",
+                "ok");
         int done = 0;
         int runs = workloads.size() * transports.size();
         List<String> reports = new ArrayList<>();
@@ -95,18 +151,44 @@ final class BenchCommand implements Callable<Integer> {
                 progress(done, runs, w.name() + " " + transport.name().toLowerCase(Locale.ROOT));
                 int runWarmup = warmup >= 0 ? warmup : w.defaultWarmup();
                 int runIters = iters > 0 ? iters : w.defaultIters();
-                List<RankTimes> times = transport == Transport.LOCAL ? runLocal(w, runWarmup, runIters)
-                        : runProcesses(w, runWarmup, runIters);
+                List<RankTimes> times =
+                        transport == Transport.LOCAL
+                                ? runLocal(w, runWarmup, runIters)
+                                : runProcesses(w, runWarmup, runIters);
                 done++;
                 clearProgress();
-                BenchReport r = BenchReport.of(w, transport.name().toLowerCase(Locale.ROOT), scope, rows, times, memcpy);
+                BenchReport r =
+                        BenchReport.of(
+                                w,
+                                transport.name().toLowerCase(Locale.ROOT),
+                                scope,
+                                rows,
+                                times,
+                                memcpy);
                 allOk &= r.ok();
-                System.out.printf(Locale.ROOT, "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %7.0fus %4s%n",
-                        w.name(), r.transport(), w.worldSize(), w.tokens(), r.fingerprint(), r.bytesPerRank(), r.dispatchP50Us(),
-                        r.combineP50Us(), r.totalP50Us(), r.totalP90Us(), r.algbwGbps(), r.aggGbps(), r.copyBoundUs(),
-                        r.totalP50Us() / r.copyBoundUs(), r.barrierP50Us(), r.ok() ? "ok" : "FAIL");
+                System.out.printf(
+                        Locale.ROOT,
+                        "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %7.0fus %4s%n",
+                        w.name(),
+                        r.transport(),
+                        w.worldSize(),
+                        w.tokens(),
+                        r.fingerprint(),
+                        r.bytesPerRank(),
+                        r.dispatchP50Us(),
+                        r.combineP50Us(),
+                        r.totalP50Us(),
+                        r.totalP90Us(),
+                        r.algbwGbps(),
+                        r.aggGbps(),
+                        r.copyBoundUs(),
+                        r.totalP50Us() / r.copyBoundUs(),
+                        r.barrierP50Us(),
+                        r.ok() ? "ok" : "FAIL");
                 if (transport == Transport.TCP) {
-                    System.out.printf(Locale.ROOT, "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
+                    System.out.printf(
+                            Locale.ROOT,
+                            "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
                             100 * r.aggGbps() / loopback);
                 }
                 reports.add(r.json(memcpy));
@@ -123,14 +205,23 @@ final class BenchCommand implements Callable<Integer> {
         return allOk ? 0 : 1;
     }
 
-    private List<RankTimes> runLocal(BenchWorkload w, int runWarmup, int runIters) throws Exception {
+    private List<RankTimes> runLocal(BenchWorkload w, int runWarmup, int runIters)
+            throws Exception {
         LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(120));
         ExecutorService pool = Executors.newFixedThreadPool(w.worldSize());
         try {
             List<Future<RankTimes>> ranks = new ArrayList<>();
             for (int r = 0; r < w.worldSize(); r++) {
                 final int rank = r;
-                ranks.add(pool.submit(() -> BenchRun.rank(w, scope, group.communicator(rank), runWarmup, runIters)));
+                ranks.add(
+                        pool.submit(
+                                () ->
+                                        BenchRun.rank(
+                                                w,
+                                                scope,
+                                                group.communicator(rank),
+                                                runWarmup,
+                                                runIters)));
             }
             List<RankTimes> out = new ArrayList<>();
             for (Future<RankTimes> f : ranks) {
@@ -142,27 +233,56 @@ final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    /** One child process per rank ({@code bench-rank}), meeting through port files in a temporary folder. */
-    private List<RankTimes> runProcesses(BenchWorkload w, int runWarmup, int runIters) throws Exception {
+    /**
+     * One child process per rank ({@code bench-rank}), meeting through port files in a temporary
+     * folder.
+     */
+    private List<RankTimes> runProcesses(BenchWorkload w, int runWarmup, int runIters)
+            throws Exception {
         Path dir = Files.createTempDirectory("moe-a2a-bench-");
-        String jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+        String jar =
+                Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+                        .toString();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         long groupId = System.nanoTime();
         List<Process> children = new ArrayList<>();
         try {
             for (int r = 0; r < w.worldSize(); r++) {
-                children.add(new ProcessBuilder(java, "-Xmx1g", "-cp", jar, Main.class.getName(), "bench-rank",
-                        "--workload", w.name(), "--rank", Integer.toString(r), "--dir", dir.toString(),
-                        "--group-id", Long.toString(groupId), "--iters", Integer.toString(runIters),
-                        "--warmup", Integer.toString(runWarmup), "--scope", scope.name())
-                        .redirectErrorStream(true).redirectOutput(dir.resolve("rank-" + r + ".log").toFile()).start());
+                children.add(
+                        new ProcessBuilder(
+                                        java,
+                                        "-Xmx1g",
+                                        "-cp",
+                                        jar,
+                                        Main.class.getName(),
+                                        "bench-rank",
+                                        "--workload",
+                                        w.name(),
+                                        "--rank",
+                                        Integer.toString(r),
+                                        "--dir",
+                                        dir.toString(),
+                                        "--group-id",
+                                        Long.toString(groupId),
+                                        "--iters",
+                                        Integer.toString(runIters),
+                                        "--warmup",
+                                        Integer.toString(runWarmup),
+                                        "--scope",
+                                        scope.name())
+                                .redirectErrorStream(true)
+                                .redirectOutput(dir.resolve("rank-" + r + ".log").toFile())
+                                .start());
             }
             List<RankTimes> out = new ArrayList<>();
             for (int r = 0; r < w.worldSize(); r++) {
                 Process p = children.get(r);
                 if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
-                    throw new IllegalStateException("bench rank " + r + " failed:\n"
-                            + Files.readString(dir.resolve("rank-" + r + ".log")));
+                    throw new IllegalStateException(
+                            "bench rank "
+                                    + r
+                                    + " failed:\n"
+                                    + Files.readString(dir.resolve("rank-" + r + ".log")));
                 }
                 out.add(BenchRankCommand.read(dir.resolve("rank-" + r + ".times")));
             }
@@ -178,8 +298,9 @@ final class BenchCommand implements Callable<Integer> {
     private static void progress(int done, int total, String current) {
         if (System.console() != null) {
             int filled = done * BAR_WIDTH / Math.max(1, total);
-            System.err.printf("\r[%s%s] %d/%d running %s", "#".repeat(filled), " ".repeat(BAR_WIDTH - filled), done,
-                    total, current);
+            System.err.printf(
+                    "\r[%s%s] %d/%d running %s",
+                    "#".repeat(filled), " ".repeat(BAR_WIDTH - filled), done, total, current);
             System.err.flush();
         }
     }

@@ -54,8 +54,16 @@ final class BenchPlots {
             data.addValue(r.combineP50Us() / 1000, "combine p50", key);
             data.addValue(r.combineP90Us() / 1000, "combine p90", key);
         }
-        JFreeChart chart = ChartFactory.createBarChart("Exchange latency per phase (slowest rank per iteration)",
-                "workload / transport", "ms", data, PlotOrientation.VERTICAL, true, false, false);
+        JFreeChart chart =
+                ChartFactory.createBarChart(
+                        "Exchange latency per phase (slowest rank per iteration)",
+                        "workload / transport",
+                        "ms",
+                        data,
+                        PlotOrientation.VERTICAL,
+                        true,
+                        false,
+                        false);
         save(file, chart);
     }
 
@@ -92,8 +100,14 @@ final class BenchPlots {
         renderer.setPaintScale(scale);
         XYPlot plot = new XYPlot(data, x, y, renderer);
         plot.setBackgroundPaint(Color.WHITE);
-        JFreeChart chart = new JFreeChart("Tokens sent src → dst, " + w.name() + " (fingerprint "
-                + BenchRouting.fingerprint(rows) + ")", plot);
+        JFreeChart chart =
+                new JFreeChart(
+                        "Tokens sent src → dst, "
+                                + w.name()
+                                + " (fingerprint "
+                                + BenchRouting.fingerprint(rows)
+                                + ")",
+                        plot);
         chart.removeLegend();
         PaintScaleLegend legend = new PaintScaleLegend(scale, new NumberAxis("tokens"));
         legend.setPosition(RectangleEdge.RIGHT);
@@ -113,9 +127,22 @@ final class BenchPlots {
         for (int e = 0; e < perExpert.length; e++) {
             data.addValue(perExpert[e], "tokens", Integer.valueOf(e));
         }
-        JFreeChart chart = ChartFactory.createBarChart("Tokens per expert, " + w.name() + " (" + w.routing()
-                + "; experts " + w.experts() / w.worldSize() + " per rank)", "expert", "token×k assignments", data,
-                PlotOrientation.VERTICAL, false, false, false);
+        JFreeChart chart =
+                ChartFactory.createBarChart(
+                        "Tokens per expert, "
+                                + w.name()
+                                + " ("
+                                + w.routing()
+                                + "; experts "
+                                + w.experts() / w.worldSize()
+                                + " per rank)",
+                        "expert",
+                        "token×k assignments",
+                        data,
+                        PlotOrientation.VERTICAL,
+                        false,
+                        false,
+                        false);
         chart.getCategoryPlot().getDomainAxis().setTickLabelsVisible(false);
         save(file, chart);
     }

@@ -11,8 +11,8 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
-import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
@@ -25,7 +25,10 @@ import picocli.CommandLine.Option;
  * One rank of {@code bench --transport tcp}, started by it as a child process: publishes its data
  * port as a file, waits for every rank's, connects, runs its part and writes its times.
  */
-@Command(name = "bench-rank", hidden = true, description = "One rank of bench --transport tcp (started by bench).")
+@Command(
+        name = "bench-rank",
+        hidden = true,
+        description = "One rank of bench --transport tcp (started by bench).")
 final class BenchRankCommand implements Callable<Integer> {
     @Option(names = "--workload", required = true)
     String workload;
@@ -54,8 +57,16 @@ final class BenchRankCommand implements Callable<Integer> {
         int n = w.worldSize();
         long timeoutNs = TimeUnit.SECONDS.toNanos(120);
         try (TcpTransport transport = new TcpTransport(1)) {
-            TcpCommunicator comm = TcpCommunicator.bind(transport, new TcpConfig(rank, n, groupId,
-                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), timeoutNs, TcpConfig.DEFAULT_MAX_FRAME_BYTES));
+            TcpCommunicator comm =
+                    TcpCommunicator.bind(
+                            transport,
+                            new TcpConfig(
+                                    rank,
+                                    n,
+                                    groupId,
+                                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                                    timeoutNs,
+                                    TcpConfig.DEFAULT_MAX_FRAME_BYTES));
             Path tmp = dir.resolve("rank-" + rank + ".port.tmp");
             Files.writeString(tmp, Integer.toString(comm.localAddress().getPort()));
             Files.move(tmp, dir.resolve("rank-" + rank + ".port"), StandardCopyOption.ATOMIC_MOVE);
@@ -69,15 +80,26 @@ final class BenchRankCommand implements Callable<Integer> {
                     }
                     Thread.sleep(20);
                 }
-                peers.add(new InetSocketAddress(InetAddress.getLoopbackAddress(), Integer.parseInt(Files.readString(port).trim())));
+                peers.add(
+                        new InetSocketAddress(
+                                InetAddress.getLoopbackAddress(),
+                                Integer.parseInt(Files.readString(port).trim())));
             }
             comm.connect(peers);
             RankTimes times = BenchRun.rank(w, scope, comm, warmup, iters);
             comm.barrier();
             comm.close();
             Path out = dir.resolve("rank-" + rank + ".times.tmp");
-            Files.writeString(out, times.ok() + "\n" + join(times.dispatchNs()) + "\n" + join(times.combineNs()) + "\n"
-                    + join(times.barrierNs()) + "\n");
+            Files.writeString(
+                    out,
+                    times.ok()
+                            + "\n"
+                            + join(times.dispatchNs())
+                            + "\n"
+                            + join(times.combineNs())
+                            + "\n"
+                            + join(times.barrierNs())
+                            + "\n");
             Files.move(out, dir.resolve("rank-" + rank + ".times"), StandardCopyOption.ATOMIC_MOVE);
         }
         return 0;
@@ -85,7 +107,10 @@ final class BenchRankCommand implements Callable<Integer> {
 
     static RankTimes read(Path file) throws Exception {
         List<String> lines = Files.readAllLines(file);
-        return new RankTimes(parse(lines.get(1)), parse(lines.get(2)), parse(lines.get(3)),
+        return new RankTimes(
+                parse(lines.get(1)),
+                parse(lines.get(2)),
+                parse(lines.get(3)),
                 Boolean.parseBoolean(lines.get(0)));
     }
 

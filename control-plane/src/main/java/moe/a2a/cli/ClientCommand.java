@@ -30,60 +30,108 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code moe-a2a client}: sends seeded Forward requests, reports throughput and latency, and
- * checks answers against the single-process reference when it can get the weights (the server's
- * seeded generator, the same safetensors path, or {@code --weights}).
+ * {@code moe-a2a client}: sends seeded Forward requests, reports throughput and latency, and checks
+ * answers against the single-process reference when it can get the weights (the server's seeded
+ * generator, the same safetensors path, or {@code --weights}).
  */
-@Command(name = "client", mixinStandardHelpOptions = true,
-        description = "Send seeded Forward requests to a server, check the answers, report tokens/s and latency.")
+@Command(
+        name = "client",
+        mixinStandardHelpOptions = true,
+        description =
+                "Send seeded Forward requests to a server, check the answers, report tokens/s and latency.")
 final class ClientCommand implements Callable<Integer> {
-    @Option(names = "--target", defaultValue = "localhost:50051", description = "Server address (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--target",
+            defaultValue = "localhost:50051",
+            description = "Server address (default: ${DEFAULT-VALUE}).")
     String target;
 
-    @Option(names = "--requests", defaultValue = "100", description = "Requests to send (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--requests",
+            defaultValue = "100",
+            description = "Requests to send (default: ${DEFAULT-VALUE}).")
     int requests;
 
-    @Option(names = "--tokens", defaultValue = "512", description = "Tokens per request (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--tokens",
+            defaultValue = "512",
+            description = "Tokens per request (default: ${DEFAULT-VALUE}).")
     int tokens;
 
-    @Option(names = "--concurrency", defaultValue = "4", description = "Requests in flight (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--concurrency",
+            defaultValue = "4",
+            description = "Requests in flight (default: ${DEFAULT-VALUE}).")
     int concurrency;
 
-    @Option(names = "--skew", defaultValue = "0", description = "Zipf exponent of expert popularity; 0 is uniform (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--skew",
+            defaultValue = "0",
+            description =
+                    "Zipf exponent of expert popularity; 0 is uniform (default: ${DEFAULT-VALUE}).")
     double skew;
 
-    @Option(names = "--seed", defaultValue = "1", description = "Seed of the requests (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--seed",
+            defaultValue = "1",
+            description = "Seed of the requests (default: ${DEFAULT-VALUE}).")
     long seed;
 
-    @Option(names = "--dtype", defaultValue = "BF16", description = "Token dtype: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--dtype",
+            defaultValue = "BF16",
+            description = "Token dtype: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
     DType dtype;
 
-    @Option(names = "--layer", defaultValue = "0", description = "MoE layer (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--layer",
+            defaultValue = "0",
+            description = "MoE layer (default: ${DEFAULT-VALUE}).")
     int layer;
 
-    @Option(names = "--routing", defaultValue = "TOPK",
-            description = "TOPK (client routes, Zipf), LOGITS (router logits) or GATE (model's gate) (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--routing",
+            defaultValue = "TOPK",
+            description =
+                    "TOPK (client routes, Zipf), LOGITS (router logits) or GATE (model's gate) (default: ${DEFAULT-VALUE}).")
     ClientWorkload.Routing routing;
 
-    @Option(names = "--verify", defaultValue = "4",
-            description = "Answers to check against the reference (scalar Java: seconds per answer on large models);"
-                    + " -1 checks all, 0 none (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--verify",
+            defaultValue = "4",
+            description =
+                    "Answers to check against the reference (scalar Java: seconds per answer on large models);"
+                            + " -1 checks all, 0 none (default: ${DEFAULT-VALUE}).")
     int verify;
 
-    @Option(names = "--weights", paramLabel = "FILE", description = "Safetensors file the server loaded, for the reference.")
+    @Option(
+            names = "--weights",
+            paramLabel = "FILE",
+            description = "Safetensors file the server loaded, for the reference.")
     Path weights;
 
     @Override
     public Integer call() throws Exception {
-        ManagedChannel channel = NettyChannelBuilder.forTarget(target).usePlaintext()
-                .maxInboundMessageSize(Integer.MAX_VALUE).build();
+        ManagedChannel channel =
+                NettyChannelBuilder.forTarget(target)
+                        .usePlaintext()
+                        .maxInboundMessageSize(Integer.MAX_VALUE)
+                        .build();
         try {
             MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
             ModelInfo model = stub.describeModel(DescribeModelRequest.getDefaultInstance());
-            System.out.printf("server: %d experts, hidden %d, ffn %d, top-%d, %d layers, %d ranks, transport %s, weights %s%n",
-                    model.getExperts(), model.getHidden(), model.getFfn(), model.getTopK(), model.getLayers(),
-                    model.getWorldSize(), model.getTransport(), model.getWeightsSource());
-            ClientWorkload workload = new ClientWorkload(model, tokens, dtype, routing, skew, seed, layer);
+            System.out.printf(
+                    "server: %d experts, hidden %d, ffn %d, top-%d, %d layers, %d ranks, transport %s, weights %s%n",
+                    model.getExperts(),
+                    model.getHidden(),
+                    model.getFfn(),
+                    model.getTopK(),
+                    model.getLayers(),
+                    model.getWorldSize(),
+                    model.getTransport(),
+                    model.getWeightsSource());
+            ClientWorkload workload =
+                    new ClientWorkload(model, tokens, dtype, routing, skew, seed, layer);
             int toVerify = verify < 0 ? requests : Math.min(verify, requests);
             List<ForwardResponse> kept = new ArrayList<>();
             for (int i = 0; i < toVerify; i++) {
@@ -97,38 +145,52 @@ final class ClientCommand implements Callable<Integer> {
             long start = System.nanoTime();
             List<Future<?>> running = new ArrayList<>();
             for (int c = 0; c < concurrency; c++) {
-                running.add(pool.submit(() -> {
-                    for (int i = next.getAndIncrement(); i < requests; i = next.getAndIncrement()) {
-                        ForwardRequest request = workload.request(i);
-                        long t0 = System.nanoTime();
-                        try {
-                            ForwardResponse response = stub.forward(request);
-                            latency.recordValue((System.nanoTime() - t0) / 1000);
-                            stages.add(response.getStats());
-                            if (i < toVerify) {
-                                synchronized (kept) {
-                                    kept.set(i, response);
-                                }
-                            }
-                        } catch (StatusRuntimeException e) {
-                            failed.incrementAndGet();
-                            System.err.println("request " + i + " failed: " + e.getStatus());
-                        }
-                    }
-                    return null;
-                }));
+                running.add(
+                        pool.submit(
+                                () -> {
+                                    for (int i = next.getAndIncrement();
+                                            i < requests;
+                                            i = next.getAndIncrement()) {
+                                        ForwardRequest request = workload.request(i);
+                                        long t0 = System.nanoTime();
+                                        try {
+                                            ForwardResponse response = stub.forward(request);
+                                            latency.recordValue((System.nanoTime() - t0) / 1000);
+                                            stages.add(response.getStats());
+                                            if (i < toVerify) {
+                                                synchronized (kept) {
+                                                    kept.set(i, response);
+                                                }
+                                            }
+                                        } catch (StatusRuntimeException e) {
+                                            failed.incrementAndGet();
+                                            System.err.println(
+                                                    "request " + i + " failed: " + e.getStatus());
+                                        }
+                                    }
+                                    return null;
+                                }));
             }
             for (Future<?> f : running) {
                 f.get();
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             pool.shutdown();
-            System.out.printf(Locale.ROOT, "%d requests x %d tokens, concurrency %d: %.0f tokens/s, %.1f requests/s%n",
-                    requests, tokens, concurrency, (double) (requests - failed.get()) * tokens / seconds,
+            System.out.printf(
+                    Locale.ROOT,
+                    "%d requests x %d tokens, concurrency %d: %.0f tokens/s, %.1f requests/s%n",
+                    requests,
+                    tokens,
+                    concurrency,
+                    (double) (requests - failed.get()) * tokens / seconds,
                     (requests - failed.get()) / seconds);
-            System.out.printf(Locale.ROOT, "latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f%n",
-                    latency.getValueAtPercentile(50) / 1000.0, latency.getValueAtPercentile(90) / 1000.0,
-                    latency.getValueAtPercentile(99) / 1000.0, latency.getMaxValue() / 1000.0);
+            System.out.printf(
+                    Locale.ROOT,
+                    "latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f%n",
+                    latency.getValueAtPercentile(50) / 1000.0,
+                    latency.getValueAtPercentile(90) / 1000.0,
+                    latency.getValueAtPercentile(99) / 1000.0,
+                    latency.getMaxValue() / 1000.0);
             System.out.println(stages.summary());
             int mismatches = verifyAnswers(model, workload, kept);
             if (failed.get() > 0) {
@@ -140,17 +202,25 @@ final class ClientCommand implements Callable<Integer> {
         }
     }
 
-    private int verifyAnswers(ModelInfo model, ClientWorkload workload, List<ForwardResponse> kept) {
+    private int verifyAnswers(
+            ModelInfo model, ClientWorkload workload, List<ForwardResponse> kept) {
         if (kept.isEmpty()) {
             return 0;
         }
         WeightSource source = referenceWeights(model);
         if (source == null) {
-            System.out.println("answers not checked: weights " + model.getWeightsSource()
-                    + " are not available here (pass --weights FILE)");
+            System.out.println(
+                    "answers not checked: weights "
+                            + model.getWeightsSource()
+                            + " are not available here (pass --weights FILE)");
             return 0;
         }
-        AnswerCheck check = new AnswerCheck(new ReferenceMoeLayer(source), model.getExperts(), model.getHidden(), model.getTopK());
+        AnswerCheck check =
+                new AnswerCheck(
+                        new ReferenceMoeLayer(source),
+                        model.getExperts(),
+                        model.getHidden(),
+                        model.getTopK());
         int mismatches = 0;
         double worst = 0;
         int checked = 0;
@@ -159,21 +229,30 @@ final class ClientCommand implements Callable<Integer> {
                 continue;
             }
             if (System.console() != null) {
-                System.err.printf("\rchecking answer %d/%d against the reference", checked + 1, kept.size());
+                System.err.printf(
+                        "\rchecking answer %d/%d against the reference", checked + 1, kept.size());
             }
             double ratio = check.worstRatio(workload.request(i), kept.get(i));
             worst = Math.max(worst, ratio);
             checked++;
             if (ratio > 1) {
                 mismatches++;
-                System.out.printf(Locale.ROOT, "request %d: answer differs from the reference (%.2fx tolerance)%n", i, ratio);
+                System.out.printf(
+                        Locale.ROOT,
+                        "request %d: answer differs from the reference (%.2fx tolerance)%n",
+                        i,
+                        ratio);
             }
         }
         if (System.console() != null) {
             System.err.print("\r" + " ".repeat(60) + "\r");
         }
-        System.out.printf(Locale.ROOT, "checked %d answers against the reference: %d mismatches (worst error %.3f of tolerance)%n",
-                checked, mismatches, worst);
+        System.out.printf(
+                Locale.ROOT,
+                "checked %d answers against the reference: %d mismatches (worst error %.3f of tolerance)%n",
+                checked,
+                mismatches,
+                worst);
         return mismatches;
     }
 
@@ -184,8 +263,11 @@ final class ClientCommand implements Callable<Integer> {
         String source = model.getWeightsSource();
         if (source.startsWith("seeded:")) {
             long s = Long.parseLong(source.substring("seeded:".length()));
-            return new SeededWeights(s, model.getExperts(), model.getHidden(), model.getFfn(), model.getLayers());
+            return new SeededWeights(
+                    s, model.getExperts(), model.getHidden(), model.getFfn(), model.getLayers());
         }
-        return Files.isRegularFile(Path.of(source)) ? SafetensorsWeights.open(Path.of(source)) : null;
+        return Files.isRegularFile(Path.of(source))
+                ? SafetensorsWeights.open(Path.of(source))
+                : null;
     }
 }

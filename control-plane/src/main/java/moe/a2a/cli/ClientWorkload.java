@@ -10,12 +10,16 @@ import moe.a2a.v1.ModelInfo;
 import moe.a2a.v1.TopK;
 
 /**
- * Seeded Forward requests: Gaussian tokens, and routing either as top-k drawn from a Zipf law
- * over the experts ({@code skew = 0} is uniform), as router logits biased by the same law, or
- * left to the model's gate. Request {@code i} depends only on (seed, i). Immutable.
+ * Seeded Forward requests: Gaussian tokens, and routing either as top-k drawn from a Zipf law over
+ * the experts ({@code skew = 0} is uniform), as router logits biased by the same law, or left to
+ * the model's gate. Request {@code i} depends only on (seed, i). Immutable.
  */
 final class ClientWorkload {
-    enum Routing { TOPK, LOGITS, GATE }
+    enum Routing {
+        TOPK,
+        LOGITS,
+        GATE
+    }
 
     private final ModelInfo model;
     private final int tokens;
@@ -26,7 +30,14 @@ final class ClientWorkload {
     private final long seed;
     private final int layer;
 
-    ClientWorkload(ModelInfo model, int tokens, DType dtype, Routing routing, double skew, long seed, int layer) {
+    ClientWorkload(
+            ModelInfo model,
+            int tokens,
+            DType dtype,
+            Routing routing,
+            double skew,
+            long seed,
+            int layer) {
         this.model = model;
         this.tokens = tokens;
         this.dtype = dtype;
@@ -48,13 +59,20 @@ final class ClientWorkload {
     ForwardRequest request(int index) {
         SplittableRandom random = new SplittableRandom(seed * 0x9E3779B97F4A7C15L + index);
         int h = model.getHidden();
-        ByteBuffer data = ByteBuffer.allocate(tokens * h * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer data =
+                ByteBuffer.allocate(tokens * h * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; i < tokens * h; i++) {
             dtype.put(data, i * dtype.sizeBytes(), (float) random.nextGaussian());
         }
-        ForwardRequest.Builder b = ForwardRequest.newBuilder()
-                .setLayer(layer)
-                .setHiddenStates(TensorCodec.tensor(dtype, tokens, h, com.google.protobuf.ByteString.copyFrom(data.array())));
+        ForwardRequest.Builder b =
+                ForwardRequest.newBuilder()
+                        .setLayer(layer)
+                        .setHiddenStates(
+                                TensorCodec.tensor(
+                                        dtype,
+                                        tokens,
+                                        h,
+                                        com.google.protobuf.ByteString.copyFrom(data.array())));
         if (routing == Routing.TOPK) {
             b.setTopk(topK(random));
         } else if (routing == Routing.LOGITS) {

@@ -22,25 +22,35 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code moe-a2a control-plane}: MoeService for clients, ClusterService for N worker processes. */
-@Command(name = "control-plane", mixinStandardHelpOptions = true,
-        description = "Serve MoE layers on N worker processes (moe-a2a worker), exchanging tokens over TCP or NCCL.")
+@Command(
+        name = "control-plane",
+        mixinStandardHelpOptions = true,
+        description =
+                "Serve MoE layers on N worker processes (moe-a2a worker), exchanging tokens over TCP or NCCL.")
 final class ControlPlaneCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(ControlPlaneCommand.class);
 
-    @Mixin
-    ModelOptions model;
+    @Mixin ModelOptions model;
 
-    @Mixin
-    ServerOptions server;
+    @Mixin ServerOptions server;
 
-    enum Transport { TCP, NCCL }
+    enum Transport {
+        TCP,
+        NCCL
+    }
 
-    @Option(names = "--transport", defaultValue = "TCP",
-            description = "The workers' data plane: ${COMPLETION-CANDIDATES}; workers that cannot run it are refused (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--transport",
+            defaultValue = "TCP",
+            description =
+                    "The workers' data plane: ${COMPLETION-CANDIDATES}; workers that cannot run it are refused (default: ${DEFAULT-VALUE}).")
     Transport transport;
 
-    @Option(names = "--heartbeat-timeout", defaultValue = "PT3S",
-            description = "A worker silent this long counts as lost, ISO-8601 (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--heartbeat-timeout",
+            defaultValue = "PT3S",
+            description =
+                    "A worker silent this long counts as lost, ISO-8601 (default: ${DEFAULT-VALUE}).")
     Duration heartbeatTimeout;
 
     @Override
@@ -49,41 +59,76 @@ final class ControlPlaneCommand implements Callable<Integer> {
         ModelConfig config = ModelOptions.config(weights, model.topK);
         ModelSpec spec = model.spec(config);
         String fingerprint = ModelOptions.fingerprint(spec);
-        LOG.info("moe-a2a control-plane: model={} fingerprint={} worldSize={} exchangeTimeout={} heartbeatTimeout={}"
-                + " settings={} grpc={}:{} metricsPort={}", config, fingerprint, server.worldSize, server.exchangeTimeout,
-                heartbeatTimeout, server.settings(), server.host, server.port, server.metricsPort);
+        LOG.info(
+                "moe-a2a control-plane: model={} fingerprint={} worldSize={} exchangeTimeout={} heartbeatTimeout={}"
+                        + " settings={} grpc={}:{} metricsPort={}",
+                config,
+                fingerprint,
+                server.worldSize,
+                server.exchangeTimeout,
+                heartbeatTimeout,
+                server.settings(),
+                server.host,
+                server.port,
+                server.metricsPort);
         PrometheusMeterRegistry registry = ServerOptions.registry("control-plane");
         MetricsEndpoint metrics = ServerOptions.metrics(registry, server.host, server.metricsPort);
         AtomicReference<MoeServer> moe = new AtomicReference<>();
-        ClusterListener health = new ClusterListener() {
-            @Override
-            public void onServing(long epoch, long formedInNanos) {
-                MoeServer s = moe.get();
-                if (s != null) {
-                    s.setServing(true);
-                }
-            }
+        ClusterListener health =
+                new ClusterListener() {
+                    @Override
+                    public void onServing(long epoch, long formedInNanos) {
+                        MoeServer s = moe.get();
+                        if (s != null) {
+                            s.setServing(true);
+                        }
+                    }
 
-            @Override
-            public void onNotServing(String reason) {
-                MoeServer s = moe.get();
-                if (s != null) {
-                    s.setServing(false);
-                }
-            }
-        };
-        RemoteCluster cluster = new RemoteCluster(config, spec, fingerprint, server.worldSize,
-                transport.name().toLowerCase(Locale.ROOT), server.exchangeTimeout.toNanos(), heartbeatTimeout.toNanos(), health);
-        moe.set(MoeServer.start(NettyServerBuilder.forAddress(new InetSocketAddress(server.host, server.port)),
-                cluster, weights, server.settings(), registry, false, new ClusterGrpcService(cluster)));
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            moe.get().close();
-            if (metrics != null) {
-                metrics.close();
-            }
-        }, "moe-a2a-shutdown"));
-        LOG.info("serving on port {} (waiting for {} workers){}", moe.get().port(), server.worldSize,
-                metrics != null ? ", metrics on http://" + server.host + ":" + metrics.port() + "/metrics" : "");
+                    @Override
+                    public void onNotServing(String reason) {
+                        MoeServer s = moe.get();
+                        if (s != null) {
+                            s.setServing(false);
+                        }
+                    }
+                };
+        RemoteCluster cluster =
+                new RemoteCluster(
+                        config,
+                        spec,
+                        fingerprint,
+                        server.worldSize,
+                        transport.name().toLowerCase(Locale.ROOT),
+                        server.exchangeTimeout.toNanos(),
+                        heartbeatTimeout.toNanos(),
+                        health);
+        moe.set(
+                MoeServer.start(
+                        NettyServerBuilder.forAddress(
+                                new InetSocketAddress(server.host, server.port)),
+                        cluster,
+                        weights,
+                        server.settings(),
+                        registry,
+                        false,
+                        new ClusterGrpcService(cluster)));
+        Runtime.getRuntime()
+                .addShutdownHook(
+                        new Thread(
+                                () -> {
+                                    moe.get().close();
+                                    if (metrics != null) {
+                                        metrics.close();
+                                    }
+                                },
+                                "moe-a2a-shutdown"));
+        LOG.info(
+                "serving on port {} (waiting for {} workers){}",
+                moe.get().port(),
+                server.worldSize,
+                metrics != null
+                        ? ", metrics on http://" + server.host + ":" + metrics.port() + "/metrics"
+                        : "");
         moe.get().awaitTermination();
         return 0;
     }

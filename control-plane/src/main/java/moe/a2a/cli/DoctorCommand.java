@@ -7,23 +7,38 @@ import org.bytedeco.javacpp.Loader;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
-/** {@code moe-a2a doctor}: what this machine offers the data plane, and why not when it does not. */
-@Command(name = "doctor", mixinStandardHelpOptions = true,
-        description = "Print what this machine offers the data plane: Java, the CUDA/NCCL libraries found, the GPU probe.")
+/**
+ * {@code moe-a2a doctor}: what this machine offers the data plane, and why not when it does not.
+ */
+@Command(
+        name = "doctor",
+        mixinStandardHelpOptions = true,
+        description =
+                "Print what this machine offers the data plane: Java, the CUDA/NCCL libraries found, the GPU probe.")
 final class DoctorCommand implements Callable<Integer> {
-    @Mixin
-    GpuOptions gpu;
+    @Mixin GpuOptions gpu;
 
     @Override
     public Integer call() {
         GpuLibraries libraries = gpu.libraries();
-        System.out.println("java:       " + System.getProperty("java.vm.name") + " " + Runtime.version() + " on "
-                + Loader.getPlatform() + ", " + Runtime.getRuntime().availableProcessors() + " cpus");
+        System.out.println(
+                "java:       "
+                        + System.getProperty("java.vm.name")
+                        + " "
+                        + Runtime.version()
+                        + " on "
+                        + Loader.getPlatform()
+                        + ", "
+                        + Runtime.getRuntime().availableProcessors()
+                        + " cpus");
         System.out.println("libraries:  " + libraries.describe());
         GpuProbe.Result probe = GpuProbe.probe(libraries);
         System.out.println("gpu probe:  " + probe.describe());
-        System.out.println("transports: local (serve), tcp" + (probe.usable() ? ", nccl" : "")
-                + "; worker --transport auto offers " + (probe.usable() ? "tcp and nccl" : "tcp"));
+        System.out.println(
+                "transports: local (serve), tcp"
+                        + (probe.usable() ? ", nccl" : "")
+                        + "; worker --transport auto offers "
+                        + (probe.usable() ? "tcp and nccl" : "tcp"));
         return 0;
     }
 }

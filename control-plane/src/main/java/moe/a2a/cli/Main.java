@@ -11,22 +11,36 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         versionProvider = Main.Version.class,
         description = "Expert-parallel all-to-all for Mixture-of-Experts inference.",
-        subcommands = {ServeCommand.class, ControlPlaneCommand.class, WorkerCommand.class, ClientCommand.class,
-            BenchCommand.class, BenchRankCommand.class, HealthCommand.class, DoctorCommand.class,
-            CommandLine.HelpCommand.class})
+        subcommands = {
+            ServeCommand.class,
+            ControlPlaneCommand.class,
+            WorkerCommand.class,
+            ClientCommand.class,
+            BenchCommand.class,
+            BenchRankCommand.class,
+            HealthCommand.class,
+            DoctorCommand.class,
+            CommandLine.HelpCommand.class
+        })
 public final class Main {
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true)
-                .setExecutionExceptionHandler(Main::reportFailure).execute(args));
+        System.exit(
+                new CommandLine(new Main())
+                        .setCaseInsensitiveEnumValuesAllowed(true)
+                        .setExecutionExceptionHandler(Main::reportFailure)
+                        .execute(args));
     }
 
     /**
      * Expected failures (a refusal, bad input, an unusable setup) print one line naming the
      * command; anything else keeps its stack trace, which is what a bug report needs.
      */
-    private static int reportFailure(Exception e, CommandLine command, CommandLine.ParseResult parsed) {
-        if (e instanceof A2aException || e instanceof IllegalArgumentException || e instanceof UncheckedIOException) {
+    private static int reportFailure(
+            Exception e, CommandLine command, CommandLine.ParseResult parsed) {
+        if (e instanceof A2aException
+                || e instanceof IllegalArgumentException
+                || e instanceof UncheckedIOException) {
             command.getErr().println("moe-a2a " + command.getCommandName() + ": " + e.getMessage());
             return 1;
         }

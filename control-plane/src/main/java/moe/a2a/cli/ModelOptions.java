@@ -10,48 +10,92 @@ import picocli.CommandLine.Option;
 
 /** The model flags shared by the server commands: a safetensors file, or a seeded model's shape. */
 final class ModelOptions {
-    @Option(names = "--weights", paramLabel = "FILE",
-            description = "Safetensors file with Mixtral or DeepSeek/Qwen expert names; shapes are read from it.")
+    @Option(
+            names = "--weights",
+            paramLabel = "FILE",
+            description =
+                    "Safetensors file with Mixtral or DeepSeek/Qwen expert names; shapes are read from it.")
     Path weights;
 
-    @Option(names = "--seed", defaultValue = "42", description = "Seed of the generated weights (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--seed",
+            defaultValue = "42",
+            description = "Seed of the generated weights (default: ${DEFAULT-VALUE}).")
     long seed;
 
-    @Option(names = "--experts", defaultValue = "8", description = "Experts per layer, generated weights (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--experts",
+            defaultValue = "8",
+            description = "Experts per layer, generated weights (default: ${DEFAULT-VALUE}).")
     int experts;
 
-    @Option(names = "--hidden", defaultValue = "1024", description = "Hidden size, generated weights (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--hidden",
+            defaultValue = "1024",
+            description = "Hidden size, generated weights (default: ${DEFAULT-VALUE}).")
     int hidden;
 
-    @Option(names = "--ffn", defaultValue = "2816", description = "Expert FFN size, generated weights (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--ffn",
+            defaultValue = "2816",
+            description = "Expert FFN size, generated weights (default: ${DEFAULT-VALUE}).")
     int ffn;
 
-    @Option(names = "--layers", defaultValue = "1", description = "MoE layers, generated weights (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--layers",
+            defaultValue = "1",
+            description = "MoE layers, generated weights (default: ${DEFAULT-VALUE}).")
     int layers;
 
-    @Option(names = "--top-k", defaultValue = "2", description = "Experts per token (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--top-k",
+            defaultValue = "2",
+            description = "Experts per token (default: ${DEFAULT-VALUE}).")
     int topK;
 
     /** The weights named by the flags: the file when given, else the seeded generator. */
     WeightSource open() {
-        return weights != null ? SafetensorsWeights.open(weights) : new SeededWeights(seed, experts, hidden, ffn, layers);
+        return weights != null
+                ? SafetensorsWeights.open(weights)
+                : new SeededWeights(seed, experts, hidden, ffn, layers);
     }
 
     static ModelConfig config(WeightSource source, int topK) {
-        return new ModelConfig(source.experts(), source.hidden(), source.ffn(), topK, source.layers());
+        return new ModelConfig(
+                source.experts(), source.hidden(), source.ffn(), topK, source.layers());
     }
 
-    /** What a worker needs to load the same model (it reads the same file, or draws the same seed). */
+    /**
+     * What a worker needs to load the same model (it reads the same file, or draws the same seed).
+     */
     ModelSpec spec(ModelConfig config) {
-        ModelSpec.Builder b = ModelSpec.newBuilder().setExperts(config.experts()).setHidden(config.hidden())
-                .setFfn(config.ffn()).setTopK(config.topK()).setLayers(config.layers());
-        return weights != null ? b.setWeightsPath(weights.toAbsolutePath().toString()).build() : b.setSeed(seed).build();
+        ModelSpec.Builder b =
+                ModelSpec.newBuilder()
+                        .setExperts(config.experts())
+                        .setHidden(config.hidden())
+                        .setFfn(config.ffn())
+                        .setTopK(config.topK())
+                        .setLayers(config.layers());
+        return weights != null
+                ? b.setWeightsPath(weights.toAbsolutePath().toString()).build()
+                : b.setSeed(seed).build();
     }
 
     /** A readable identity of the model, compared by workers that insist on one. */
     static String fingerprint(ModelSpec spec) {
-        return "experts=" + spec.getExperts() + ",hidden=" + spec.getHidden() + ",ffn=" + spec.getFfn()
-                + ",topK=" + spec.getTopK() + ",layers=" + spec.getLayers() + ",weights="
-                + (spec.getWeightsPath().isEmpty() ? "seeded:" + spec.getSeed() : spec.getWeightsPath());
+        return "experts="
+                + spec.getExperts()
+                + ",hidden="
+                + spec.getHidden()
+                + ",ffn="
+                + spec.getFfn()
+                + ",topK="
+                + spec.getTopK()
+                + ",layers="
+                + spec.getLayers()
+                + ",weights="
+                + (spec.getWeightsPath().isEmpty()
+                        ? "seeded:" + spec.getSeed()
+                        : spec.getWeightsPath());
     }
 }

@@ -19,22 +19,32 @@ import moe.a2a.v1.BenchServiceGrpc;
 final class RemoteBench {
     private RemoteBench() {}
 
-    static int run(String target, String workload, BenchScope scope, int iters, int warmup, Path json) throws Exception {
+    static int run(
+            String target, String workload, BenchScope scope, int iters, int warmup, Path json)
+            throws Exception {
         ManagedChannel channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
         try {
-            BenchRequest.Builder request = BenchRequest.newBuilder().setIters(iters).setWarmup(warmup)
-                    .setScope(scope.name().toLowerCase(Locale.ROOT));
+            BenchRequest.Builder request =
+                    BenchRequest.newBuilder()
+                            .setIters(iters)
+                            .setWarmup(warmup)
+                            .setScope(scope.name().toLowerCase(Locale.ROOT));
             if (!workload.equals("all")) {
                 request.addWorkloads(workload);
             }
             List<String> reports = new ArrayList<>();
             boolean ok = true;
-            Iterator<BenchEvent> events = BenchServiceGrpc.newBlockingStub(channel).run(request.build());
+            Iterator<BenchEvent> events =
+                    BenchServiceGrpc.newBlockingStub(channel).run(request.build());
             while (events.hasNext()) {
                 BenchEvent event = events.next();
                 if (event.hasProgress()) {
-                    System.out.printf("[%d/%d] running %s on %s%n", event.getProgress().getIndex(),
-                            event.getProgress().getTotal(), event.getProgress().getWorkload(), target);
+                    System.out.printf(
+                            "[%d/%d] running %s on %s%n",
+                            event.getProgress().getIndex(),
+                            event.getProgress().getTotal(),
+                            event.getProgress().getWorkload(),
+                            target);
                     continue;
                 }
                 BenchResult r = event.getResult();
@@ -44,8 +54,15 @@ final class RemoteBench {
                 }
                 ok &= r.getOk();
                 reports.add(r.getJson());
-                System.out.printf(Locale.ROOT, "  %-18s %-5s %s total p50 %.0f us, p90 %.0f us %s%n", r.getWorkload(),
-                        r.getTransport(), r.getFingerprint(), r.getTotalUsP50(), r.getTotalUsP90(), r.getOk() ? "ok" : "FAIL");
+                System.out.printf(
+                        Locale.ROOT,
+                        "  %-18s %-5s %s total p50 %.0f us, p90 %.0f us %s%n",
+                        r.getWorkload(),
+                        r.getTransport(),
+                        r.getFingerprint(),
+                        r.getTotalUsP50(),
+                        r.getTotalUsP90(),
+                        r.getOk() ? "ok" : "FAIL");
             }
             if (json != null) {
                 Files.writeString(json, "[\n" + String.join(",\n", reports) + "\n]\n");

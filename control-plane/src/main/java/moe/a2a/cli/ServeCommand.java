@@ -15,39 +15,65 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 /** {@code moe-a2a serve}: the embedded default, N in-process ranks behind gRPC. */
-@Command(name = "serve", mixinStandardHelpOptions = true,
+@Command(
+        name = "serve",
+        mixinStandardHelpOptions = true,
         description = "Serve MoE layers with N in-process ranks on the in-process transport.")
 final class ServeCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(ServeCommand.class);
 
-    @Mixin
-    ModelOptions model;
+    @Mixin ModelOptions model;
 
-    @Mixin
-    ServerOptions server;
+    @Mixin ServerOptions server;
 
     @Override
     public Integer call() throws Exception {
         long started = System.nanoTime();
         WeightSource weights = model.open();
         ModelConfig config = ModelOptions.config(weights, model.topK);
-        LOG.info("moe-a2a serve: model={} weights={} worldSize={} exchangeTimeout={} settings={} transport=local"
-                + " grpc={}:{} metricsPort={}", config, weights.description(), server.worldSize, server.exchangeTimeout,
-                server.settings(), server.host, server.port, server.metricsPort);
+        LOG.info(
+                "moe-a2a serve: model={} weights={} worldSize={} exchangeTimeout={} settings={} transport=local"
+                        + " grpc={}:{} metricsPort={}",
+                config,
+                weights.description(),
+                server.worldSize,
+                server.exchangeTimeout,
+                server.settings(),
+                server.host,
+                server.port,
+                server.metricsPort);
         PrometheusMeterRegistry registry = ServerOptions.registry("embedded");
         MetricsEndpoint metrics = ServerOptions.metrics(registry, server.host, server.metricsPort);
-        EmbeddedCluster cluster = new EmbeddedCluster(config, weights, server.worldSize, server.exchangeTimeout.toNanos());
-        MoeServer moe = MoeServer.start(NettyServerBuilder.forAddress(new InetSocketAddress(server.host, server.port)),
-                cluster, weights, server.settings(), registry, true);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            moe.close();
-            if (metrics != null) {
-                metrics.close();
-            }
-        }, "moe-a2a-shutdown"));
-        LOG.info("serving on port {} ({} ranks ready in {} ms){}", moe.port(), server.worldSize,
+        EmbeddedCluster cluster =
+                new EmbeddedCluster(
+                        config, weights, server.worldSize, server.exchangeTimeout.toNanos());
+        MoeServer moe =
+                MoeServer.start(
+                        NettyServerBuilder.forAddress(
+                                new InetSocketAddress(server.host, server.port)),
+                        cluster,
+                        weights,
+                        server.settings(),
+                        registry,
+                        true);
+        Runtime.getRuntime()
+                .addShutdownHook(
+                        new Thread(
+                                () -> {
+                                    moe.close();
+                                    if (metrics != null) {
+                                        metrics.close();
+                                    }
+                                },
+                                "moe-a2a-shutdown"));
+        LOG.info(
+                "serving on port {} ({} ranks ready in {} ms){}",
+                moe.port(),
+                server.worldSize,
                 (System.nanoTime() - started) / 1_000_000,
-                metrics != null ? ", metrics on http://" + server.host + ":" + metrics.port() + "/metrics" : "");
+                metrics != null
+                        ? ", metrics on http://" + server.host + ":" + metrics.port() + "/metrics"
+                        : "");
         moe.awaitTermination();
         return 0;
     }

@@ -12,37 +12,66 @@ import picocli.CommandLine.Option;
 
 /** The flags shared by the server commands ({@code serve}, {@code control-plane}). */
 final class ServerOptions {
-    @Option(names = "--host", defaultValue = "0.0.0.0", description = "Address to bind gRPC and metrics to (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--host",
+            defaultValue = "0.0.0.0",
+            description = "Address to bind gRPC and metrics to (default: ${DEFAULT-VALUE}).")
     String host;
 
-    @Option(names = "--port", defaultValue = "50051", description = "gRPC port; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--port",
+            defaultValue = "50051",
+            description = "gRPC port; 0 picks a free one (default: ${DEFAULT-VALUE}).")
     int port;
 
-    @Option(names = "--metrics-port", defaultValue = "9464", description = "Prometheus /metrics port; 0 turns it off (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--metrics-port",
+            defaultValue = "9464",
+            description = "Prometheus /metrics port; 0 turns it off (default: ${DEFAULT-VALUE}).")
     int metricsPort;
 
-    @Option(names = "--world-size", defaultValue = "4", description = "Ranks (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--world-size",
+            defaultValue = "4",
+            description = "Ranks (default: ${DEFAULT-VALUE}).")
     int worldSize;
 
-    @Option(names = "--max-request-bytes", defaultValue = "67108864", description = "Largest accepted request message (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max-request-bytes",
+            defaultValue = "67108864",
+            description = "Largest accepted request message (default: ${DEFAULT-VALUE}).")
     int maxRequestBytes;
 
-    @Option(names = "--max-batch-tokens", defaultValue = "8192", description = "Most tokens batched into one step (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max-batch-tokens",
+            defaultValue = "8192",
+            description = "Most tokens batched into one step (default: ${DEFAULT-VALUE}).")
     int maxBatchTokens;
 
-    @Option(names = "--max-queued-requests", defaultValue = "1024", description = "Queued requests beyond this get RESOURCE_EXHAUSTED (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max-queued-requests",
+            defaultValue = "1024",
+            description =
+                    "Queued requests beyond this get RESOURCE_EXHAUSTED (default: ${DEFAULT-VALUE}).")
     int maxQueuedRequests;
 
-    @Option(names = "--max-steps-in-flight", defaultValue = "2",
-            description = "Steps handed to the ranks before the oldest is answered, so transfers overlap (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max-steps-in-flight",
+            defaultValue = "2",
+            description =
+                    "Steps handed to the ranks before the oldest is answered, so transfers overlap (default: ${DEFAULT-VALUE}).")
     int maxStepsInFlight;
 
-    @Option(names = "--exchange-timeout", defaultValue = "PT10S",
-            description = "How long a rank waits for its peers in one exchange, ISO-8601; it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--exchange-timeout",
+            defaultValue = "PT10S",
+            description =
+                    "How long a rank waits for its peers in one exchange, ISO-8601; it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
     Duration exchangeTimeout;
 
     MoeServer.Settings settings() {
-        return new MoeServer.Settings(maxBatchTokens, maxQueuedRequests, maxRequestBytes, maxStepsInFlight);
+        return new MoeServer.Settings(
+                maxBatchTokens, maxQueuedRequests, maxRequestBytes, maxStepsInFlight);
     }
 
     /** A Prometheus registry with the process binders, tagged with the process's role. */
@@ -61,7 +90,8 @@ final class ServerOptions {
         try {
             return MetricsEndpoint.start(registry, host, port);
         } catch (IOException e) {
-            throw new UncheckedIOException("--metrics-port " + port + ": cannot listen (pass another port, or 0)", e);
+            throw new UncheckedIOException(
+                    "--metrics-port " + port + ": cannot listen (pass another port, or 0)", e);
         }
     }
 }

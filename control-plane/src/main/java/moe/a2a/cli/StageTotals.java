@@ -27,10 +27,15 @@ final class StageTotals {
     /** Mean per answer of each stage of the step it rode in, slowest rank, in ms. */
     String summary() {
         double n = Math.max(1, answers.sum());
-        return String.format(Locale.ROOT,
+        return String.format(
+                Locale.ROOT,
                 "server stages, mean ms per answer's step: queue %.2f  route %.2f  dispatch %.2f  expert %.2f"
                         + "  combine %.2f  (%.1f requests per step)",
-                queueUs.sum() / n / 1000, routeUs.sum() / n / 1000, dispatchUs.sum() / n / 1000,
-                expertUs.sum() / n / 1000, combineUs.sum() / n / 1000, stepRequests.sum() / n);
+                queueUs.sum() / n / 1000,
+                routeUs.sum() / n / 1000,
+                dispatchUs.sum() / n / 1000,
+                expertUs.sum() / n / 1000,
+                combineUs.sum() / n / 1000,
+                stepRequests.sum() / n);
     }
 }

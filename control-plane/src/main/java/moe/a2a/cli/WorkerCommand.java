@@ -14,8 +14,8 @@ import moe.a2a.control.cluster.DataPlane;
 import moe.a2a.control.cluster.NcclDataPlane;
 import moe.a2a.control.cluster.TcpDataPlane;
 import moe.a2a.control.cluster.WorkerAgent;
-import moe.a2a.gpu.GpuProbe;
 import moe.a2a.control.metrics.MetricsEndpoint;
+import moe.a2a.gpu.GpuProbe;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -23,46 +23,83 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code moe-a2a worker}: one rank as a process, joined to a control plane. */
-@Command(name = "worker", mixinStandardHelpOptions = true,
-        description = "Run one rank: join the control plane, load this rank's experts, exchange tokens with the other workers.")
+@Command(
+        name = "worker",
+        mixinStandardHelpOptions = true,
+        description =
+                "Run one rank: join the control plane, load this rank's experts, exchange tokens with the other workers.")
 final class WorkerCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerCommand.class);
 
-    enum Transport { AUTO, TCP, NCCL }
+    enum Transport {
+        AUTO,
+        TCP,
+        NCCL
+    }
 
-    @Option(names = "--control-plane", required = true, paramLabel = "HOST:PORT", description = "The control plane's gRPC address.")
+    @Option(
+            names = "--control-plane",
+            required = true,
+            paramLabel = "HOST:PORT",
+            description = "The control plane's gRPC address.")
     String controlPlane;
 
-    @Option(names = "--transport", defaultValue = "AUTO",
-            description = "Data planes to offer the control plane: ${COMPLETION-CANDIDATES}; auto offers tcp, and nccl when the GPU probe finds a usable GPU (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--transport",
+            defaultValue = "AUTO",
+            description =
+                    "Data planes to offer the control plane: ${COMPLETION-CANDIDATES}; auto offers tcp, and nccl when the GPU probe finds a usable GPU (default: ${DEFAULT-VALUE}).")
     Transport transport;
 
-    @Option(names = "--data-host", defaultValue = "127.0.0.1", description = "Address the other workers reach this one at (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--data-host",
+            defaultValue = "127.0.0.1",
+            description =
+                    "Address the other workers reach this one at (default: ${DEFAULT-VALUE}).")
     String dataHost;
 
-    @Option(names = "--data-port", defaultValue = "0", description = "Port for the other workers; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--data-port",
+            defaultValue = "0",
+            description =
+                    "Port for the other workers; 0 picks a free one (default: ${DEFAULT-VALUE}).")
     int dataPort;
 
-    @Option(names = "--rank", defaultValue = "-1", description = "Rank to ask for; -1 takes any free rank (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--rank",
+            defaultValue = "-1",
+            description = "Rank to ask for; -1 takes any free rank (default: ${DEFAULT-VALUE}).")
     int rank;
 
     @Option(names = "--worker-id", description = "Name of this worker (default: a random id).")
     String workerId;
 
-    @Option(names = "--expect-model", defaultValue = "", description = "Refuse to serve any other model fingerprint than this one.")
+    @Option(
+            names = "--expect-model",
+            defaultValue = "",
+            description = "Refuse to serve any other model fingerprint than this one.")
     String expectModel;
 
-    @Option(names = "--rejoin-timeout", defaultValue = "PT60S", description = "Give up after the control plane is unreachable this long (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--rejoin-timeout",
+            defaultValue = "PT60S",
+            description =
+                    "Give up after the control plane is unreachable this long (default: ${DEFAULT-VALUE}).")
     Duration rejoinTimeout;
 
-    @Option(names = "--metrics-port", defaultValue = "9464", description = "Prometheus /metrics port; 0 turns it off (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--metrics-port",
+            defaultValue = "9464",
+            description = "Prometheus /metrics port; 0 turns it off (default: ${DEFAULT-VALUE}).")
     int metricsPort;
 
-    @Option(names = "--device", defaultValue = "0", description = "CUDA device of this rank, for nccl (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--device",
+            defaultValue = "0",
+            description = "CUDA device of this rank, for nccl (default: ${DEFAULT-VALUE}).")
     int device;
 
-    @Mixin
-    GpuOptions gpu;
+    @Mixin GpuOptions gpu;
 
     @Override
     public Integer call() throws Exception {
@@ -84,15 +121,28 @@ final class WorkerCommand implements Callable<Integer> {
             offered.add(0, "tcp");
         }
         if (transport == Transport.AUTO) {
-            LOG.info("--transport auto: offering {} to the control plane{}", offered,
-                    offered.contains("nccl") ? "" : " (no GPU data plane here, see the probe above)");
+            LOG.info(
+                    "--transport auto: offering {} to the control plane{}",
+                    offered,
+                    offered.contains("nccl")
+                            ? ""
+                            : " (no GPU data plane here, see the probe above)");
         }
-        String id = workerId != null ? workerId : "worker-" + UUID.randomUUID().toString().substring(0, 8);
+        String id =
+                workerId != null
+                        ? workerId
+                        : "worker-" + UUID.randomUUID().toString().substring(0, 8);
         PrometheusMeterRegistry registry = ServerOptions.registry("worker");
         MetricsEndpoint metrics = ServerOptions.metrics(registry, "0.0.0.0", metricsPort);
         try (TcpTransport tcp = new TcpTransport(2)) {
-            LOG.info("moe-a2a worker {}: controlPlane={} transports={} (tcp: {}) dataHost={} dataPort={}", id,
-                    controlPlane, offered, tcp.description(), dataHost, dataPort);
+            LOG.info(
+                    "moe-a2a worker {}: controlPlane={} transports={} (tcp: {}) dataHost={} dataPort={}",
+                    id,
+                    controlPlane,
+                    offered,
+                    tcp.description(),
+                    dataHost,
+                    dataPort);
             List<DataPlane> planes = new ArrayList<>();
             if (offered.contains("tcp")) {
                 planes.add(new TcpDataPlane(tcp, dataHost, dataPort));
@@ -100,10 +150,23 @@ final class WorkerCommand implements Callable<Integer> {
             if (offered.contains("nccl")) {
                 planes.add(NcclDataPlane.onDevice(device));
             }
-            ManagedChannel channel = NettyChannelBuilder.forTarget(controlPlane).usePlaintext()
-                    .maxInboundMessageSize(Integer.MAX_VALUE).build();
-            WorkerAgent agent = new WorkerAgent(channel, new WorkerAgent.Settings(id, rank, expectModel, rejoinTimeout,
-                    Duration.ofMillis(500), probeLine), planes, registry);
+            ManagedChannel channel =
+                    NettyChannelBuilder.forTarget(controlPlane)
+                            .usePlaintext()
+                            .maxInboundMessageSize(Integer.MAX_VALUE)
+                            .build();
+            WorkerAgent agent =
+                    new WorkerAgent(
+                            channel,
+                            new WorkerAgent.Settings(
+                                    id,
+                                    rank,
+                                    expectModel,
+                                    rejoinTimeout,
+                                    Duration.ofMillis(500),
+                                    probeLine),
+                            planes,
+                            registry);
             Runtime.getRuntime().addShutdownHook(new Thread(agent::close, "moe-a2a-shutdown"));
             try {
                 agent.run();

@@ -15,15 +15,21 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class BenchPlotsTest {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     @Test
     void shouldDrawLatencyTrafficAndExpertChartsWhenReportsAreGiven() throws Exception {
         BenchWorkload w = new BenchWorkload("tiny", 2, 16, 8, 8, 2, 1.2, false, 42);
         int[][] rows = BenchRouting.rows(w);
-        RankTimes times = new RankTimes(new long[] {1_000, 3_000}, new long[] {2_000, 4_000}, new long[] {50, 60}, true);
-        BenchReport report = BenchReport.of(w, "local", BenchScope.DISPATCHER, rows, List.of(times, times), 10.0);
+        RankTimes times =
+                new RankTimes(
+                        new long[] {1_000, 3_000},
+                        new long[] {2_000, 4_000},
+                        new long[] {50, 60},
+                        true);
+        BenchReport report =
+                BenchReport.of(
+                        w, "local", BenchScope.DISPATCHER, rows, List.of(times, times), 10.0);
         assertThat(report.dispatchP50Us()).isEqualTo(1.0);
         assertThat(report.combineP90Us()).isEqualTo(4.0);
 

@@ -5,22 +5,32 @@ import java.util.Locale;
 
 /**
  * One canonical workload: DeepSeek-V3-shaped rows (bf16, {@code H = 7168}), {@code E = 256}
- * experts, top-8, expert {@code e} on rank {@code e / (E/N)}, seed 42; {@code N} ranks with
- * {@code T} tokens each, routed uniformly or by a Zipf law ({@code zipf > 0}), hot experts packed
- * on rank 0 or scattered ({@code permuted}). Immutable.
+ * experts, top-8, expert {@code e} on rank {@code e / (E/N)}, seed 42; {@code N} ranks with {@code
+ * T} tokens each, routed uniformly or by a Zipf law ({@code zipf > 0}), hot experts packed on rank
+ * 0 or scattered ({@code permuted}). Immutable.
  */
-public record BenchWorkload(String name, int worldSize, int tokens, int hidden, int experts, int topK, double zipf,
-        boolean permuted, long seed) {
+public record BenchWorkload(
+        String name,
+        int worldSize,
+        int tokens,
+        int hidden,
+        int experts,
+        int topK,
+        double zipf,
+        boolean permuted,
+        long seed) {
 
-    public static final List<BenchWorkload> CANONICAL = List.of(
-            canonical("decode", 4, 128, 0, false),
-            canonical("prefill", 4, 2048, 0, false),
-            canonical("prefill-skew", 4, 2048, 1.2, false),
-            canonical("prefill-skew-perm", 4, 2048, 1.2, true),
-            canonical("prefill-n2", 2, 2048, 0, false),
-            canonical("prefill-n8", 8, 2048, 0, false));
+    public static final List<BenchWorkload> CANONICAL =
+            List.of(
+                    canonical("decode", 4, 128, 0, false),
+                    canonical("prefill", 4, 2048, 0, false),
+                    canonical("prefill-skew", 4, 2048, 1.2, false),
+                    canonical("prefill-skew-perm", 4, 2048, 1.2, true),
+                    canonical("prefill-n2", 2, 2048, 0, false),
+                    canonical("prefill-n8", 8, 2048, 0, false));
 
-    private static BenchWorkload canonical(String name, int n, int t, double zipf, boolean permuted) {
+    private static BenchWorkload canonical(
+            String name, int n, int t, double zipf, boolean permuted) {
         return new BenchWorkload(name, n, t, 7168, 256, 8, zipf, permuted, 42);
     }
 
@@ -31,11 +41,18 @@ public record BenchWorkload(String name, int worldSize, int tokens, int hidden, 
                 return w;
             }
         }
-        throw new IllegalArgumentException("workload: " + name + " (expected: one of "
-                + CANONICAL.stream().map(BenchWorkload::name).toList() + ")");
+        throw new IllegalArgumentException(
+                "workload: "
+                        + name
+                        + " (expected: one of "
+                        + CANONICAL.stream().map(BenchWorkload::name).toList()
+                        + ")");
     }
 
-    /** Iterations before measuring, as the peer harnesses run this workload (decode needs the JIT warm). */
+    /**
+     * Iterations before measuring, as the peer harnesses run this workload (decode needs the JIT
+     * warm).
+     */
     public int defaultWarmup() {
         return name.equals("decode") ? 20 : name.equals("prefill-n8") ? 2 : 3;
     }
@@ -51,7 +68,9 @@ public record BenchWorkload(String name, int worldSize, int tokens, int hidden, 
     }
 
     public String routing() {
-        return zipf == 0 ? "uniform" : String.format(Locale.ROOT, "zipf s=%.1f%s", zipf, permuted ? " perm" : "");
+        return zipf == 0
+                ? "uniform"
+                : String.format(Locale.ROOT, "zipf s=%.1f%s", zipf, permuted ? " perm" : "");
     }
 
     /** The rank hosting {@code expert}. */

@@ -10,13 +10,13 @@ import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 
 /**
- * One rank's part of the dispatcher benchmark: the real {@link Dispatcher} on a workload.
- * Dispatch is layout, pack, counts and row exchange, and the grouping by local expert; combine
- * is the row exchange back and the fp32 sum at the source. In between (not timed, and followed by
- * a barrier so that combine starts together on every rank) the "expert" sends each received row
- * back unchanged, except in the first iteration, which is validated: the
- * expert then multiplies each row by its local weight and by (rank + 1), and the output must be
- * exactly {@code Σ_d bf16(val · m_td/K · (d+1))}. Runs on the rank's thread.
+ * One rank's part of the dispatcher benchmark: the real {@link Dispatcher} on a workload. Dispatch
+ * is layout, pack, counts and row exchange, and the grouping by local expert; combine is the row
+ * exchange back and the fp32 sum at the source. In between (not timed, and followed by a barrier so
+ * that combine starts together on every rank) the "expert" sends each received row back unchanged,
+ * except in the first iteration, which is validated: the expert then multiplies each row by its
+ * local weight and by (rank + 1), and the output must be exactly {@code Σ_d bf16(val · m_td/K ·
+ * (d+1))}. Runs on the rank's thread.
  */
 public final class DispatcherBench {
     private DispatcherBench() {}
@@ -29,13 +29,15 @@ public final class DispatcherBench {
         int[] ids = BenchRouting.topkIds(w, me);
         float[] weights = new float[t * k];
         java.util.Arrays.fill(weights, 1f / k);
-        ByteBuffer tokens = ByteBuffer.allocateDirect(t * w.rowBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer tokens =
+                ByteBuffer.allocateDirect(t * w.rowBytes()).order(ByteOrder.LITTLE_ENDIAN);
         for (int tok = 0; tok < t; tok++) {
             for (int c = 0; c < h; c++) {
                 DType.BF16.put(tokens, (tok * h + c) * 2, BenchRouting.payload(me, tok, c));
             }
         }
-        Dispatcher dispatcher = new Dispatcher(comm, Placement.contiguous(w.experts(), w.worldSize()), h, k);
+        Dispatcher dispatcher =
+                new Dispatcher(comm, Placement.contiguous(w.experts(), w.worldSize()), h, k);
         float[] out = new float[t * h];
         long[] dispatchNs = new long[iters];
         long[] combineNs = new long[iters];

@@ -59,16 +59,18 @@ public final class MachineLimits {
             server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             ExecutorService pool = Executors.newSingleThreadExecutor();
             try {
-                Future<Long> reader = pool.submit(() -> {
-                    try (SocketChannel in = server.accept()) {
-                        ByteBuffer buf = ByteBuffer.allocateDirect(4 << 20);
-                        long total = 0;
-                        for (int n; (n = in.read(buf.clear())) > 0; ) {
-                            total += n;
-                        }
-                        return total;
-                    }
-                });
+                Future<Long> reader =
+                        pool.submit(
+                                () -> {
+                                    try (SocketChannel in = server.accept()) {
+                                        ByteBuffer buf = ByteBuffer.allocateDirect(4 << 20);
+                                        long total = 0;
+                                        for (int n; (n = in.read(buf.clear())) > 0; ) {
+                                            total += n;
+                                        }
+                                        return total;
+                                    }
+                                });
                 long t0 = System.nanoTime();
                 try (SocketChannel out = SocketChannel.open(server.getLocalAddress())) {
                     ByteBuffer buf = ByteBuffer.allocateDirect(4 << 20);

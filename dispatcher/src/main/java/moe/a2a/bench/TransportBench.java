@@ -7,18 +7,19 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.dispatch.DType;
 
 /**
- * One rank's part of the transport benchmark: the exchanges of a workload's dispatch and combine
- * as the communicator sees them. Dispatch is the counts exchange plus the rows (each token once
- * to every rank hosting one of its experts, packed per destination in token order); combine
- * sends one row per received token back. Rows are packed before timing and not reduced after:
- * this measures the transport, not pack, unpack or reduction. Every received row is checked
- * against its source token once. Runs on the rank's thread.
+ * One rank's part of the transport benchmark: the exchanges of a workload's dispatch and combine as
+ * the communicator sees them. Dispatch is the counts exchange plus the rows (each token once to
+ * every rank hosting one of its experts, packed per destination in token order); combine sends one
+ * row per received token back. Rows are packed before timing and not reduced after: this measures
+ * the transport, not pack, unpack or reduction. Every received row is checked against its source
+ * token once. Runs on the rank's thread.
  */
 public final class TransportBench {
 
     private TransportBench() {}
 
-    public static RankTimes run(BenchWorkload w, Communicator comm, int[][] rows, int warmup, int iters) {
+    public static RankTimes run(
+            BenchWorkload w, Communicator comm, int[][] rows, int warmup, int iters) {
         final int n = w.worldSize();
         final int me = comm.rank();
         final int rowBytes = w.rowBytes();
@@ -86,7 +87,8 @@ public final class TransportBench {
             for (int t = 0; t < w.tokens(); t++) {
                 if (hits(w, ids, t, me)) {
                     for (int c = 0; c < w.hidden(); c++) {
-                        if (DType.BF16.get(recv, at + 2 * c) != DType.BF16.round(BenchRouting.payload(src, t, c))) {
+                        if (DType.BF16.get(recv, at + 2 * c)
+                                != DType.BF16.round(BenchRouting.payload(src, t, c))) {
                             return false;
                         }
                     }

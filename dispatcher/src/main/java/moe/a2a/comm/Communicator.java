@@ -26,8 +26,8 @@ public interface Communicator extends AutoCloseable {
 
     /**
      * Exchanges one count per peer: afterwards {@code recvCounts[p]} holds what peer {@code p}
-     * passed as its {@code sendCounts[rank()]}. Every rank passes the same {@code step} and
-     * {@code phase}; transports that can check it do.
+     * passed as its {@code sendCounts[rank()]}. Every rank passes the same {@code step} and {@code
+     * phase}; transports that can check it do.
      */
     void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts);
 
@@ -38,24 +38,39 @@ public interface Communicator extends AutoCloseable {
      * positions and limits are ignored: segments start at index 0. {@code step} and {@code phase}
      * as for {@link #allToAllCounts}.
      */
-    void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+    void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts);
 
     /**
      * All-to-all-v whose outgoing segments {@code writer} writes on demand, each exactly {@code
      * sendCounts[peer]} bytes; otherwise as {@link #allToAllV(long, ExchangePhase, ByteBuffer,
-     * long[], ByteBuffer, long[])}. Transports that can write into the destination do; others
-     * stage the segments and send them.
+     * long[], ByteBuffer, long[])}. Transports that can write into the destination do; others stage
+     * the segments and send them.
      */
-    void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+    void allToAllV(
+            long step,
+            ExchangePhase phase,
+            SegmentWriter writer,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts);
 
     /**
-     * All-to-all-v whose incoming segments {@code reader} consumes where they lie, instead of in
-     * a receive buffer; otherwise as {@link #allToAllV(long, ExchangePhase, ByteBuffer, long[],
+     * All-to-all-v whose incoming segments {@code reader} consumes where they lie, instead of in a
+     * receive buffer; otherwise as {@link #allToAllV(long, ExchangePhase, ByteBuffer, long[],
      * ByteBuffer, long[])}. {@code send} must stay untouched until this returns.
      */
-    void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+    void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            SegmentReader reader,
             long[] recvCounts);
 
     /** Returns once every rank has called it. */

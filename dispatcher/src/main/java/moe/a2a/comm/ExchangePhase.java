@@ -1,6 +1,9 @@
 package moe.a2a.comm;
 
-/** Which part of a step an exchange belongs to; carried with the exchange so both sides can check it. */
+/**
+ * Which part of a step an exchange belongs to; carried with the exchange so both sides can check
+ * it.
+ */
 public enum ExchangePhase {
     /** Counts and rows from the tokens' home ranks to the experts' ranks. */
     DISPATCH,

@@ -1,8 +1,8 @@
 package moe.a2a.comm;
 
 /**
- * A collective did not complete in time because a peer never arrived. {@link #peer()} names it
- * when the transport can tell ({@link #UNKNOWN_PEER} when it cannot, as with NCCL).
+ * A collective did not complete in time because a peer never arrived. {@link #peer()} names it when
+ * the transport can tell ({@link #UNKNOWN_PEER} when it cannot, as with NCCL).
  */
 public final class ExchangeTimeoutException extends A2aException {
     private static final long serialVersionUID = 1L;
@@ -16,9 +16,19 @@ public final class ExchangeTimeoutException extends A2aException {
     private final int peer;
     private final long timeoutNs;
 
-    public ExchangeTimeoutException(long step, ExchangePhase phase, int rank, int peer, long timeoutNs) {
-        super("exchange timed out waiting for a peer: step=" + step + ", phase=" + phase + ", rank=" + rank
-                + ", peer=" + (peer == UNKNOWN_PEER ? "unknown" : Integer.toString(peer)) + ", timeoutNs=" + timeoutNs);
+    public ExchangeTimeoutException(
+            long step, ExchangePhase phase, int rank, int peer, long timeoutNs) {
+        super(
+                "exchange timed out waiting for a peer: step="
+                        + step
+                        + ", phase="
+                        + phase
+                        + ", rank="
+                        + rank
+                        + ", peer="
+                        + (peer == UNKNOWN_PEER ? "unknown" : Integer.toString(peer))
+                        + ", timeoutNs="
+                        + timeoutNs);
         this.step = step;
         this.phase = phase;
         this.rank = rank;

@@ -3,10 +3,9 @@ package moe.a2a.comm;
 import java.nio.ByteBuffer;
 
 /**
- * Consumes every source's segment where it lies, all sources at once: in-process straight from
- * each source's send buffer (nothing is copied), otherwise from where the transport received
- * them. The buffers may be read only during the call. Called on the rank's thread, once per
- * exchange.
+ * Consumes every source's segment where it lies, all sources at once: in-process straight from each
+ * source's send buffer (nothing is copied), otherwise from where the transport received them. The
+ * buffers may be read only during the call. Called on the rank's thread, once per exchange.
  */
 @FunctionalInterface
 public interface SegmentReader {

@@ -1,4 +1,7 @@
-/** The data-plane communicator SPI: counts and rows exchanged all-to-all among the ranks of one group. */
+/**
+ * The data-plane communicator SPI: counts and rows exchanged all-to-all among the ranks of one
+ * group.
+ */
 @NullMarked
 package moe.a2a.comm;
 

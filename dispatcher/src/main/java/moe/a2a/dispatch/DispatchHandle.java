@@ -65,7 +65,9 @@ public final class DispatchHandle {
         return expertOffsets[slot + 1] - expertOffsets[slot];
     }
 
-    /** Exclusive prefix sum of {@link #recvTokensPerLocalExpert}: where {@code slot}'s rows start. */
+    /**
+     * Exclusive prefix sum of {@link #recvTokensPerLocalExpert}: where {@code slot}'s rows start.
+     */
     public int expertOffsets(int slot) {
         return expertOffsets[slot];
     }

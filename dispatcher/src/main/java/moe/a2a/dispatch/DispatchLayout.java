@@ -3,10 +3,10 @@ package moe.a2a.dispatch;
 import java.util.Arrays;
 
 /**
- * Where each token of one rank goes in dispatch: per destination rank, the tokens to send (a
- * token whose chosen experts share a rank is sent there once), and per expert, the token×k
- * assignments routed to it. The pack order lists, for each destination in rank order, its tokens
- * in token order:
+ * Where each token of one rank goes in dispatch: per destination rank, the tokens to send (a token
+ * whose chosen experts share a rank is sent there once), and per expert, the token×k assignments
+ * routed to it. The pack order lists, for each destination in rank order, its tokens in token
+ * order:
  *
  * <pre>
  *   packOrder: | tokens for rank 0 | tokens for rank 1 | ... | tokens for rank N-1 |
@@ -34,7 +34,9 @@ public final class DispatchLayout {
         this.rankOffsets = new int[worldSize + 1];
     }
 
-    /** Computes the layout of {@code numTokens} tokens routed by {@code topkIds} ({@code [T, K]}). */
+    /**
+     * Computes the layout of {@code numTokens} tokens routed by {@code topkIds} ({@code [T, K]}).
+     */
     public void compute(int[] topkIds, int numTokens, int topK) {
         this.numTokens = numTokens;
         if (tokenInRank.length < numTokens * worldSize) {

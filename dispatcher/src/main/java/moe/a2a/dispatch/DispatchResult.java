@@ -5,8 +5,8 @@ import java.nio.FloatBuffer;
 
 /**
  * What dispatch delivers to this rank: the received rows, grouped per local expert through the
- * {@link DispatchHandle}. Reused by its {@link Dispatcher}: valid until the next dispatch. Owned
- * by the rank thread.
+ * {@link DispatchHandle}. Reused by its {@link Dispatcher}: valid until the next dispatch. Owned by
+ * the rank thread.
  */
 public final class DispatchResult {
     private final DispatchHandle handle;
@@ -40,12 +40,20 @@ public final class DispatchResult {
         final int from = handle.expertOffsets[slot];
         final int to = handle.expertOffsets[slot + 1];
         for (int i = from; i < to; i++) {
-            row.dtype().decode(recvBuffer, handle.expertRows[i] * row.rowBytes(), dst,
-                    dstIndex + (i - from) * hidden, hidden);
+            row.dtype()
+                    .decode(
+                            recvBuffer,
+                            handle.expertRows[i] * row.rowBytes(),
+                            dst,
+                            dstIndex + (i - from) * hidden,
+                            hidden);
         }
     }
 
-    /** Copies received token {@code index}'s row, as it arrived (in the dispatch's dtype), into {@code dst} at {@code dstByte}. */
+    /**
+     * Copies received token {@code index}'s row, as it arrived (in the dispatch's dtype), into
+     * {@code dst} at {@code dstByte}.
+     */
     public void copyRecvToken(int index, ByteBuffer dst, int dstByte) {
         final DispatchRowLayout row = handle.rowLayout;
         dst.put(dstByte, recvBuffer, index * row.rowBytes(), row.payloadBytes());

@@ -1,9 +1,9 @@
 package moe.a2a.dispatch;
 
 /**
- * The layout of one dispatched row in the send and receive buffers. The payload is the token in
- * the step's dtype; the routing tail tells the destination which of its local experts the token
- * chose and with what weight, so that combine can weight the outputs where they are computed.
+ * The layout of one dispatched row in the send and receive buffers. The payload is the token in the
+ * step's dtype; the routing tail tells the destination which of its local experts the token chose
+ * and with what weight, so that combine can weight the outputs where they are computed.
  *
  * <pre>
  *   0                          payloadBytes          + 4K                  + 8K = rowBytes

@@ -12,8 +12,8 @@ import moe.a2a.comm.SegmentWriter;
 
 /**
  * One rank's data path: {@link #dispatch} sends each token once to every rank hosting one of its
- * experts and groups what arrives by local expert; {@link #combine} sends back, per received
- * token, the weighted sum of the local experts' outputs and sums the partial rows at the source.
+ * experts and groups what arrives by local expert; {@link #combine} sends back, per received token,
+ * the weighted sum of the local experts' outputs and sums the partial rows at the source.
  *
  * <p>Off-heap buffers grow to the largest step seen and are reused. Owned by the rank thread.
  */
@@ -41,8 +41,12 @@ public final class Dispatcher {
 
     public Dispatcher(Communicator comm, Placement placement, int hidden, int topK) {
         if (placement.worldSize() != comm.size()) {
-            throw new IllegalArgumentException("placement.worldSize: " + placement.worldSize()
-                    + " (expected: " + comm.size() + ", the communicator's size)");
+            throw new IllegalArgumentException(
+                    "placement.worldSize: "
+                            + placement.worldSize()
+                            + " (expected: "
+                            + comm.size()
+                            + ", the communicator's size)");
         }
         this.comm = comm;
         this.placement = placement;
@@ -91,7 +95,8 @@ public final class Dispatcher {
         }
         recvBuffer = ensure(recvBuffer, totalRecv * row.rowBytes());
         packer.prepare(tokens, row, topkIds, topkWeights);
-        comm.allToAllV(handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBuffer, recvBytes);
+        comm.allToAllV(
+                handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBuffer, recvBytes);
         handle.numRecvTokens = (int) totalRecv;
         groupByExpert(row);
         result.recvBuffer = recvBuffer;
@@ -127,11 +132,12 @@ public final class Dispatcher {
 
     /**
      * The buffer of rows that {@link #combine(DispatchHandle, float[])} sends back: one row per
-     * received token, in receive order, in the dispatch's dtype, each the token's weighted sum
-     * over this rank's experts. Valid until the next combine.
+     * received token, in receive order, in the dispatch's dtype, each the token's weighted sum over
+     * this rank's experts. Valid until the next combine.
      */
     public ByteBuffer combineRows(DispatchHandle handle) {
-        combineSend = ensure(combineSend, (long) handle.numRecvTokens * handle.rowLayout.payloadBytes());
+        combineSend =
+                ensure(combineSend, (long) handle.numRecvTokens * handle.rowLayout.payloadBytes());
         return combineSend;
     }
 
@@ -147,13 +153,14 @@ public final class Dispatcher {
             recvBytes[r] = layout.tokensPerRank(r) * payloadBytes;
         }
         reducer.prepare(handle.rowLayout, out);
-        comm.allToAllV(handle.step, ExchangePhase.COMBINE, combineSend, sendBytes, reducer, recvBytes);
+        comm.allToAllV(
+                handle.step, ExchangePhase.COMBINE, combineSend, sendBytes, reducer, recvBytes);
     }
 
     /**
-     * Sums each token's returned rows into its output row. Each source's segment is in token
-     * order, so walking the tokens with one cursor per rank visits every token's rows together:
-     * its output row is written once, in order. Reused per combine.
+     * Sums each token's returned rows into its output row. Each source's segment is in token order,
+     * so walking the tokens with one cursor per rank visits every token's rows together: its output
+     * row is written once, in order. Reused per combine.
      */
     private final class RowReducer implements SegmentReader {
         private final long[] cursor;
@@ -241,8 +248,15 @@ public final class Dispatcher {
             for (int k = 0; k < topK; k++) {
                 final int slot = recvBuffer.getInt(j * rowBytes + row.slotOffset(k));
                 if (slot >= localExperts) {
-                    throw new A2aException("received row names a slot this rank lacks: rank=" + rank
-                            + ", row=" + j + ", slot=" + slot + ", localExperts=" + localExperts);
+                    throw new A2aException(
+                            "received row names a slot this rank lacks: rank="
+                                    + rank
+                                    + ", row="
+                                    + j
+                                    + ", slot="
+                                    + slot
+                                    + ", localExperts="
+                                    + localExperts);
                 }
                 if (slot >= 0) {
                     handle.expertOffsets[slot + 1]++;
@@ -264,7 +278,8 @@ public final class Dispatcher {
                 if (slot >= 0) {
                     final int at = slotCursor[slot]++;
                     handle.expertRows[at] = j;
-                    handle.expertWeights[at] = recvBuffer.getFloat(j * rowBytes + row.weightOffset(k));
+                    handle.expertWeights[at] =
+                            recvBuffer.getFloat(j * rowBytes + row.weightOffset(k));
                 }
             }
         }
@@ -274,7 +289,9 @@ public final class Dispatcher {
         if (bytes > Integer.MAX_VALUE) {
             throw new A2aException("step too large for one buffer: bytes=" + bytes);
         }
-        return buffer.capacity() >= bytes ? buffer : allocate((int) Math.max(bytes, buffer.capacity() * 3L / 2));
+        return buffer.capacity() >= bytes
+                ? buffer
+                : allocate((int) Math.max(bytes, buffer.capacity() * 3L / 2));
     }
 
     private static ByteBuffer allocate(int bytes) {

@@ -13,7 +13,11 @@ public final class Gate {
      * Writes {@code [T, K]} ids and weights.
      */
     public static void softmaxTopK(
-            float[] logits, int numTokens, int numExperts, int topK, int[] topkIds,
+            float[] logits,
+            int numTokens,
+            int numExperts,
+            int topK,
+            int[] topkIds,
             float[] topkWeights) {
         for (int t = 0; t < numTokens; t++) {
             routeToken(logits, t * numExperts, numExperts, topK, topkIds, topkWeights, t * topK);
@@ -21,7 +25,12 @@ public final class Gate {
     }
 
     private static void routeToken(
-            float[] logits, int row, int numExperts, int topK, int[] ids, float[] weights,
+            float[] logits,
+            int row,
+            int numExperts,
+            int topK,
+            int[] ids,
+            float[] weights,
             int out) {
         for (int k = 0; k < topK; k++) {
             int best = -1;

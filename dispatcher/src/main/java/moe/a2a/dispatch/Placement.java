@@ -3,9 +3,9 @@ package moe.a2a.dispatch;
 import java.util.Arrays;
 
 /**
- * Where each logical expert lives: its replica's rank and local slot on that rank. This is the
- * one place that maps experts to ranks, so load balancing replaces a {@code Placement} and
- * changes nothing else. Currently one replica per expert. Immutable.
+ * Where each logical expert lives: its replica's rank and local slot on that rank. This is the one
+ * place that maps experts to ranks, so load balancing replaces a {@code Placement} and changes
+ * nothing else. Currently one replica per expert. Immutable.
  */
 public final class Placement {
     private final int numExperts;
@@ -33,8 +33,8 @@ public final class Placement {
     }
 
     /**
-     * Contiguous placement: rank {@code r} hosts experts {@code [r*E/N, (r+1)*E/N)} in order.
-     * With {@code E < N} some ranks host none (they still take part in every step).
+     * Contiguous placement: rank {@code r} hosts experts {@code [r*E/N, (r+1)*E/N)} in order. With
+     * {@code E < N} some ranks host none (they still take part in every step).
      */
     public static Placement contiguous(int numExperts, int worldSize) {
         if (numExperts <= 0) {
@@ -86,7 +86,12 @@ public final class Placement {
 
     @Override
     public String toString() {
-        return "Placement{numExperts=" + numExperts + ", worldSize=" + worldSize
-                + ", expertRank=" + Arrays.toString(expertRank) + "}";
+        return "Placement{numExperts="
+                + numExperts
+                + ", worldSize="
+                + worldSize
+                + ", expertRank="
+                + Arrays.toString(expertRank)
+                + "}";
     }
 }

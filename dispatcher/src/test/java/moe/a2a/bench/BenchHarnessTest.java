@@ -18,15 +18,21 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(60)
 class BenchHarnessTest {
     static final BenchWorkload SMALL = new BenchWorkload("small", 3, 40, 64, 12, 3, 0, false, 42);
-    static final BenchWorkload SKEWED = new BenchWorkload("small-skew", 4, 33, 32, 16, 4, 1.2, true, 7);
+    static final BenchWorkload SKEWED =
+            new BenchWorkload("small-skew", 4, 33, 32, 16, 4, 1.2, true, 7);
 
     @Test
     void shouldValidateDispatcherPathWhenRoutingIsUniformOrSkewed() throws Exception {
         for (BenchWorkload w : List.of(SMALL, SKEWED)) {
             LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(20));
-            List<RankTimes> times = RankThreads.run(w.worldSize(),
-                    rank -> DispatcherBench.run(w, group.communicator(rank), 1, 3));
-            assertThat(times).as(w.name()).allMatch(RankTimes::ok).allMatch(t -> t.dispatchNs().length == 3);
+            List<RankTimes> times =
+                    RankThreads.run(
+                            w.worldSize(),
+                            rank -> DispatcherBench.run(w, group.communicator(rank), 1, 3));
+            assertThat(times)
+                    .as(w.name())
+                    .allMatch(RankTimes::ok)
+                    .allMatch(t -> t.dispatchNs().length == 3);
         }
     }
 
@@ -34,8 +40,10 @@ class BenchHarnessTest {
     void shouldValidateTransportPath() throws Exception {
         LocalGroup group = new LocalGroup(SMALL.worldSize(), TimeUnit.SECONDS.toNanos(20));
         int[][] rows = BenchRouting.rows(SMALL);
-        List<RankTimes> times = RankThreads.run(SMALL.worldSize(),
-                rank -> TransportBench.run(SMALL, group.communicator(rank), rows, 1, 2));
+        List<RankTimes> times =
+                RankThreads.run(
+                        SMALL.worldSize(),
+                        rank -> TransportBench.run(SMALL, group.communicator(rank), rows, 1, 2));
         assertThat(times).allMatch(RankTimes::ok);
     }
 
@@ -43,12 +51,20 @@ class BenchHarnessTest {
     void shouldFailValidationWhenAReceivedByteIsCorrupted() throws Exception {
         LocalGroup group = new LocalGroup(SMALL.worldSize(), TimeUnit.SECONDS.toNanos(20));
         int[][] rows = BenchRouting.rows(SMALL);
-        List<RankTimes> transport = RankThreads.run(SMALL.worldSize(),
-                rank -> TransportBench.run(SMALL, corrupting(group.communicator(rank)), rows, 0, 1));
+        List<RankTimes> transport =
+                RankThreads.run(
+                        SMALL.worldSize(),
+                        rank ->
+                                TransportBench.run(
+                                        SMALL, corrupting(group.communicator(rank)), rows, 0, 1));
         assertThat(transport).anyMatch(t -> !t.ok());
         LocalGroup second = new LocalGroup(SMALL.worldSize(), TimeUnit.SECONDS.toNanos(20));
-        List<RankTimes> dispatcher = RankThreads.run(SMALL.worldSize(),
-                rank -> DispatcherBench.run(SMALL, corrupting(second.communicator(rank)), 0, 1));
+        List<RankTimes> dispatcher =
+                RankThreads.run(
+                        SMALL.worldSize(),
+                        rank ->
+                                DispatcherBench.run(
+                                        SMALL, corrupting(second.communicator(rank)), 0, 1));
         assertThat(dispatcher).anyMatch(t -> !t.ok());
     }
 
@@ -71,12 +87,18 @@ class BenchHarnessTest {
             }
 
             @Override
-            public void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+            public void allToAllCounts(
+                    long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
                 inner.allToAllCounts(step, phase, sendCounts, recvCounts);
             }
 
             @Override
-            public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+            public void allToAllV(
+                    long step,
+                    ExchangePhase phase,
+                    ByteBuffer send,
+                    long[] sendCounts,
+                    ByteBuffer recv,
                     long[] recvCounts) {
                 inner.allToAllV(step, phase, send, sendCounts, recv, recvCounts);
                 if (inner.rank() == 1 && recv.capacity() > 0) {
@@ -85,7 +107,12 @@ class BenchHarnessTest {
             }
 
             @Override
-            public void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+            public void allToAllV(
+                    long step,
+                    ExchangePhase phase,
+                    SegmentWriter writer,
+                    long[] sendCounts,
+                    ByteBuffer recv,
                     long[] recvCounts) {
                 inner.allToAllV(step, phase, writer, sendCounts, recv, recvCounts);
                 if (inner.rank() == 1 && recv.capacity() > 0) {
@@ -94,7 +121,12 @@ class BenchHarnessTest {
             }
 
             @Override
-            public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+            public void allToAllV(
+                    long step,
+                    ExchangePhase phase,
+                    ByteBuffer send,
+                    long[] sendCounts,
+                    SegmentReader reader,
                     long[] recvCounts) {
                 inner.allToAllV(step, phase, send, sendCounts, reader, recvCounts);
             }

@@ -19,9 +19,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-/**
- * The contract every {@link Communicator} transport must meet. Subclasses supply groups.
- */
+/** The contract every {@link Communicator} transport must meet. Subclasses supply groups. */
 @Timeout(60)
 public abstract class AbstractCommunicatorTest {
 
@@ -51,46 +49,58 @@ public abstract class AbstractCommunicatorTest {
                 bytes[s][d] = random.nextInt(4) == 0 ? 0 : random.nextInt(1, 5000);
             }
         }
-        List<Boolean> ok = RankThreads.run(n, rank -> {
-            Communicator comm = group[rank];
-            for (int round = 0; round < 3; round++) {
-                long[] send = new long[n];
-                long[] recv = new long[n];
-                long total = 0;
-                for (int d = 0; d < n; d++) {
-                    send[d] = bytes[rank][d] + round;
-                    total += send[d];
-                }
-                comm.allToAllCounts(round, ExchangePhase.DISPATCH, send, recv);
-                long recvTotal = 0;
-                for (int s = 0; s < n; s++) {
-                    assertThat(recv[s]).as("seed=%d rank=%d src=%d", seed, rank, s)
-                            .isEqualTo(bytes[s][rank] + round);
-                    recvTotal += recv[s];
-                }
-                ByteBuffer sendBuf = direct(total);
-                long at = 0;
-                for (int d = 0; d < n; d++) {
-                    for (long i = 0; i < send[d]; i++) {
-                        sendBuf.put((int) (at + i), pattern(rank, d, i, round));
-                    }
-                    at += send[d];
-                }
-                ByteBuffer recvBuf = direct(recvTotal);
-                comm.allToAllV(round, ExchangePhase.DISPATCH, sendBuf, send, recvBuf, recv);
-                at = 0;
-                for (int s = 0; s < n; s++) {
-                    for (long i = 0; i < recv[s]; i++) {
-                        if (recvBuf.get((int) (at + i)) != pattern(s, rank, i, round)) {
-                            throw new AssertionError("seed=" + seed + " rank=" + rank + " src=" + s
-                                    + " byte=" + i + " round=" + round);
-                        }
-                    }
-                    at += recv[s];
-                }
-            }
-            return true;
-        });
+        List<Boolean> ok =
+                RankThreads.run(
+                        n,
+                        rank -> {
+                            Communicator comm = group[rank];
+                            for (int round = 0; round < 3; round++) {
+                                long[] send = new long[n];
+                                long[] recv = new long[n];
+                                long total = 0;
+                                for (int d = 0; d < n; d++) {
+                                    send[d] = bytes[rank][d] + round;
+                                    total += send[d];
+                                }
+                                comm.allToAllCounts(round, ExchangePhase.DISPATCH, send, recv);
+                                long recvTotal = 0;
+                                for (int s = 0; s < n; s++) {
+                                    assertThat(recv[s])
+                                            .as("seed=%d rank=%d src=%d", seed, rank, s)
+                                            .isEqualTo(bytes[s][rank] + round);
+                                    recvTotal += recv[s];
+                                }
+                                ByteBuffer sendBuf = direct(total);
+                                long at = 0;
+                                for (int d = 0; d < n; d++) {
+                                    for (long i = 0; i < send[d]; i++) {
+                                        sendBuf.put((int) (at + i), pattern(rank, d, i, round));
+                                    }
+                                    at += send[d];
+                                }
+                                ByteBuffer recvBuf = direct(recvTotal);
+                                comm.allToAllV(
+                                        round,
+                                        ExchangePhase.DISPATCH,
+                                        sendBuf,
+                                        send,
+                                        recvBuf,
+                                        recv);
+                                at = 0;
+                                for (int s = 0; s < n; s++) {
+                                    for (long i = 0; i < recv[s]; i++) {
+                                        if (recvBuf.get((int) (at + i))
+                                                != pattern(s, rank, i, round)) {
+                                            throw new AssertionError(
+                                                    "seed=" + seed + " rank=" + rank + " src=" + s
+                                                            + " byte=" + i + " round=" + round);
+                                        }
+                                    }
+                                    at += recv[s];
+                                }
+                            }
+                            return true;
+                        });
         assertThat(ok).hasSize(n).containsOnly(true);
         close(group);
     }
@@ -99,37 +109,45 @@ public abstract class AbstractCommunicatorTest {
     @ValueSource(ints = {1, 3, 4})
     void shouldDeliverSegmentsWhenSenderWritesThemOnDemand(int n) throws Exception {
         Communicator[] group = newGroup(n, TimeUnit.SECONDS.toNanos(20));
-        List<Boolean> ok = RankThreads.run(n, rank -> {
-            long[] send = new long[n];
-            long[] recv = new long[n];
-            for (int p = 0; p < n; p++) {
-                send[p] = 100L * (rank + 1) + 7L * p; // bytes for peer p
-                recv[p] = 100L * (p + 1) + 7L * rank;
-            }
-            long total = 0;
-            for (long c : recv) {
-                total += c;
-            }
-            ByteBuffer recvBuf = direct(total);
-            SegmentWriter writer = (peer, dst, at) -> {
-                for (int i = 0; i < send[peer]; i++) {
-                    dst.put(at + i, pattern(rank, peer, i, 9));
-                }
-            };
-            for (int round = 0; round < 2; round++) {
-                group[rank].allToAllV(round, ExchangePhase.COMBINE, writer, send, recvBuf, recv);
-                long at = 0;
-                for (int src = 0; src < n; src++) {
-                    for (int i = 0; i < recv[src]; i++) {
-                        if (recvBuf.get((int) (at + i)) != pattern(src, rank, i, 9)) {
-                            throw new AssertionError("rank=" + rank + " src=" + src + " byte=" + i + " round=" + round);
-                        }
-                    }
-                    at += recv[src];
-                }
-            }
-            return true;
-        });
+        List<Boolean> ok =
+                RankThreads.run(
+                        n,
+                        rank -> {
+                            long[] send = new long[n];
+                            long[] recv = new long[n];
+                            for (int p = 0; p < n; p++) {
+                                send[p] = 100L * (rank + 1) + 7L * p; // bytes for peer p
+                                recv[p] = 100L * (p + 1) + 7L * rank;
+                            }
+                            long total = 0;
+                            for (long c : recv) {
+                                total += c;
+                            }
+                            ByteBuffer recvBuf = direct(total);
+                            SegmentWriter writer =
+                                    (peer, dst, at) -> {
+                                        for (int i = 0; i < send[peer]; i++) {
+                                            dst.put(at + i, pattern(rank, peer, i, 9));
+                                        }
+                                    };
+                            for (int round = 0; round < 2; round++) {
+                                group[rank].allToAllV(
+                                        round, ExchangePhase.COMBINE, writer, send, recvBuf, recv);
+                                long at = 0;
+                                for (int src = 0; src < n; src++) {
+                                    for (int i = 0; i < recv[src]; i++) {
+                                        if (recvBuf.get((int) (at + i))
+                                                != pattern(src, rank, i, 9)) {
+                                            throw new AssertionError(
+                                                    "rank=" + rank + " src=" + src + " byte=" + i
+                                                            + " round=" + round);
+                                        }
+                                    }
+                                    at += recv[src];
+                                }
+                            }
+                            return true;
+                        });
         assertThat(ok).containsOnly(true);
         close(group);
     }
@@ -138,40 +156,53 @@ public abstract class AbstractCommunicatorTest {
     @ValueSource(ints = {1, 3, 4})
     void shouldHandReaderEverySegmentWhereItLies(int n) throws Exception {
         Communicator[] group = newGroup(n, TimeUnit.SECONDS.toNanos(20));
-        List<Boolean> ok = RankThreads.run(n, rank -> {
-            long[] send = new long[n];
-            long[] recv = new long[n];
-            long total = 0;
-            for (int p = 0; p < n; p++) {
-                send[p] = 50L * (rank + 1) + 3L * p;
-                recv[p] = 50L * (p + 1) + 3L * rank;
-                total += send[p];
-            }
-            ByteBuffer sendBuf = direct(total);
-            for (int round = 0; round < 2; round++) {
-                long at = 0;
-                for (int p = 0; p < n; p++) {
-                    for (int i = 0; i < send[p]; i++) {
-                        sendBuf.put((int) (at + i), pattern(rank, p, i, round));
-                    }
-                    at += send[p];
-                }
-                final int r = round;
-                boolean[] seen = new boolean[1];
-                group[rank].allToAllV(round, ExchangePhase.COMBINE, sendBuf, send, (segments, offsets) -> {
-                    for (int src = 0; src < n; src++) {
-                        for (int i = 0; i < recv[src]; i++) {
-                            if (segments[src].get((int) (offsets[src] + i)) != pattern(src, rank, i, r)) {
-                                throw new AssertionError("rank=" + rank + " src=" + src + " byte=" + i + " round=" + r);
+        List<Boolean> ok =
+                RankThreads.run(
+                        n,
+                        rank -> {
+                            long[] send = new long[n];
+                            long[] recv = new long[n];
+                            long total = 0;
+                            for (int p = 0; p < n; p++) {
+                                send[p] = 50L * (rank + 1) + 3L * p;
+                                recv[p] = 50L * (p + 1) + 3L * rank;
+                                total += send[p];
                             }
-                        }
-                    }
-                    seen[0] = true;
-                }, recv);
-                assertThat(seen[0]).isTrue();
-            }
-            return true;
-        });
+                            ByteBuffer sendBuf = direct(total);
+                            for (int round = 0; round < 2; round++) {
+                                long at = 0;
+                                for (int p = 0; p < n; p++) {
+                                    for (int i = 0; i < send[p]; i++) {
+                                        sendBuf.put((int) (at + i), pattern(rank, p, i, round));
+                                    }
+                                    at += send[p];
+                                }
+                                final int r = round;
+                                boolean[] seen = new boolean[1];
+                                group[rank].allToAllV(
+                                        round,
+                                        ExchangePhase.COMBINE,
+                                        sendBuf,
+                                        send,
+                                        (segments, offsets) -> {
+                                            for (int src = 0; src < n; src++) {
+                                                for (int i = 0; i < recv[src]; i++) {
+                                                    if (segments[src].get((int) (offsets[src] + i))
+                                                            != pattern(src, rank, i, r)) {
+                                                        throw new AssertionError(
+                                                                "rank=" + rank + " src=" + src
+                                                                        + " byte=" + i + " round="
+                                                                        + r);
+                                                    }
+                                                }
+                                            }
+                                            seen[0] = true;
+                                        },
+                                        recv);
+                                assertThat(seen[0]).isTrue();
+                            }
+                            return true;
+                        });
         assertThat(ok).containsOnly(true);
         close(group);
     }
@@ -182,26 +213,34 @@ public abstract class AbstractCommunicatorTest {
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
             CountDownLatch started = new CountDownLatch(2);
-            Future<?> r0 = pool.submit(() -> {
-                started.countDown();
-                group[0].barrier();
-            });
-            Future<?> r1 = pool.submit(() -> {
-                started.countDown();
-                group[1].barrier();
-            });
+            Future<?> r0 =
+                    pool.submit(
+                            () -> {
+                                started.countDown();
+                                group[0].barrier();
+                            });
+            Future<?> r1 =
+                    pool.submit(
+                            () -> {
+                                started.countDown();
+                                group[1].barrier();
+                            });
             started.await();
             // rank 2 never calls barrier: ranks 0 and 1 must fail, one of them naming rank 2
             Throwable f0 = failureOf(r0);
             Throwable f1 = failureOf(r1);
             assertThat(List.of(f0, f1)).allMatch(f -> f instanceof A2aException);
             if (namesMissingPeer()) {
-                assertThat(List.of(f0, f1)).anyMatch(f -> f instanceof ExchangeTimeoutException t
-                        && t.peer() == 2);
+                assertThat(List.of(f0, f1))
+                        .anyMatch(f -> f instanceof ExchangeTimeoutException t && t.peer() == 2);
                 assertThat(f0.getMessage() + f1.getMessage()).contains("peer=2");
             } else {
-                assertThat(List.of(f0, f1)).allMatch(f -> f instanceof ExchangeTimeoutException t
-                        && t.peer() == ExchangeTimeoutException.UNKNOWN_PEER);
+                assertThat(List.of(f0, f1))
+                        .allMatch(
+                                f ->
+                                        f instanceof ExchangeTimeoutException t
+                                                && t.peer()
+                                                        == ExchangeTimeoutException.UNKNOWN_PEER);
             }
         } finally {
             pool.shutdownNow();
@@ -217,7 +256,8 @@ public abstract class AbstractCommunicatorTest {
         try {
             Future<?> waiting = pool.submit(() -> group[0].barrier());
             group[1].abort(new A2aException("test abort: rank=1"));
-            assertThat(failureOf(waiting)).isInstanceOf(A2aException.class)
+            assertThat(failureOf(waiting))
+                    .isInstanceOf(A2aException.class)
                     .hasMessageContaining("test abort");
             assertThatThrownBy(group[1]::barrier).isInstanceOf(A2aException.class);
         } finally {
@@ -229,7 +269,10 @@ public abstract class AbstractCommunicatorTest {
     @Test
     void shouldRejectCountsOfWrongLength() throws Exception {
         Communicator[] group = newGroup(2, TimeUnit.SECONDS.toNanos(5));
-        assertThatThrownBy(() -> group[0].allToAllCounts(0, ExchangePhase.DISPATCH, new long[3], new long[2]))
+        assertThatThrownBy(
+                        () ->
+                                group[0].allToAllCounts(
+                                        0, ExchangePhase.DISPATCH, new long[3], new long[2]))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("sendCounts.length: 3 (expected: 2)");
         close(group);

@@ -43,7 +43,8 @@ class DTypeTest {
                 }
             }
             if (Math.abs(f) < 65504f) {
-                assertThat(Math.abs((double) rounded - f)).as("seed=%d f=%s", seed, f)
+                assertThat(Math.abs((double) rounded - f))
+                        .as("seed=%d f=%s", seed, f)
                         .isEqualTo(Math.abs((double) expected - f));
             }
         }
@@ -68,7 +69,8 @@ class DTypeTest {
             float f = (float) (random.nextGaussian() * 10);
             DType.BF16.put(buf, 0, f);
             float bf = DType.BF16.get(buf, 0);
-            assertThat(Math.abs(bf - f)).as("seed=%d", seed)
+            assertThat(Math.abs(bf - f))
+                    .as("seed=%d", seed)
                     .isLessThanOrEqualTo(Math.ulp(bf) * 0x1p16f / 2 + Math.abs(f) * 0x1p-9f);
             DType.FP16.put(buf, 0, f);
             float hf = DType.FP16.get(buf, 0);

@@ -17,9 +17,10 @@ class DispatchLayoutTest {
             int e = 1 + random.nextInt(40);
             int k = 1 + random.nextInt(Math.min(e, 8));
             int t = random.nextInt(64);
-            int[] ids = random.nextInt(5) == 0
-                    ? TestRoutings.concentrated(t, k, random.nextInt(e - k + 1))
-                    : TestRoutings.uniform(random, t, e, k);
+            int[] ids =
+                    random.nextInt(5) == 0
+                            ? TestRoutings.concentrated(t, k, random.nextInt(e - k + 1))
+                            : TestRoutings.uniform(random, t, e, k);
             Placement placement = Placement.contiguous(e, n);
             DispatchLayout layout = new DispatchLayout(placement);
             // compute twice with a larger step in between: reuse must not leak state

@@ -18,7 +18,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 @Timeout(60)
 class DispatcherTest {
 
-    enum Routing { UNIFORM, ONE_EXPERT }
+    enum Routing {
+        UNIFORM,
+        ONE_EXPERT
+    }
 
     static List<Arguments> cases() {
         return List.of(
@@ -50,24 +53,35 @@ class DispatcherTest {
             int t = fixedTokens > 0 ? (r == 0 ? fixedTokens : 0) : random.nextInt(0, 40);
             inputs[r] = RankInput.random(random, t, hidden, numExperts, topK, routing, dtype);
         }
-        List<float[]> outputs = RankThreads.run(n, rank -> {
-            Dispatcher dispatcher = new Dispatcher(group.communicator(rank), placement, hidden, topK);
-            float[] out = null;
-            for (int round = 0; round < 2; round++) { // the second round reuses every buffer
-                RankInput in = inputs[rank];
-                DispatchResult result = dispatcher.dispatch(in.tokens, in.numTokens, dtype, in.ids, in.weights);
-                int rows = result.numExpertRows();
-                FloatBuffer grouped = ByteBuffer.allocateDirect(Math.max(1, rows * hidden * 4))
-                        .order(ByteOrder.nativeOrder()).asFloatBuffer();
-                DispatchHandle handle = result.handle();
-                for (int s = 0; s < handle.localExperts(); s++) {
-                    result.gather(s, grouped, handle.expertOffsets(s) * hidden);
-                }
-                out = new float[in.numTokens * hidden];
-                dispatcher.combine(grouped, handle, out);
-            }
-            return out;
-        });
+        List<float[]> outputs =
+                RankThreads.run(
+                        n,
+                        rank -> {
+                            Dispatcher dispatcher =
+                                    new Dispatcher(
+                                            group.communicator(rank), placement, hidden, topK);
+                            float[] out = null;
+                            for (int round = 0;
+                                    round < 2;
+                                    round++) { // the second round reuses every buffer
+                                RankInput in = inputs[rank];
+                                DispatchResult result =
+                                        dispatcher.dispatch(
+                                                in.tokens, in.numTokens, dtype, in.ids, in.weights);
+                                int rows = result.numExpertRows();
+                                FloatBuffer grouped =
+                                        ByteBuffer.allocateDirect(Math.max(1, rows * hidden * 4))
+                                                .order(ByteOrder.nativeOrder())
+                                                .asFloatBuffer();
+                                DispatchHandle handle = result.handle();
+                                for (int s = 0; s < handle.localExperts(); s++) {
+                                    result.gather(s, grouped, handle.expertOffsets(s) * hidden);
+                                }
+                                out = new float[in.numTokens * hidden];
+                                dispatcher.combine(grouped, handle, out);
+                            }
+                            return out;
+                        });
         for (int r = 0; r < n; r++) {
             RankInput in = inputs[r];
             for (int t = 0; t < in.numTokens; t++) {
@@ -85,19 +99,29 @@ class DispatcherTest {
         }
     }
 
-    /** One rank's tokens and routing. Values are small integers and weights multiples of 1/8,
-     * so every sum is exact in every dtype and the comparison can be exact. */
+    /**
+     * One rank's tokens and routing. Values are small integers and weights multiples of 1/8, so
+     * every sum is exact in every dtype and the comparison can be exact.
+     */
     record RankInput(ByteBuffer tokens, int numTokens, int[] ids, float[] weights) {
-        static RankInput random(SplittableRandom random, int t, int hidden, int numExperts, int topK,
-                Routing routing, DType dtype) {
-            ByteBuffer tokens = ByteBuffer.allocateDirect(Math.max(1, t * hidden * dtype.sizeBytes()))
-                    .order(ByteOrder.LITTLE_ENDIAN);
+        static RankInput random(
+                SplittableRandom random,
+                int t,
+                int hidden,
+                int numExperts,
+                int topK,
+                Routing routing,
+                DType dtype) {
+            ByteBuffer tokens =
+                    ByteBuffer.allocateDirect(Math.max(1, t * hidden * dtype.sizeBytes()))
+                            .order(ByteOrder.LITTLE_ENDIAN);
             for (int i = 0; i < t * hidden; i++) {
                 dtype.put(tokens, i * dtype.sizeBytes(), random.nextInt(-8, 9));
             }
-            int[] ids = routing == Routing.ONE_EXPERT
-                    ? TestRoutings.concentrated(t, topK, numExperts - topK)
-                    : TestRoutings.uniform(random, t, numExperts, topK);
+            int[] ids =
+                    routing == Routing.ONE_EXPERT
+                            ? TestRoutings.concentrated(t, topK, numExperts - topK)
+                            : TestRoutings.uniform(random, t, numExperts, topK);
             float[] weights = new float[t * topK];
             for (int tok = 0; tok < t; tok++) {
                 int left = 8;

@@ -36,17 +36,23 @@ class GateTest {
                     probs[x] /= sum;
                 }
                 Integer[] order = IntStream.range(0, e).boxed().toArray(Integer[]::new);
-                Arrays.sort(order, Comparator.comparingDouble((Integer x) -> -probs[x])
-                        .thenComparingInt(x -> x));
+                Arrays.sort(
+                        order,
+                        Comparator.comparingDouble((Integer x) -> -probs[x])
+                                .thenComparingInt(x -> x));
                 double kept = 0;
                 for (int j = 0; j < k; j++) {
                     kept += probs[order[j]];
                 }
                 for (int j = 0; j < k; j++) {
-                    assertThat(ids[tok * k + j]).as("seed=%d token=%d k=%d", seed, tok, j)
+                    assertThat(ids[tok * k + j])
+                            .as("seed=%d token=%d k=%d", seed, tok, j)
                             .isEqualTo(order[j]);
-                    assertThat((double) weights[tok * k + j]).as("seed=%d", seed)
-                            .isCloseTo(probs[order[j]] / kept, org.assertj.core.data.Offset.offset(1e-6));
+                    assertThat((double) weights[tok * k + j])
+                            .as("seed=%d", seed)
+                            .isCloseTo(
+                                    probs[order[j]] / kept,
+                                    org.assertj.core.data.Offset.offset(1e-6));
                 }
             }
         }

@@ -6,9 +6,9 @@ import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Placement;
 
 /**
- * The experts one rank hosts, for every layer, and their SwiGLU forward pass:
- * {@code y = W2 · (silu(W1·x) ⊙ (W3·x))}, fp32 throughout, GEMMs through {@link Sgemm}.
- * Scratch buffers grow to the largest group seen. Owned by the rank thread.
+ * The experts one rank hosts, for every layer, and their SwiGLU forward pass: {@code y = W2 ·
+ * (silu(W1·x) ⊙ (W3·x))}, fp32 throughout, GEMMs through {@link Sgemm}. Scratch buffers grow to the
+ * largest group seen. Owned by the rank thread.
  */
 public final class ExpertBank {
     private final int hidden;

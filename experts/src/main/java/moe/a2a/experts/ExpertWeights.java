@@ -3,9 +3,9 @@ package moe.a2a.experts;
 import java.nio.FloatBuffer;
 
 /**
- * One SwiGLU expert's weights in fp32, off-heap and row-major, as BLAS consumes them:
- * {@code w1, w3: [I, H]} (gate and up projections), {@code w2: [H, I]} (down projection).
- * Immutable once built.
+ * One SwiGLU expert's weights in fp32, off-heap and row-major, as BLAS consumes them: {@code w1,
+ * w3: [I, H]} (gate and up projections), {@code w2: [H, I]} (down projection). Immutable once
+ * built.
  */
 public record ExpertWeights(int hidden, int ffn, FloatBuffer w1, FloatBuffer w3, FloatBuffer w2) {
     public ExpertWeights {

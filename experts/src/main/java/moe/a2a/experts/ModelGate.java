@@ -6,9 +6,9 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 
 /**
- * The model's router for one layer: logits {@code x · Wgᵀ} through {@link Sgemm}, then
- * {@link Gate#softmaxTopK}. Scratch grows to the largest batch seen. Not thread-safe: each rank,
- * and each caller outside the data plane, uses its own.
+ * The model's router for one layer: logits {@code x · Wgᵀ} through {@link Sgemm}, then {@link
+ * Gate#softmaxTopK}. Scratch grows to the largest batch seen. Not thread-safe: each rank, and each
+ * caller outside the data plane, uses its own.
  */
 public final class ModelGate {
     private final FloatBuffer[] gates;
@@ -29,8 +29,14 @@ public final class ModelGate {
     }
 
     /** Routes {@code numTokens} tokens of {@code dtype} in {@code tokens} (from index 0). */
-    public void route(int layer, DType dtype, ByteBuffer tokens, int numTokens, int topK,
-            int[] topkIds, float[] topkWeights) {
+    public void route(
+            int layer,
+            DType dtype,
+            ByteBuffer tokens,
+            int numTokens,
+            int topK,
+            int[] topkIds,
+            float[] topkWeights) {
         input = Buffers.ensure(input, (long) numTokens * hidden);
         logitsOut = Buffers.ensure(logitsOut, (long) numTokens * experts);
         dtype.decode(tokens, 0, input, 0, numTokens * hidden);

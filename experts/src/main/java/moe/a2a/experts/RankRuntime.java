@@ -17,5 +17,6 @@ public interface RankRuntime {
      * {@code tokens}, from index 0). Every rank of the group runs every step, with zero tokens if
      * it has none.
      */
-    RankStepResult step(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing);
+    RankStepResult step(
+            int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing);
 }

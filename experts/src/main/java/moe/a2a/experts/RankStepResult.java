@@ -3,15 +3,16 @@ package moe.a2a.experts;
 import java.nio.ByteBuffer;
 
 /**
- * What one rank's step produced: its tokens' layer output and the step's measurements on this
- * rank. {@code output} is reused by the rank: valid until its next step.
+ * What one rank's step produced: its tokens' layer output and the step's measurements on this rank.
+ * {@code output} is reused by the rank: valid until its next step.
  *
  * @param output {@code [T, H]} in the step's dtype, little-endian, from index 0
  * @param tokensPerRank tokens this rank sent to each rank (deduplicated)
  * @param tokensPerExpert token×k assignments of this rank's tokens, per logical expert
  * @param recvTokens tokens this rank received in dispatch
  * @param bytesSent bytes of rows this rank sent to each peer, dispatch and combine (0 to itself)
- * @param bytesReceived bytes of rows this rank received from each peer, dispatch and combine (0 from itself)
+ * @param bytesReceived bytes of rows this rank received from each peer, dispatch and combine (0
+ *     from itself)
  */
 public record RankStepResult(
         ByteBuffer output,

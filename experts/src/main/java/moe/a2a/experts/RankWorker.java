@@ -27,7 +27,8 @@ public final class RankWorker implements RankRuntime {
     private float[] combined = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
-    public RankWorker(ModelConfig model, WeightSource weights, Placement placement, Communicator comm) {
+    public RankWorker(
+            ModelConfig model, WeightSource weights, Placement placement, Communicator comm) {
         this(model, weights, placement, comm.rank());
         rebind(comm);
     }
@@ -47,7 +48,8 @@ public final class RankWorker implements RankRuntime {
 
     /** {@inheritDoc} The routing arrays are read, never written. */
     @Override
-    public RankStepResult step(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
+    public RankStepResult step(
+            int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
         final int hidden = model.hidden();
         final Dispatcher dispatcher = this.dispatcher;
         if (dispatcher == null) {
@@ -56,7 +58,8 @@ public final class RankWorker implements RankRuntime {
         long t0 = System.nanoTime();
         router.route(layer, dtype, tokens, numTokens, routing);
         long t1 = System.nanoTime();
-        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, router.ids(), router.weights());
+        DispatchResult result =
+                dispatcher.dispatch(tokens, numTokens, dtype, router.ids(), router.weights());
         long t2 = System.nanoTime();
         expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
         experts.forward(layer, result, expertOutputs);
@@ -93,7 +96,16 @@ public final class RankWorker implements RankRuntime {
                 received[r] = handle.recvRowsFrom(r) * rowBytes + perRank[r] * payloadBytes;
             }
         }
-        return new RankStepResult(output, perRank, perExpert, result.numRecvTokens(), sent, received,
-                t1 - t0, t2 - t1, t3 - t2, t4 - t3);
+        return new RankStepResult(
+                output,
+                perRank,
+                perExpert,
+                result.numRecvTokens(),
+                sent,
+                received,
+                t1 - t0,
+                t2 - t1,
+                t3 - t2,
+                t4 - t3);
     }
 }

@@ -5,8 +5,8 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * A plain single-process MoE layer: for each token and each of its top-k experts, the SwiGLU FFN
- * in scalar loops with double accumulation, weighted and summed. No dispatch, no BLAS: it is the
+ * A plain single-process MoE layer: for each token and each of its top-k experts, the SwiGLU FFN in
+ * scalar loops with double accumulation, weighted and summed. No dispatch, no BLAS: it is the
  * independent reference that clients and tests compare served answers against. Not thread-safe.
  */
 public final class ReferenceMoeLayer {
@@ -66,7 +66,8 @@ public final class ReferenceMoeLayer {
     }
 
     private ExpertWeights expert(int layer, int expert) {
-        return cache.computeIfAbsent(((long) layer << 32) | expert, k -> weights.expert(layer, expert));
+        return cache.computeIfAbsent(
+                ((long) layer << 32) | expert, k -> weights.expert(layer, expert));
     }
 
     private static double dot(FloatBuffer w, int wOff, float[] x, int xOff, int n) {

@@ -27,7 +27,9 @@ public final class SafetensorsFile implements AutoCloseable {
     /** Refuse headers larger than this; real checkpoints stay far below it. */
     private static final long MAX_HEADER_BYTES = 100L << 20;
 
-    /** One tensor's entry in the header. {@code begin} and {@code end} are absolute file offsets. */
+    /**
+     * One tensor's entry in the header. {@code begin} and {@code end} are absolute file offsets.
+     */
     public record TensorInfo(String name, String dtypeName, long[] shape, long begin, long end) {
         public long elements() {
             long n = 1;
@@ -58,9 +60,13 @@ public final class SafetensorsFile implements AutoCloseable {
             long headerBytes = lengthBytes.getLong(0);
             long fileBytes = channel.size();
             if (headerBytes <= 0 || headerBytes > MAX_HEADER_BYTES || 8 + headerBytes > fileBytes) {
-                throw new IllegalArgumentException("safetensors header length: " + headerBytes
-                        + " (expected: in [1, " + Math.min(MAX_HEADER_BYTES, fileBytes - 8)
-                        + "]) in " + path);
+                throw new IllegalArgumentException(
+                        "safetensors header length: "
+                                + headerBytes
+                                + " (expected: in [1, "
+                                + Math.min(MAX_HEADER_BYTES, fileBytes - 8)
+                                + "]) in "
+                                + path);
             }
             ByteBuffer header = ByteBuffer.allocate((int) headerBytes);
             readFully(channel, header, 8, path);
@@ -113,8 +119,13 @@ public final class SafetensorsFile implements AutoCloseable {
             case "F16":
                 return DType.FP16;
             default:
-                throw new IllegalArgumentException("tensor " + info.name() + ".dtype: "
-                        + info.dtypeName() + " (expected: F32, BF16 or F16) in " + path);
+                throw new IllegalArgumentException(
+                        "tensor "
+                                + info.name()
+                                + ".dtype: "
+                                + info.dtypeName()
+                                + " (expected: F32, BF16 or F16) in "
+                                + path);
         }
     }
 
@@ -133,19 +144,23 @@ public final class SafetensorsFile implements AutoCloseable {
 
     private ByteBuffer readRaw(TensorInfo info) {
         try {
-            return channel.map(FileChannel.MapMode.READ_ONLY, info.begin(), info.end() - info.begin())
+            return channel.map(
+                            FileChannel.MapMode.READ_ONLY, info.begin(), info.end() - info.begin())
                     .order(ByteOrder.LITTLE_ENDIAN);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read tensor " + info.name() + " from " + path, e);
+            throw new UncheckedIOException(
+                    "cannot read tensor " + info.name() + " from " + path, e);
         }
     }
 
-    private static Map<String, TensorInfo> parseHeader(String json, long dataStart, long fileBytes, Path path) {
+    private static Map<String, TensorInfo> parseHeader(
+            String json, long dataStart, long fileBytes, Path path) {
         JsonObject root;
         try {
             root = JsonParser.parseString(json).getAsJsonObject();
         } catch (JsonParseException | IllegalStateException e) {
-            throw new IllegalArgumentException("safetensors header is not a JSON object in " + path, e);
+            throw new IllegalArgumentException(
+                    "safetensors header is not a JSON object in " + path, e);
         }
         Map<String, TensorInfo> tensors = new LinkedHashMap<>();
         for (Map.Entry<String, JsonElement> entry : root.entrySet()) {
@@ -165,23 +180,44 @@ public final class SafetensorsFile implements AutoCloseable {
                 long begin = dataStart + offsets.get(0).getAsLong();
                 long end = dataStart + offsets.get(1).getAsLong();
                 if (begin > end || end > fileBytes) {
-                    throw new IllegalArgumentException("tensor " + name + ".data_offsets: ["
-                            + (begin - dataStart) + ", " + (end - dataStart) + "] (expected: within "
-                            + (fileBytes - dataStart) + " data bytes) in " + path);
+                    throw new IllegalArgumentException(
+                            "tensor "
+                                    + name
+                                    + ".data_offsets: ["
+                                    + (begin - dataStart)
+                                    + ", "
+                                    + (end - dataStart)
+                                    + "] (expected: within "
+                                    + (fileBytes - dataStart)
+                                    + " data bytes) in "
+                                    + path);
                 }
                 TensorInfo info = new TensorInfo(name, dtype, shape, begin, end);
                 int elementBytes = dtype.equals("F32") ? 4 : 2;
                 if ((dtype.equals("F32") || dtype.equals("BF16") || dtype.equals("F16"))
                         && info.elements() * elementBytes != end - begin) {
-                    throw new IllegalArgumentException("tensor " + name + ": " + (end - begin)
-                            + " bytes (expected: " + info.elements() * elementBytes
-                            + " for its shape and dtype) in " + path);
+                    throw new IllegalArgumentException(
+                            "tensor "
+                                    + name
+                                    + ": "
+                                    + (end - begin)
+                                    + " bytes (expected: "
+                                    + info.elements() * elementBytes
+                                    + " for its shape and dtype) in "
+                                    + path);
                 }
                 tensors.put(name, info);
-            } catch (NullPointerException | IllegalStateException | UnsupportedOperationException
-                    | IndexOutOfBoundsException | NumberFormatException e) {
-                throw new IllegalArgumentException("tensor " + name
-                        + ": malformed header entry (expected: dtype, shape, data_offsets) in " + path, e);
+            } catch (NullPointerException
+                    | IllegalStateException
+                    | UnsupportedOperationException
+                    | IndexOutOfBoundsException
+                    | NumberFormatException e) {
+                throw new IllegalArgumentException(
+                        "tensor "
+                                + name
+                                + ": malformed header entry (expected: dtype, shape, data_offsets) in "
+                                + path,
+                        e);
             }
         }
         return tensors;

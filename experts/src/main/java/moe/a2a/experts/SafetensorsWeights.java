@@ -22,8 +22,14 @@ public final class SafetensorsWeights implements WeightSource, AutoCloseable {
     private final int ffn;
     private final DType dtype;
 
-    private SafetensorsWeights(SafetensorsFile file, WeightNaming naming, int[] layerNumbers,
-            int experts, int hidden, int ffn, DType dtype) {
+    private SafetensorsWeights(
+            SafetensorsFile file,
+            WeightNaming naming,
+            int[] layerNumbers,
+            int experts,
+            int hidden,
+            int ffn,
+            DType dtype) {
         this.file = file;
         this.naming = naming;
         this.layerNumbers = layerNumbers;
@@ -56,27 +62,46 @@ public final class SafetensorsWeights implements WeightSource, AutoCloseable {
                 return validate(file, naming, expertsByLayer);
             }
         }
-        throw new IllegalArgumentException("no MoE expert tensors in " + file.path()
-                + " (expected: " + WeightNaming.MIXTRAL.w1(0, 0).replace("0", "{n}") + " or "
-                + WeightNaming.DEEPSEEK.w1(0, 0).replace("0", "{n}") + ")");
+        throw new IllegalArgumentException(
+                "no MoE expert tensors in "
+                        + file.path()
+                        + " (expected: "
+                        + WeightNaming.MIXTRAL.w1(0, 0).replace("0", "{n}")
+                        + " or "
+                        + WeightNaming.DEEPSEEK.w1(0, 0).replace("0", "{n}")
+                        + ")");
     }
 
-    private static SafetensorsWeights validate(SafetensorsFile file, WeightNaming naming,
+    private static SafetensorsWeights validate(
+            SafetensorsFile file,
+            WeightNaming naming,
             TreeMap<Integer, TreeSet<Integer>> expertsByLayer) {
         int[] layers = expertsByLayer.keySet().stream().mapToInt(Integer::intValue).toArray();
         int experts = expertsByLayer.firstEntry().getValue().size();
         SafetensorsFile.TensorInfo first = file.require(naming.w1(layers[0], 0));
         if (first.shape().length != 2) {
-            throw new IllegalArgumentException("tensor " + first.name() + ".shape: "
-                    + Arrays.toString(first.shape()) + " (expected: [ffn, hidden])");
+            throw new IllegalArgumentException(
+                    "tensor "
+                            + first.name()
+                            + ".shape: "
+                            + Arrays.toString(first.shape())
+                            + " (expected: [ffn, hidden])");
         }
         int ffn = Math.toIntExact(first.shape()[0]);
         int hidden = Math.toIntExact(first.shape()[1]);
         for (int layer : layers) {
             TreeSet<Integer> ids = expertsByLayer.get(layer);
             if (ids.size() != experts || ids.first() != 0 || ids.last() != experts - 1) {
-                throw new IllegalArgumentException("layer " + layer + " experts: " + ids
-                        + " (expected: 0.." + (experts - 1) + ", as in layer " + layers[0] + ")");
+                throw new IllegalArgumentException(
+                        "layer "
+                                + layer
+                                + " experts: "
+                                + ids
+                                + " (expected: 0.."
+                                + (experts - 1)
+                                + ", as in layer "
+                                + layers[0]
+                                + ")");
             }
             for (int e = 0; e < experts; e++) {
                 checkShape(file, naming.w1(layer, e), ffn, hidden);
@@ -92,8 +117,16 @@ public final class SafetensorsWeights implements WeightSource, AutoCloseable {
     private static void checkShape(SafetensorsFile file, String name, long rows, long cols) {
         SafetensorsFile.TensorInfo info = file.require(name);
         if (!Arrays.equals(info.shape(), new long[] {rows, cols})) {
-            throw new IllegalArgumentException("tensor " + name + ".shape: "
-                    + Arrays.toString(info.shape()) + " (expected: [" + rows + ", " + cols + "])");
+            throw new IllegalArgumentException(
+                    "tensor "
+                            + name
+                            + ".shape: "
+                            + Arrays.toString(info.shape())
+                            + " (expected: ["
+                            + rows
+                            + ", "
+                            + cols
+                            + "])");
         }
         file.dtypeOf(info);
     }

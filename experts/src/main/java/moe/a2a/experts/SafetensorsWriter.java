@@ -29,8 +29,13 @@ public final class SafetensorsWriter {
             n *= d;
         }
         if (n != data.length) {
-            throw new IllegalArgumentException(name + ".data.length: " + data.length
-                    + " (expected: " + n + ", the product of the shape)");
+            throw new IllegalArgumentException(
+                    name
+                            + ".data.length: "
+                            + data.length
+                            + " (expected: "
+                            + n
+                            + ", the product of the shape)");
         }
         tensors.put(name, new Entry(dtype, shape.clone(), data));
         return this;
@@ -61,14 +66,20 @@ public final class SafetensorsWriter {
             json.append(' '); // the format allows trailing spaces; they align the data to 8 bytes
         }
         byte[] headerBytes = json.toString().getBytes(StandardCharsets.UTF_8);
-        try (FileChannel out = FileChannel.open(path, StandardOpenOption.CREATE,
-                StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
-            ByteBuffer prefix = ByteBuffer.allocate(8 + headerBytes.length).order(ByteOrder.LITTLE_ENDIAN);
+        try (FileChannel out =
+                FileChannel.open(
+                        path,
+                        StandardOpenOption.CREATE,
+                        StandardOpenOption.TRUNCATE_EXISTING,
+                        StandardOpenOption.WRITE)) {
+            ByteBuffer prefix =
+                    ByteBuffer.allocate(8 + headerBytes.length).order(ByteOrder.LITTLE_ENDIAN);
             prefix.putLong(headerBytes.length).put(headerBytes).flip();
             writeFully(out, prefix);
             for (Entry t : tensors.values()) {
-                ByteBuffer data = ByteBuffer.allocate(t.data().length * t.dtype().sizeBytes())
-                        .order(ByteOrder.LITTLE_ENDIAN);
+                ByteBuffer data =
+                        ByteBuffer.allocate(t.data().length * t.dtype().sizeBytes())
+                                .order(ByteOrder.LITTLE_ENDIAN);
                 t.dtype().encode(t.data(), 0, t.data().length, data, 0);
                 writeFully(out, data);
             }

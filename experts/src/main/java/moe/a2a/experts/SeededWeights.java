@@ -5,10 +5,10 @@ import java.util.SplittableRandom;
 import moe.a2a.dispatch.DType;
 
 /**
- * Weights drawn from a seeded generator. Each matrix has its own stream derived from (seed,
- * layer, expert, matrix), so a rank can draw just its experts and still agree with every other
- * rank and with any client that knows the seed. Values are uniform in {@code ±1/sqrt(fanIn)}
- * so activations keep their scale through the layer. Immutable.
+ * Weights drawn from a seeded generator. Each matrix has its own stream derived from (seed, layer,
+ * expert, matrix), so a rank can draw just its experts and still agree with every other rank and
+ * with any client that knows the seed. Values are uniform in {@code ±1/sqrt(fanIn)} so activations
+ * keep their scale through the layer. Immutable.
  */
 public final class SeededWeights implements WeightSource {
     private static final int W1 = 1;

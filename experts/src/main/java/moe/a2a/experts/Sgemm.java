@@ -19,7 +19,20 @@ public final class Sgemm {
         if (m == 0) {
             return;
         }
-        openblas_nolapack.cblas_sgemm(openblas_nolapack.CblasRowMajor, openblas_nolapack.CblasNoTrans,
-                openblas_nolapack.CblasTrans, m, n, k, 1f, x, k, w, k, 0f, out, n);
+        openblas_nolapack.cblas_sgemm(
+                openblas_nolapack.CblasRowMajor,
+                openblas_nolapack.CblasNoTrans,
+                openblas_nolapack.CblasTrans,
+                m,
+                n,
+                k,
+                1f,
+                x,
+                k,
+                w,
+                k,
+                0f,
+                out,
+                n);
     }
 }

@@ -5,9 +5,9 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 
 /**
- * Turns a {@link RoutingInput} into top-k ids and weights: given top-k as is, router logits
- * through {@link Gate}, or the model's own gate. Results stay valid until the next call. Not
- * thread-safe: each rank owns one.
+ * Turns a {@link RoutingInput} into top-k ids and weights: given top-k as is, router logits through
+ * {@link Gate}, or the model's own gate. Results stay valid until the next call. Not thread-safe:
+ * each rank owns one.
  */
 public final class TokenRouter {
     private final ModelGate gate;
@@ -24,8 +24,12 @@ public final class TokenRouter {
         this.topK = topK;
     }
 
-    /** Routes {@code numTokens} tokens ({@code [T, H]} of {@code dtype} from index 0 of {@code tokens}). */
-    public void route(int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
+    /**
+     * Routes {@code numTokens} tokens ({@code [T, H]} of {@code dtype} from index 0 of {@code
+     * tokens}).
+     */
+    public void route(
+            int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
         if (routing instanceof RoutingInput.TopK given) {
             ids = given.ids();
             weights = given.weights();

@@ -3,14 +3,21 @@ package moe.a2a.experts;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** The tensor naming schemes of Hugging Face MoE checkpoints that {@link SafetensorsWeights} reads. */
+/**
+ * The tensor naming schemes of Hugging Face MoE checkpoints that {@link SafetensorsWeights} reads.
+ */
 public enum WeightNaming {
     /** Mixtral: {@code model.layers.{L}.block_sparse_moe.experts.{e}.w1/w2/w3.weight}. */
-    MIXTRAL("model.layers.%d.block_sparse_moe.experts.%d.", "w1", "w3", "w2",
-            "model.layers.%d.block_sparse_moe.gate.weight"),
-    /** DeepSeek and Qwen MoE: {@code model.layers.{L}.mlp.experts.{e}.gate_proj/up_proj/down_proj.weight}. */
-    DEEPSEEK("model.layers.%d.mlp.experts.%d.", "gate_proj", "up_proj", "down_proj",
-            "model.layers.%d.mlp.gate.weight");
+    MIXTRAL(
+            "model.layers.%d.block_sparse_moe.experts.%d.",
+            "w1", "w3", "w2", "model.layers.%d.block_sparse_moe.gate.weight"),
+    /**
+     * DeepSeek and Qwen MoE: {@code
+     * model.layers.{L}.mlp.experts.{e}.gate_proj/up_proj/down_proj.weight}.
+     */
+    DEEPSEEK(
+            "model.layers.%d.mlp.experts.%d.",
+            "gate_proj", "up_proj", "down_proj", "model.layers.%d.mlp.gate.weight");
 
     private final String expertPrefix;
     private final String gateProj;
@@ -19,14 +26,17 @@ public enum WeightNaming {
     private final String gate;
     private final Pattern firstProj;
 
-    WeightNaming(String expertPrefix, String gateProj, String upProj, String downProj, String gate) {
+    WeightNaming(
+            String expertPrefix, String gateProj, String upProj, String downProj, String gate) {
         this.expertPrefix = expertPrefix;
         this.gateProj = gateProj;
         this.upProj = upProj;
         this.downProj = downProj;
         this.gate = gate;
-        this.firstProj = Pattern.compile(Pattern.quote(expertPrefix)
-                .replace("%d", "\\E(\\d+)\\Q") + Pattern.quote(gateProj + ".weight"));
+        this.firstProj =
+                Pattern.compile(
+                        Pattern.quote(expertPrefix).replace("%d", "\\E(\\d+)\\Q")
+                                + Pattern.quote(gateProj + ".weight"));
     }
 
     /** {@code W1} ({@code [I, H]}): the gated projection. */
@@ -52,6 +62,8 @@ public enum WeightNaming {
     /** For a W1 tensor name of this scheme, {@code {layer, expert}}; otherwise null. */
     int[] parseW1(String name) {
         Matcher m = firstProj.matcher(name);
-        return m.matches() ? new int[] {Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2))} : null;
+        return m.matches()
+                ? new int[] {Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2))}
+                : null;
     }
 }

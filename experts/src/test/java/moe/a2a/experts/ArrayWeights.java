@@ -7,13 +7,15 @@ import moe.a2a.dispatch.DType;
 public final class ArrayWeights implements WeightSource {
     /** [layer][expert] w1, w3 ([I, H]) and w2 ([H, I]); [layer] gate ([E, H]). */
     final float[][][] w1;
+
     final float[][][] w3;
     final float[][][] w2;
     final float[][] gate;
     private final int hidden;
     private final int ffn;
 
-    ArrayWeights(float[][][] w1, float[][][] w3, float[][][] w2, float[][] gate, int hidden, int ffn) {
+    ArrayWeights(
+            float[][][] w1, float[][][] w3, float[][][] w2, float[][] gate, int hidden, int ffn) {
         this.w1 = w1;
         this.w3 = w3;
         this.w2 = w2;
@@ -80,7 +82,10 @@ public final class ArrayWeights implements WeightSource {
 
     @Override
     public ExpertWeights expert(int layer, int expert) {
-        return new ExpertWeights(hidden, ffn, Buffers.floats(w1[layer][expert].length).put(w1[layer][expert]),
+        return new ExpertWeights(
+                hidden,
+                ffn,
+                Buffers.floats(w1[layer][expert].length).put(w1[layer][expert]),
                 Buffers.floats(w3[layer][expert].length).put(w3[layer][expert]),
                 Buffers.floats(w2[layer][expert].length).put(w2[layer][expert]));
     }

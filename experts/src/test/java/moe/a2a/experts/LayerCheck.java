@@ -13,7 +13,8 @@ public final class LayerCheck {
      * that magnitude (2^-6 for bf16, 2^-9 for fp16), since the output rounding may land on the
      * neighbouring value and each rank's partial sum is rounded once before it travels back.
      */
-    public static void assertClose(String where, DType dtype, float[] actual, float[] expected, int hidden) {
+    public static void assertClose(
+            String where, DType dtype, float[] actual, float[] expected, int hidden) {
         assertThat(actual).as(where).hasSameSizeAs(expected);
         double relative = dtype == DType.FP32 ? 1e-5 : dtype == DType.BF16 ? 0x1p-6 : 0x1p-9;
         for (int t = 0; t < expected.length / hidden; t++) {
@@ -24,7 +25,8 @@ public final class LayerCheck {
             for (int c = 0; c < hidden; c++) {
                 int i = t * hidden + c;
                 double tolerance = relative * rowMax + 1e-7;
-                assertThat((double) actual[i]).as("%s token=%d col=%d", where, t, c)
+                assertThat((double) actual[i])
+                        .as("%s token=%d col=%d", where, t, c)
                         .isCloseTo(expected[i], org.assertj.core.data.Offset.offset(tolerance));
             }
         }

@@ -23,7 +23,12 @@ class MoeLayerTest {
     static final int FFN = 48;
     static final int LAYERS = 2;
 
-    enum Routing { TOPK, LOGITS, MODEL_GATE, ONE_EXPERT }
+    enum Routing {
+        TOPK,
+        LOGITS,
+        MODEL_GATE,
+        ONE_EXPERT
+    }
 
     static List<Arguments> cases() {
         return List.of(
@@ -45,8 +50,10 @@ class MoeLayerTest {
     @ParameterizedTest(name = "N={0} E={1} K={2} {3} {4} maxT={5}")
     @MethodSource("cases")
     void shouldMatchReferenceWhenRanksExchangeTokens(
-            int n, int experts, int topK, DType dtype, Routing routing, int maxTokens) throws Exception {
-        long seed = 17L * n + experts * 3L + topK + dtype.ordinal() * 101L + routing.ordinal() * 1009L;
+            int n, int experts, int topK, DType dtype, Routing routing, int maxTokens)
+            throws Exception {
+        long seed =
+                17L * n + experts * 3L + topK + dtype.ordinal() * 101L + routing.ordinal() * 1009L;
         ModelConfig model = new ModelConfig(experts, HIDDEN, FFN, topK, LAYERS);
         WeightSource weights = new SeededWeights(seed, experts, HIDDEN, FFN, LAYERS);
         runAndCompare(n, model, weights, dtype, routing, maxTokens, seed);
@@ -59,19 +66,40 @@ class MoeLayerTest {
         runAndCompare(4, model, weights, DType.FP32, Routing.TOPK, 3, 5);
     }
 
-    static void runAndCompare(int n, ModelConfig model, WeightSource weights, DType dtype,
-            Routing routing, int maxTokens, long seed) throws Exception {
+    static void runAndCompare(
+            int n,
+            ModelConfig model,
+            WeightSource weights,
+            DType dtype,
+            Routing routing,
+            int maxTokens,
+            long seed)
+            throws Exception {
         run(n, model, weights, weights, dtype, routing, maxTokens, seed);
     }
 
     /** Serves with {@code served} and checks against the reference on {@code expected}. */
-    static void runAndCompareAgainst(int n, ModelConfig model, WeightSource served,
-            WeightSource expected, DType dtype, long seed) throws Exception {
+    static void runAndCompareAgainst(
+            int n,
+            ModelConfig model,
+            WeightSource served,
+            WeightSource expected,
+            DType dtype,
+            long seed)
+            throws Exception {
         run(n, model, served, expected, dtype, Routing.MODEL_GATE, 9, seed);
     }
 
-    private static void run(int n, ModelConfig model, WeightSource weights, WeightSource referenceWeights,
-            DType dtype, Routing routing, int maxTokens, long seed) throws Exception {
+    private static void run(
+            int n,
+            ModelConfig model,
+            WeightSource weights,
+            WeightSource referenceWeights,
+            DType dtype,
+            Routing routing,
+            int maxTokens,
+            long seed)
+            throws Exception {
         Placement placement = Placement.contiguous(model.experts(), n);
         LocalGroup group = new LocalGroup(n);
         SplittableRandom random = new SplittableRandom(seed);
@@ -80,20 +108,33 @@ class MoeLayerTest {
         Input[][] inputs = new Input[steps][n];
         for (int s = 0; s < steps; s++) {
             for (int r = 0; r < n; r++) {
-                inputs[s][r] = Input.random(random, random.nextInt(0, maxTokens + 1), model, dtype, routing);
+                inputs[s][r] =
+                        Input.random(
+                                random, random.nextInt(0, maxTokens + 1), model, dtype, routing);
             }
         }
-        List<float[][]> outputs = RankThreads.run(n, rank -> {
-            RankWorker worker = new RankWorker(model, weights, placement, group.communicator(rank));
-            float[][] out = new float[steps][];
-            for (int s = 0; s < steps; s++) {
-                Input in = inputs[s][rank];
-                RankStepResult result = worker.step(s % model.layers(), dtype, in.tokens, in.numTokens, in.routing);
-                out[s] = new float[in.numTokens * model.hidden()];
-                dtype.decode(result.output(), 0, out[s], 0, out[s].length);
-            }
-            return out;
-        });
+        List<float[][]> outputs =
+                RankThreads.run(
+                        n,
+                        rank -> {
+                            RankWorker worker =
+                                    new RankWorker(
+                                            model, weights, placement, group.communicator(rank));
+                            float[][] out = new float[steps][];
+                            for (int s = 0; s < steps; s++) {
+                                Input in = inputs[s][rank];
+                                RankStepResult result =
+                                        worker.step(
+                                                s % model.layers(),
+                                                dtype,
+                                                in.tokens,
+                                                in.numTokens,
+                                                in.routing);
+                                out[s] = new float[in.numTokens * model.hidden()];
+                                dtype.decode(result.output(), 0, out[s], 0, out[s].length);
+                            }
+                            return out;
+                        });
         for (int s = 0; s < steps; s++) {
             int layer = s % model.layers();
             for (int r = 0; r < n; r++) {
@@ -106,7 +147,8 @@ class MoeLayerTest {
                     ids = given.ids();
                     w = given.weights();
                 } else if (in.routing instanceof RoutingInput.Logits given) {
-                    Gate.softmaxTopK(given.logits(), in.numTokens, model.experts(), model.topK(), ids, w);
+                    Gate.softmaxTopK(
+                            given.logits(), in.numTokens, model.experts(), model.topK(), ids, w);
                 } else {
                     float[] logits = reference.gateLogits(layer, x, in.numTokens);
                     Gate.softmaxTopK(logits, in.numTokens, model.experts(), model.topK(), ids, w);
@@ -116,29 +158,39 @@ class MoeLayerTest {
                 for (int i = 0; i < expectedInDtype.length; i++) {
                     expectedInDtype[i] = dtype.round(expected[i]);
                 }
-                LayerCheck.assertClose("seed=" + seed + " step=" + s + " rank=" + r, dtype,
-                        outputs.get(r)[s], expectedInDtype, model.hidden());
+                LayerCheck.assertClose(
+                        "seed=" + seed + " step=" + s + " rank=" + r,
+                        dtype,
+                        outputs.get(r)[s],
+                        expectedInDtype,
+                        model.hidden());
             }
         }
     }
 
     record Input(ByteBuffer tokens, int numTokens, RoutingInput routing) {
-        static Input random(SplittableRandom random, int t, ModelConfig model, DType dtype, Routing routing) {
+        static Input random(
+                SplittableRandom random, int t, ModelConfig model, DType dtype, Routing routing) {
             int h = model.hidden();
-            ByteBuffer tokens = ByteBuffer.allocateDirect(Math.max(1, t * h * dtype.sizeBytes()))
-                    .order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer tokens =
+                    ByteBuffer.allocateDirect(Math.max(1, t * h * dtype.sizeBytes()))
+                            .order(ByteOrder.LITTLE_ENDIAN);
             for (int i = 0; i < t * h; i++) {
                 dtype.put(tokens, i * dtype.sizeBytes(), (float) random.nextGaussian());
             }
             RoutingInput in;
             switch (routing) {
                 case TOPK:
-                    in = new RoutingInput.TopK(TestRoutings.uniform(random, t, model.experts(), model.topK()),
-                            TestRoutings.weights(random, t, model.topK()));
+                    in =
+                            new RoutingInput.TopK(
+                                    TestRoutings.uniform(random, t, model.experts(), model.topK()),
+                                    TestRoutings.weights(random, t, model.topK()));
                     break;
                 case ONE_EXPERT:
-                    in = new RoutingInput.TopK(TestRoutings.concentrated(t, model.topK(), 0),
-                            TestRoutings.weights(random, t, model.topK()));
+                    in =
+                            new RoutingInput.TopK(
+                                    TestRoutings.concentrated(t, model.topK(), 0),
+                                    TestRoutings.weights(random, t, model.topK()));
                     break;
                 case LOGITS:
                     float[] logits = new float[t * model.experts()];

@@ -7,10 +7,10 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import moe.a2a.dispatch.DType;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-import org.junit.jupiter.api.Test;
 
 class SafetensorsWeightsTest {
     static final int E = 4;
@@ -18,11 +18,11 @@ class SafetensorsWeightsTest {
     static final int I = 24;
     static final int LAYERS = 2;
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     /** Writes every tensor of {@code source} under {@code naming}'s names in {@code dtype}. */
-    public static void write(Path path, WeightSource source, WeightNaming naming, DType dtype) throws IOException {
+    public static void write(Path path, WeightSource source, WeightNaming naming, DType dtype)
+            throws IOException {
         SafetensorsWriter writer = new SafetensorsWriter();
         for (int l = 0; l < source.layers(); l++) {
             for (int e = 0; e < source.experts(); e++) {
@@ -30,16 +30,31 @@ class SafetensorsWeightsTest {
                 long[] up = {source.ffn(), source.hidden()};
                 writer.add(naming.w1(l, e), dtype, up, toArray(w.w1()));
                 writer.add(naming.w3(l, e), dtype, up, toArray(w.w3()));
-                writer.add(naming.w2(l, e), dtype, new long[] {source.hidden(), source.ffn()}, toArray(w.w2()));
+                writer.add(
+                        naming.w2(l, e),
+                        dtype,
+                        new long[] {source.hidden(), source.ffn()},
+                        toArray(w.w2()));
             }
-            writer.add(naming.gate(l), dtype, new long[] {source.experts(), source.hidden()}, source.gate(l));
+            writer.add(
+                    naming.gate(l),
+                    dtype,
+                    new long[] {source.experts(), source.hidden()},
+                    source.gate(l));
         }
         writer.write(path);
     }
 
     @ParameterizedTest
-    @CsvSource({"MIXTRAL, FP32", "MIXTRAL, BF16", "DEEPSEEK, FP32", "DEEPSEEK, BF16", "DEEPSEEK, FP16"})
-    void shouldGiveReferenceAnswerWhenLoadedFromFile(WeightNaming naming, DType dtype) throws Exception {
+    @CsvSource({
+        "MIXTRAL, FP32",
+        "MIXTRAL, BF16",
+        "DEEPSEEK, FP32",
+        "DEEPSEEK, BF16",
+        "DEEPSEEK, FP16"
+    })
+    void shouldGiveReferenceAnswerWhenLoadedFromFile(WeightNaming naming, DType dtype)
+            throws Exception {
         long seed = 99 + naming.ordinal() * 7L + dtype.ordinal();
         WeightSource original = new SeededWeights(seed, E, H, I, LAYERS);
         Path file = dir.resolve("model.safetensors");
@@ -78,7 +93,8 @@ class SafetensorsWeightsTest {
         writer.write(file);
         assertThatThrownBy(() -> SafetensorsWeights.open(file))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("model.layers.0.block_sparse_moe.experts.0.w2.weight.shape: [24, 16]")
+                .hasMessageContaining(
+                        "model.layers.0.block_sparse_moe.experts.0.w2.weight.shape: [24, 16]")
                 .hasMessageContaining("expected: [16, 24]");
     }
 

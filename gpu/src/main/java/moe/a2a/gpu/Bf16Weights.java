@@ -45,7 +45,8 @@ final class Bf16Weights implements WeightSource {
     @Override
     public ExpertWeights expert(int layer, int expert) {
         ExpertWeights e = source.expert(layer, expert);
-        return new ExpertWeights(e.hidden(), e.ffn(), rounded(e.w1()), rounded(e.w3()), rounded(e.w2()));
+        return new ExpertWeights(
+                e.hidden(), e.ffn(), rounded(e.w1()), rounded(e.w3()), rounded(e.w2()));
     }
 
     @Override

@@ -12,8 +12,14 @@ public final class CudaCheck {
     /** Returns if {@code error} is {@code cudaSuccess}; throws naming {@code call} otherwise. */
     public static void check(int error, String call) {
         if (error != cudaSuccess) {
-            throw new A2aException("cuda call failed: " + call + " returned " + cudaGetErrorString(error).getString()
-                    + " (" + error + ")");
+            throw new A2aException(
+                    "cuda call failed: "
+                            + call
+                            + " returned "
+                            + cudaGetErrorString(error).getString()
+                            + " ("
+                            + error
+                            + ")");
         }
     }
 }

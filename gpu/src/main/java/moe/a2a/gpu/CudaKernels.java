@@ -65,8 +65,12 @@ public final class CudaKernels implements AutoCloseable {
     public static CudaKernels load(int device) {
         int[] major = new int[1];
         int[] minor = new int[1];
-        CudaCheck.check(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
-        CudaCheck.check(cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
+        CudaCheck.check(
+                cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device),
+                "cudaDeviceGetAttribute");
+        CudaCheck.check(
+                cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device),
+                "cudaDeviceGetAttribute");
         String arch = "sm_" + major[0] + minor[0];
         // The runtime makes the device's primary context current; the driver calls below use it.
         CudaCheck.check(cudaFree(new Pointer()), "cudaFree(NULL)");
@@ -82,35 +86,87 @@ public final class CudaKernels implements AutoCloseable {
     }
 
     /** {@code dst[r] = src[index[r]]} for {@code rows} rows of {@code rowBytes}. */
-    public void gatherRows(BytePointer src, BytePointer index, BytePointer dst, int rowBytes, int rows,
+    public void gatherRows(
+            BytePointer src,
+            BytePointer index,
+            BytePointer dst,
+            int rowBytes,
+            int rows,
             CUstream_st stream) {
         if (rows > 0) {
-            launch(gatherRows, rows, stream, addr(src), addr(index), addr(dst), arg(rowBytes), arg(rows));
+            launch(
+                    gatherRows,
+                    rows,
+                    stream,
+                    addr(src),
+                    addr(index),
+                    addr(dst),
+                    arg(rowBytes),
+                    arg(rows));
         }
     }
 
     /** Expert side of combine: bf16 rows of each received token's weighted expert outputs. */
-    public void weightedSumBf16(BytePointer expertOut, BytePointer start, BytePointer row, BytePointer weight,
-            BytePointer out, int hidden, int tokens, CUstream_st stream) {
+    public void weightedSumBf16(
+            BytePointer expertOut,
+            BytePointer start,
+            BytePointer row,
+            BytePointer weight,
+            BytePointer out,
+            int hidden,
+            int tokens,
+            CUstream_st stream) {
         if (tokens > 0) {
-            launch(weightedSum, tokens, stream, addr(expertOut), addr(start), addr(row), addr(weight), addr(out),
-                    arg(hidden), arg(tokens));
+            launch(
+                    weightedSum,
+                    tokens,
+                    stream,
+                    addr(expertOut),
+                    addr(start),
+                    addr(row),
+                    addr(weight),
+                    addr(out),
+                    arg(hidden),
+                    arg(tokens));
         }
     }
 
     /** Source side of combine: each token's returned bf16 rows summed into fp32. */
-    public void accumulateBf16(BytePointer rows, BytePointer start, BytePointer index, BytePointer out, int hidden,
-            int tokens, CUstream_st stream) {
+    public void accumulateBf16(
+            BytePointer rows,
+            BytePointer start,
+            BytePointer index,
+            BytePointer out,
+            int hidden,
+            int tokens,
+            CUstream_st stream) {
         if (tokens > 0) {
-            launch(accumulate, tokens, stream, addr(rows), addr(start), addr(index), addr(out), arg(hidden), arg(tokens));
+            launch(
+                    accumulate,
+                    tokens,
+                    stream,
+                    addr(rows),
+                    addr(start),
+                    addr(index),
+                    addr(out),
+                    arg(hidden),
+                    arg(tokens));
         }
     }
 
     /** {@code out = bf16(silu(gate) * up)} over {@code n} elements. */
-    public void siluMulBf16(BytePointer gate, BytePointer up, BytePointer out, long n, CUstream_st stream) {
+    public void siluMulBf16(
+            BytePointer gate, BytePointer up, BytePointer out, long n, CUstream_st stream) {
         if (n > 0) {
             int blocks = (int) ((n + THREADS - 1) / THREADS);
-            launch(siluMul, blocks, stream, addr(gate), addr(up), addr(out), new LongPointer(1).put(n));
+            launch(
+                    siluMul,
+                    blocks,
+                    stream,
+                    addr(gate),
+                    addr(up),
+                    addr(out),
+                    new LongPointer(1).put(n));
         }
     }
 
@@ -132,12 +188,15 @@ public final class CudaKernels implements AutoCloseable {
      * address, so every argument here is a one-element holder: an {@link IntPointer} or {@link
      * LongPointer} for scalars, and a device address as a {@code LongPointer} ({@link #addr}).
      */
-    private static void launch(CUfunc_st function, int blocks, CUstream_st stream, Pointer... args) {
+    private static void launch(
+            CUfunc_st function, int blocks, CUstream_st stream, Pointer... args) {
         PointerPointer<Pointer> params = new PointerPointer<>(args.length);
         for (int i = 0; i < args.length; i++) {
             params.put(i, args[i]);
         }
-        driver(cuLaunchKernel(function, blocks, 1, 1, THREADS, 1, 1, 0, stream, params, null), "cuLaunchKernel");
+        driver(
+                cuLaunchKernel(function, blocks, 1, 1, THREADS, 1, 1, 0, stream, params, null),
+                "cuLaunchKernel");
     }
 
     /** A device address (with the pointer's byte offset applied) as a kernel argument. */
@@ -157,19 +216,33 @@ public final class CudaKernels implements AutoCloseable {
 
     private static byte[] compile(String source, String arch) {
         _nvrtcProgram program = new _nvrtcProgram();
-        nvrtc(nvrtcCreateProgram(program, new BytePointer(source), new BytePointer("kernels.cu"), 0,
-                (PointerPointer<?>) null, (PointerPointer<?>) null), "nvrtcCreateProgram", program);
+        nvrtc(
+                nvrtcCreateProgram(
+                        program,
+                        new BytePointer(source),
+                        new BytePointer("kernels.cu"),
+                        0,
+                        (PointerPointer<?>) null,
+                        (PointerPointer<?>) null),
+                "nvrtcCreateProgram",
+                program);
         try {
-            PointerPointer<BytePointer> options = new PointerPointer<>("--gpu-architecture=" + arch, "--fmad=false",
-                    "--std=c++17");
+            PointerPointer<BytePointer> options =
+                    new PointerPointer<>(
+                            "--gpu-architecture=" + arch, "--fmad=false", "--std=c++17");
             int result = nvrtcCompileProgram(program, 3, options);
             if (result != NVRTC_SUCCESS) {
                 SizeTPointer logSize = new SizeTPointer(1);
                 nvrtcGetProgramLogSize(program, logSize);
                 BytePointer log = new BytePointer(logSize.get());
                 nvrtcGetProgramLog(program, log);
-                throw new A2aException("nvrtcCompileProgram(" + arch + ") failed: "
-                        + nvrtcGetErrorString(result).getString() + "\n" + log.getString());
+                throw new A2aException(
+                        "nvrtcCompileProgram("
+                                + arch
+                                + ") failed: "
+                                + nvrtcGetErrorString(result).getString()
+                                + "\n"
+                                + log.getString());
             }
             SizeTPointer size = new SizeTPointer(1);
             nvrtc(nvrtcGetCUBINSize(program, size), "nvrtcGetCUBINSize", program);
@@ -200,7 +273,8 @@ public final class CudaKernels implements AutoCloseable {
 
     private static void driver(int result, String call) {
         if (result != 0) {
-            throw new A2aException("cuda driver call failed: " + call + " returned CUresult " + result);
+            throw new A2aException(
+                    "cuda driver call failed: " + call + " returned CUresult " + result);
         }
     }
 }

@@ -43,12 +43,17 @@ public final class CudaMemory implements AutoCloseable {
         close();
         long size = Math.max(bytes, capacity * 2);
         Pointer p = new Pointer();
-        CudaCheck.check(host ? cudaMallocHost(p, size) : cudaMalloc(p, size),
+        CudaCheck.check(
+                host ? cudaMallocHost(p, size) : cudaMalloc(p, size),
                 (host ? "cudaMallocHost(" : "cudaMalloc(") + size + ")");
         memory = p;
         capacity = size;
         if (host) {
-            view = new BytePointer(memory).capacity(capacity).asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+            view =
+                    new BytePointer(memory)
+                            .capacity(capacity)
+                            .asByteBuffer()
+                            .order(ByteOrder.LITTLE_ENDIAN);
         }
         return this;
     }

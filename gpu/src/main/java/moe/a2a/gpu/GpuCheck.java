@@ -23,7 +23,8 @@ public final class GpuCheck {
                 case "--nccl-lib-dir" -> nccl = Path.of(args[++i]);
                 case "--device" -> device = Integer.parseInt(args[++i]);
                 default -> {
-                    System.err.println("usage: GpuCheck [--cuda-lib-dir DIR] [--nccl-lib-dir DIR] [--device N]");
+                    System.err.println(
+                            "usage: GpuCheck [--cuda-lib-dir DIR] [--nccl-lib-dir DIR] [--device N]");
                     System.exit(2);
                 }
             }
@@ -40,8 +41,13 @@ public final class GpuCheck {
             table.print();
             return 3;
         }
-        try (NcclCommunicator comm = NcclCommunicator.create(NcclCommunicator.newUniqueId(), 0, 1, device,
-                TimeUnit.SECONDS.toNanos(60));
+        try (NcclCommunicator comm =
+                        NcclCommunicator.create(
+                                NcclCommunicator.newUniqueId(),
+                                0,
+                                1,
+                                device,
+                                TimeUnit.SECONDS.toNanos(60));
                 CudaKernels kernels = CudaKernels.load(device)) {
             System.out.println("kernels compiled for " + kernels.arch());
             GpuCpuComparison.run(comm, kernels, table);

@@ -40,7 +40,8 @@ final class GpuCpuComparison {
     static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
         SplittableRandom random = new SplittableRandom(42);
         int rowBytes = HIDDEN * Short.BYTES;
-        ByteBuffer tokens = ByteBuffer.allocateDirect(TOKENS * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer tokens =
+                ByteBuffer.allocateDirect(TOKENS * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
         float[] x = new float[TOKENS * HIDDEN];
         for (int i = 0; i < x.length; i++) {
             short b = DType.floatToBf16((float) random.nextDouble(-1, 1));
@@ -61,15 +62,19 @@ final class GpuCpuComparison {
         Placement placement = Placement.contiguous(EXPERTS, 1);
 
         // CPU path: in-process group of one, identity experts.
-        Dispatcher cpu = new Dispatcher(new LocalGroup(1).communicator(0), placement, HIDDEN, TOP_K);
+        Dispatcher cpu =
+                new Dispatcher(new LocalGroup(1).communicator(0), placement, HIDDEN, TOP_K);
         DispatchResult cpuResult = cpu.dispatch(tokens, TOKENS, DType.BF16, ids, weights);
         int numRecv = cpuResult.numRecvTokens();
-        ByteBuffer cpuRecv = ByteBuffer.allocateDirect(numRecv * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer cpuRecv =
+                ByteBuffer.allocateDirect(numRecv * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
         for (int j = 0; j < numRecv; j++) {
             cpuResult.copyRecvToken(j, cpuRecv, j * rowBytes);
         }
-        FloatBuffer identity = ByteBuffer.allocateDirect(cpuResult.numExpertRows() * HIDDEN * Float.BYTES)
-                .order(ByteOrder.nativeOrder()).asFloatBuffer();
+        FloatBuffer identity =
+                ByteBuffer.allocateDirect(cpuResult.numExpertRows() * HIDDEN * Float.BYTES)
+                        .order(ByteOrder.nativeOrder())
+                        .asFloatBuffer();
         int at = 0;
         for (int slot = 0; slot < cpuResult.handle().localExperts(); slot++) {
             cpuResult.gather(slot, identity, at * HIDDEN);
@@ -84,16 +89,33 @@ final class GpuCpuComparison {
                 CudaMemory expertOut = CudaMemory.device();
                 CudaMemory out = CudaMemory.device();
                 GpuDispatcher gpu = new GpuDispatcher(comm, placement, HIDDEN, TOP_K, kernels);
-                GpuExperts experts = new GpuExperts(new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)), 0,
-                        placement, 0, kernels)) {
-            CudaCheck.check(cudaMemcpy(deviceTokens.at(0), new BytePointer(tokens), (long) TOKENS * rowBytes,
-                    cudaMemcpyHostToDevice), "cudaMemcpy(tokens)");
+                GpuExperts experts =
+                        new GpuExperts(
+                                new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)),
+                                0,
+                                placement,
+                                0,
+                                kernels)) {
+            CudaCheck.check(
+                    cudaMemcpy(
+                            deviceTokens.at(0),
+                            new BytePointer(tokens),
+                            (long) TOKENS * rowBytes,
+                            cudaMemcpyHostToDevice),
+                    "cudaMemcpy(tokens)");
             CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, ids, weights);
             sync(stream);
             ByteBuffer gpuRecv = download(gpu.received(), (long) gpu.numReceived() * rowBytes);
             boolean exchangeExact = gpu.numReceived() == numRecv && gpuRecv.equals(cpuRecv);
-            table.row("dispatch rows vs CPU (world size 1)", (exchangeExact ? "bit-exact" : "DIFFERENT") + ", " + numRecv
-                    + " rows of " + rowBytes + " B", exchangeExact);
+            table.row(
+                    "dispatch rows vs CPU (world size 1)",
+                    (exchangeExact ? "bit-exact" : "DIFFERENT")
+                            + ", "
+                            + numRecv
+                            + " rows of "
+                            + rowBytes
+                            + " B",
+                    exchangeExact);
 
             int groupedRows = Arrays.stream(gpu.rowsPerSlot()).sum();
             expertOut.ensure((long) groupedRows * HIDDEN * Float.BYTES);
@@ -102,20 +124,34 @@ final class GpuCpuComparison {
             float[] gpuOut = downloadFloats(out, TOKENS * HIDDEN);
             int differing = 0;
             for (int i = 0; i < gpuOut.length; i++) {
-                differing += Float.floatToRawIntBits(gpuOut[i]) == Float.floatToRawIntBits(cpuOut[i]) ? 0 : 1;
+                differing +=
+                        Float.floatToRawIntBits(gpuOut[i]) == Float.floatToRawIntBits(cpuOut[i])
+                                ? 0
+                                : 1;
             }
-            table.row("combine, identity experts, vs CPU", differing == 0 ? "bit-exact" : differing + " of " + gpuOut.length
-                    + " values differ", differing == 0);
+            table.row(
+                    "combine, identity experts, vs CPU",
+                    differing == 0
+                            ? "bit-exact"
+                            : differing + " of " + gpuOut.length + " values differ",
+                    differing == 0);
 
             // The layer with cuBLAS experts (same dispatch) against the scalar reference.
             experts.forward(grouped, gpu.rowsPerSlot(), expertOut, stream);
             gpu.combine(expertOut, out);
             float[] layer = downloadFloats(out, TOKENS * HIDDEN);
-            float[] reference = new ReferenceMoeLayer(new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)))
-                    .forward(0, x, TOKENS, TOP_K, ids, weights);
+            float[] reference =
+                    new ReferenceMoeLayer(
+                                    new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)))
+                            .forward(0, x, TOKENS, TOP_K, ids, weights);
             double worst = worstOfTolerance(layer, reference);
-            table.row("layer, cuBLAS bf16 experts, vs reference", String.format(Locale.ROOT,
-                    "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)", worst), worst <= 1);
+            table.row(
+                    "layer, cuBLAS bf16 experts, vs reference",
+                    String.format(
+                            Locale.ROOT,
+                            "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
+                            worst),
+                    worst <= 1);
         }
     }
 
@@ -128,7 +164,11 @@ final class GpuCpuComparison {
             }
             double tolerance = 0x1p-6 * rowMax + 1e-7;
             for (int c = 0; c < HIDDEN; c++) {
-                worst = Math.max(worst, Math.abs(actual[t * HIDDEN + c] - expected[t * HIDDEN + c]) / tolerance);
+                worst =
+                        Math.max(
+                                worst,
+                                Math.abs(actual[t * HIDDEN + c] - expected[t * HIDDEN + c])
+                                        / tolerance);
             }
         }
         return worst;
@@ -137,7 +177,8 @@ final class GpuCpuComparison {
     private static ByteBuffer download(CudaMemory memory, long bytes) {
         ByteBuffer host = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
         if (bytes > 0) {
-            CudaCheck.check(cudaMemcpy(new BytePointer(host), memory.at(0), bytes, cudaMemcpyDeviceToHost),
+            CudaCheck.check(
+                    cudaMemcpy(new BytePointer(host), memory.at(0), bytes, cudaMemcpyDeviceToHost),
                     "cudaMemcpy(device to host)");
         }
         return host;

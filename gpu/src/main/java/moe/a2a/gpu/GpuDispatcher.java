@@ -11,16 +11,16 @@ import moe.a2a.dispatch.Placement;
 import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
- * One rank's dispatch and combine with token rows in device memory (bf16), over NCCL. The layout
- * is computed on the host (as the CPU {@code Dispatcher} does) and the rows move only on the
- * device: packed by a gather kernel, exchanged by {@link NcclCommunicator#allToAllVDevice},
- * grouped by local expert by the same kernel. Combine weights and sums each received token's
- * expert rows (one bf16 row per token goes back) and sums the returned rows at the source. The
- * routing (local slot and weight per choice) travels in a small host-staged exchange beside the
- * rows; {@link RoutePlan} turns it into the kernels' index lists.
+ * One rank's dispatch and combine with token rows in device memory (bf16), over NCCL. The layout is
+ * computed on the host (as the CPU {@code Dispatcher} does) and the rows move only on the device:
+ * packed by a gather kernel, exchanged by {@link NcclCommunicator#allToAllVDevice}, grouped by
+ * local expert by the same kernel. Combine weights and sums each received token's expert rows (one
+ * bf16 row per token goes back) and sums the returned rows at the source. The routing (local slot
+ * and weight per choice) travels in a small host-staged exchange beside the rows; {@link RoutePlan}
+ * turns it into the kernels' index lists.
  *
- * <p>The sums run in the CPU path's order without fused multiply-adds, so with the same inputs
- * the results are bit-identical to {@code Dispatcher}'s. Owned by the rank's thread.
+ * <p>The sums run in the CPU path's order without fused multiply-adds, so with the same inputs the
+ * results are bit-identical to {@code Dispatcher}'s. Owned by the rank's thread.
  */
 public final class GpuDispatcher implements AutoCloseable {
     private final NcclCommunicator comm;
@@ -50,7 +50,8 @@ public final class GpuDispatcher implements AutoCloseable {
     private long accumulateIndex;
     private long step;
 
-    public GpuDispatcher(NcclCommunicator comm, Placement placement, int hidden, int topK, CudaKernels kernels) {
+    public GpuDispatcher(
+            NcclCommunicator comm, Placement placement, int hidden, int topK, CudaKernels kernels) {
         this.comm = comm;
         this.kernels = kernels;
         this.hidden = hidden;
@@ -66,12 +67,13 @@ public final class GpuDispatcher implements AutoCloseable {
     }
 
     /**
-     * Dispatches {@code numTokens} bf16 rows of {@code tokens} ({@code [T, H]} on the device) routed
-     * by {@code topkIds}/{@code topkWeights} ({@code [T, K]}). Returns the received rows grouped by
-     * local expert ({@link #rowsPerSlot()} of each), valid until the next dispatch. Every rank calls
-     * it in the same step.
+     * Dispatches {@code numTokens} bf16 rows of {@code tokens} ({@code [T, H]} on the device)
+     * routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}). Returns the received rows
+     * grouped by local expert ({@link #rowsPerSlot()} of each), valid until the next dispatch.
+     * Every rank calls it in the same step.
      */
-    public CudaMemory dispatch(CudaMemory tokens, int numTokens, int[] topkIds, float[] topkWeights) {
+    public CudaMemory dispatch(
+            CudaMemory tokens, int numTokens, int[] topkIds, float[] topkWeights) {
         this.numTokens = numTokens;
         long s = step++;
         layout.compute(topkIds, numTokens, topK);
@@ -87,15 +89,26 @@ public final class GpuDispatcher implements AutoCloseable {
             recvBytes[r] = recvRows[r] * plan.routeRowBytes();
         }
         if (routes.capacity() < (long) numRecv * plan.routeRowBytes()) {
-            routes = ByteBuffer.allocateDirect(numRecv * plan.routeRowBytes()).order(ByteOrder.LITTLE_ENDIAN);
+            routes =
+                    ByteBuffer.allocateDirect(numRecv * plan.routeRowBytes())
+                            .order(ByteOrder.LITTLE_ENDIAN);
         }
-        comm.allToAllV(s, ExchangePhase.DISPATCH, (peer, dst, at) -> plan.writeRoutes(layout, peer, dst, at, topkIds,
-                topkWeights), sendBytes, routes, recvBytes);
+        comm.allToAllV(
+                s,
+                ExchangePhase.DISPATCH,
+                (peer, dst, at) -> plan.writeRoutes(layout, peer, dst, at, topkIds, topkWeights),
+                sendBytes,
+                routes,
+                recvBytes);
         int numGrouped = plan.group(routes, numRecv);
 
-        // pack order, grouping, combine's lists (start, rows, weights), returned rows and their starts
-        indexes.reset(16L * 7 + (long) Integer.BYTES * (2L * totalSend + 2L * numGrouped + numRecv + numTokens + 2)
-                + (long) Float.BYTES * numGrouped);
+        // pack order, grouping, combine's lists (start, rows, weights), returned rows and their
+        // starts
+        indexes.reset(
+                16L * 7
+                        + (long) Integer.BYTES
+                                * (2L * totalSend + 2L * numGrouped + numRecv + numTokens + 2)
+                        + (long) Float.BYTES * numGrouped);
         long packIndex = indexes.ints(RoutePlan.packOrder(layout), totalSend);
         long groupIndex = indexes.ints(plan.groupedOrder(), numGrouped);
         weightedStart = indexes.ints(plan.combineStart(), numRecv + 1);
@@ -109,13 +122,25 @@ public final class GpuDispatcher implements AutoCloseable {
         send.ensure(Math.max(1, (long) totalSend * rowBytes));
         recv.ensure(Math.max(1, (long) numRecv * rowBytes));
         grouped.ensure(Math.max(1, (long) numGrouped * rowBytes));
-        kernels.gatherRows(tokens.at(0), indexes.at(packIndex), send.at(0), rowBytes, totalSend, comm.stream());
+        kernels.gatherRows(
+                tokens.at(0),
+                indexes.at(packIndex),
+                send.at(0),
+                rowBytes,
+                totalSend,
+                comm.stream());
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = sendRows[r] * rowBytes;
             recvBytes[r] = recvRows[r] * rowBytes;
         }
         comm.allToAllVDevice(s, ExchangePhase.DISPATCH, send, sendBytes, recv, recvBytes);
-        kernels.gatherRows(recv.at(0), indexes.at(groupIndex), grouped.at(0), rowBytes, numGrouped, comm.stream());
+        kernels.gatherRows(
+                recv.at(0),
+                indexes.at(groupIndex),
+                grouped.at(0),
+                rowBytes,
+                numGrouped,
+                comm.stream());
         return grouped;
     }
 
@@ -164,15 +189,29 @@ public final class GpuDispatcher implements AutoCloseable {
         combineSend.ensure(Math.max(1, (long) numRecv * rowBytes));
         combineRecv.ensure(Math.max(1, (long) layout.rankOffsets(worldSize) * rowBytes));
         out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
-        kernels.weightedSumBf16(expertOut.at(0), indexes.at(weightedStart), indexes.at(weightedRow),
-                indexes.at(weightedWeight), combineSend.at(0), hidden, numRecv, comm.stream());
+        kernels.weightedSumBf16(
+                expertOut.at(0),
+                indexes.at(weightedStart),
+                indexes.at(weightedRow),
+                indexes.at(weightedWeight),
+                combineSend.at(0),
+                hidden,
+                numRecv,
+                comm.stream());
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = recvRows[r] * rowBytes;
             recvBytes[r] = sendRows[r] * rowBytes;
         }
-        comm.allToAllVDevice(step - 1, ExchangePhase.COMBINE, combineSend, sendBytes, combineRecv, recvBytes);
-        kernels.accumulateBf16(combineRecv.at(0), indexes.at(accumulateStart), indexes.at(accumulateIndex), out.at(0),
-                hidden, numTokens, comm.stream());
+        comm.allToAllVDevice(
+                step - 1, ExchangePhase.COMBINE, combineSend, sendBytes, combineRecv, recvBytes);
+        kernels.accumulateBf16(
+                combineRecv.at(0),
+                indexes.at(accumulateStart),
+                indexes.at(accumulateIndex),
+                out.at(0),
+                hidden,
+                numTokens,
+                comm.stream());
         CudaCheck.check(cudaStreamSynchronize(comm.stream()), "cudaStreamSynchronize");
     }
 

@@ -30,8 +30,8 @@ import org.bytedeco.javacpp.ShortPointer;
 /**
  * One rank's SwiGLU experts on the GPU: weights in bf16 device memory, the three projections as
  * {@code cublasGemmEx} (bf16 in, fp32 accumulate and out) and the activation as a kernel. Row-major
- * {@code [n, H]} activations are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one
- * GEMM with {@code W} transposed. Owned by one thread; runs on the stream passed to {@link #forward}.
+ * {@code [n, H]} activations are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM
+ * with {@code W} transposed. Owned by one thread; runs on the stream passed to {@link #forward}.
  */
 public final class GpuExperts implements AutoCloseable {
     private final cublasContext handle = new cublasContext();
@@ -48,7 +48,8 @@ public final class GpuExperts implements AutoCloseable {
     private final FloatPointer zero = new FloatPointer(1).put(0f);
 
     /** Loads {@code layer}'s experts of {@code rank} under {@code placement}, by local slot. */
-    public GpuExperts(WeightSource weights, int layer, Placement placement, int rank, CudaKernels kernels) {
+    public GpuExperts(
+            WeightSource weights, int layer, Placement placement, int rank, CudaKernels kernels) {
         this.kernels = kernels;
         this.hidden = weights.hidden();
         this.ffn = weights.ffn();
@@ -67,7 +68,8 @@ public final class GpuExperts implements AutoCloseable {
 
     /**
      * {@code out[i] = W2 · (silu(W1·x_i) ⊙ (W3·x_i))} for the bf16 rows of {@code rows}, grouped by
-     * slot ({@code rowsPerSlot[s]} rows of slot {@code s}, in order); {@code out} is fp32 {@code [n, H]}.
+     * slot ({@code rowsPerSlot[s]} rows of slot {@code s}, in order); {@code out} is fp32 {@code
+     * [n, H]}.
      */
     public void forward(CudaMemory rows, int[] rowsPerSlot, CudaMemory out, CUstream_st stream) {
         check(cublasSetStream_v2(handle, stream), "cublasSetStream");
@@ -91,8 +93,28 @@ public final class GpuExperts implements AutoCloseable {
 
     /** C[m, n] (column-major, fp32) = Wᵀ · B with W column-major [k, m] and B [k, n], both bf16. */
     private void gemm(int m, int n, int k, BytePointer w, BytePointer b, BytePointer c) {
-        check(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, one, w, CUDA_R_16BF, k, b, CUDA_R_16BF, k,
-                zero, c, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), "cublasGemmEx");
+        check(
+                cublasGemmEx(
+                        handle,
+                        CUBLAS_OP_T,
+                        CUBLAS_OP_N,
+                        m,
+                        n,
+                        k,
+                        one,
+                        w,
+                        CUDA_R_16BF,
+                        k,
+                        b,
+                        CUDA_R_16BF,
+                        k,
+                        zero,
+                        c,
+                        CUDA_R_32F,
+                        m,
+                        CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT),
+                "cublasGemmEx");
     }
 
     /** fp32 weights rounded to bf16 (as DType does) and copied to the device once. */
@@ -103,7 +125,8 @@ public final class GpuExperts implements AutoCloseable {
             host.put(i, DType.floatToBf16(weights.get(i)));
         }
         CudaMemory device = CudaMemory.device().ensure((long) n * Short.BYTES);
-        CudaCheck.check(cudaMemcpy(device.at(0), host, (long) n * Short.BYTES, cudaMemcpyHostToDevice),
+        CudaCheck.check(
+                cudaMemcpy(device.at(0), host, (long) n * Short.BYTES, cudaMemcpyHostToDevice),
                 "cudaMemcpy(weights)");
         host.close();
         return device;
@@ -111,8 +134,14 @@ public final class GpuExperts implements AutoCloseable {
 
     private static void check(int status, String call) {
         if (status != CUBLAS_STATUS_SUCCESS) {
-            throw new A2aException("cublas call failed: " + call + " returned " + cublasGetStatusString(status).getString()
-                    + " (" + status + ")");
+            throw new A2aException(
+                    "cublas call failed: "
+                            + call
+                            + " returned "
+                            + cublasGetStatusString(status).getString()
+                            + " ("
+                            + status
+                            + ")");
         }
     }
 

@@ -28,9 +28,15 @@ public record GpuLibraries(List<Path> cudaDirs, List<Path> ncclDirs, String orig
     public static final String NCCL_ENV = "MOE_A2A_NCCL_LIB_DIR";
     static final String CUDART = "libcudart.so.13";
     static final String NCCL = "libnccl.so.2";
+
     /** Where NVIDIA's CUDA 13 wheels put their libraries, relative to site-packages. */
-    private static final List<String> CUDA_WHEEL_DIRS = List.of("nvidia/cu13/lib", "nvidia/cuda_runtime/lib",
-            "nvidia/cublas/lib", "nvidia/cuda_nvrtc/lib");
+    private static final List<String> CUDA_WHEEL_DIRS =
+            List.of(
+                    "nvidia/cu13/lib",
+                    "nvidia/cuda_runtime/lib",
+                    "nvidia/cublas/lib",
+                    "nvidia/cuda_nvrtc/lib");
+
     private static final String NCCL_WHEEL_DIR = "nvidia/nccl/lib";
     private static final String PRELOAD_PATH = "org.bytedeco.javacpp.platform.preloadpath";
 
@@ -39,12 +45,18 @@ public record GpuLibraries(List<Path> cudaDirs, List<Path> ncclDirs, String orig
         ncclDirs = List.copyOf(ncclDirs);
     }
 
-    /** Resolves from the options (null when not given), this process's environment and the usual site-packages. */
+    /**
+     * Resolves from the options (null when not given), this process's environment and the usual
+     * site-packages.
+     */
     public static GpuLibraries resolve(@Nullable Path cudaLibDir, @Nullable Path ncclLibDir) {
         return resolve(cudaLibDir, ncclLibDir, System.getenv(), sitePackages(System.getenv()));
     }
 
-    static GpuLibraries resolve(@Nullable Path cudaLibDir, @Nullable Path ncclLibDir, Map<String, String> env,
+    static GpuLibraries resolve(
+            @Nullable Path cudaLibDir,
+            @Nullable Path ncclLibDir,
+            Map<String, String> env,
             List<Path> sitePackages) {
         List<String> origin = new ArrayList<>();
         List<Path> cuda = explicit(cudaLibDir, env.get(CUDA_ENV), "cuda", origin);
@@ -74,7 +86,8 @@ public record GpuLibraries(List<Path> cudaDirs, List<Path> ncclDirs, String orig
                 origin.add("nccl from wheels");
             }
         }
-        return new GpuLibraries(cuda, nccl, origin.isEmpty() ? "system default paths" : String.join(", ", origin));
+        return new GpuLibraries(
+                cuda, nccl, origin.isEmpty() ? "system default paths" : String.join(", ", origin));
     }
 
     /**
@@ -100,12 +113,17 @@ public record GpuLibraries(List<Path> cudaDirs, List<Path> ncclDirs, String orig
 
     /** One line for logs: the folders and how they were found. */
     public String describe() {
-        return "cuda=" + (cudaDirs.isEmpty() ? "(system)" : cudaDirs) + " nccl="
-                + (ncclDirs.isEmpty() ? "(system)" : ncclDirs) + " [" + origin + "]";
+        return "cuda="
+                + (cudaDirs.isEmpty() ? "(system)" : cudaDirs)
+                + " nccl="
+                + (ncclDirs.isEmpty() ? "(system)" : ncclDirs)
+                + " ["
+                + origin
+                + "]";
     }
 
-    private static List<Path> explicit(@Nullable Path option, @Nullable String envValue, String what,
-            List<String> origin) {
+    private static List<Path> explicit(
+            @Nullable Path option, @Nullable String envValue, String what, List<String> origin) {
         List<Path> out = new ArrayList<>();
         if (option != null) {
             requireDirectory(option, "--" + what + "-lib-dir");
@@ -122,8 +140,13 @@ public record GpuLibraries(List<Path> cudaDirs, List<Path> ncclDirs, String orig
 
     private static void requireDirectory(Path dir, String field) {
         if (!Files.isDirectory(dir)) {
-            throw new IllegalArgumentException(field + ": " + dir + " (expected: a directory holding the "
-                    + (field.contains("nccl") || field.contains("NCCL") ? NCCL : CUDART) + " library)");
+            throw new IllegalArgumentException(
+                    field
+                            + ": "
+                            + dir
+                            + " (expected: a directory holding the "
+                            + (field.contains("nccl") || field.contains("NCCL") ? NCCL : CUDART)
+                            + " library)");
         }
     }
 
@@ -135,7 +158,9 @@ public record GpuLibraries(List<Path> cudaDirs, List<Path> ncclDirs, String orig
         }
     }
 
-    /** site-packages and dist-packages folders of the active virtualenv, the user and the system. */
+    /**
+     * site-packages and dist-packages folders of the active virtualenv, the user and the system.
+     */
     static List<Path> sitePackages(Map<String, String> env) {
         List<Path> roots = new ArrayList<>();
         String venv = env.get("VIRTUAL_ENV");

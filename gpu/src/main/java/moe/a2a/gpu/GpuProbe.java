@@ -17,8 +17,12 @@ import org.jspecify.annotations.Nullable;
  * <p>A failed load cannot be retried in the same JVM, so the first answer is kept.
  */
 public final class GpuProbe {
-    /** The oldest NCCL the transport uses: ncclCommGetAsyncError, ncclCommFinalize, ncclGetLastError. */
+    /**
+     * The oldest NCCL the transport uses: ncclCommGetAsyncError, ncclCommFinalize,
+     * ncclGetLastError.
+     */
     public static final int MIN_NCCL_VERSION = 21400;
+
     static final Path DRIVER_NODE = Path.of("/dev/nvidiactl");
 
     /**
@@ -29,7 +33,12 @@ public final class GpuProbe {
      * @param reason why the NCCL transport cannot run here, or empty when it can
      * @param tookNanos how long the probe took
      */
-    public record Result(boolean cudaLoaded, int devices, boolean ncclLoaded, int ncclVersion, String reason,
+    public record Result(
+            boolean cudaLoaded,
+            int devices,
+            boolean ncclLoaded,
+            int ncclVersion,
+            String reason,
             long tookNanos) {
         /** Whether {@code --transport nccl} can run here. */
         public boolean usable() {
@@ -40,11 +49,25 @@ public final class GpuProbe {
         public String describe() {
             String took = String.format("%.1f ms", tookNanos / 1e6);
             if (usable()) {
-                return "GPU: " + devices + " CUDA device(s), NCCL " + versionString(ncclVersion) + " (probe " + took + ")";
+                return "GPU: "
+                        + devices
+                        + " CUDA device(s), NCCL "
+                        + versionString(ncclVersion)
+                        + " (probe "
+                        + took
+                        + ")";
             }
-            return "no GPU data plane: " + reason + " (cudart " + (cudaLoaded ? "loaded" : "not loaded") + ", devices "
-                    + devices + ", nccl " + (ncclLoaded ? versionString(ncclVersion) : "not loaded") + "; probe "
-                    + took + ")";
+            return "no GPU data plane: "
+                    + reason
+                    + " (cudart "
+                    + (cudaLoaded ? "loaded" : "not loaded")
+                    + ", devices "
+                    + devices
+                    + ", nccl "
+                    + (ncclLoaded ? versionString(ncclVersion) : "not loaded")
+                    + "; probe "
+                    + took
+                    + ")";
         }
     }
 
@@ -52,7 +75,10 @@ public final class GpuProbe {
 
     private GpuProbe() {}
 
-    /** Probes once per JVM with {@code libraries} (applied before loading); later calls return the first answer. */
+    /**
+     * Probes once per JVM with {@code libraries} (applied before loading); later calls return the
+     * first answer.
+     */
     public static synchronized Result probe(GpuLibraries libraries) {
         if (cached == null) {
             cached = probe(libraries, DRIVER_NODE);
@@ -64,21 +90,40 @@ public final class GpuProbe {
     static Result probe(GpuLibraries libraries, Path driverNode) {
         long start = System.nanoTime();
         if (!Files.exists(driverNode)) {
-            return new Result(false, 0, false, 0, driverNode + " does not exist (no NVIDIA driver)",
+            return new Result(
+                    false,
+                    0,
+                    false,
+                    0,
+                    driverNode + " does not exist (no NVIDIA driver)",
                     System.nanoTime() - start);
         }
         libraries.apply();
         try {
             Loader.load(cudart.class);
         } catch (Throwable t) {
-            return new Result(false, 0, false, 0, "cudart did not load: " + rootMessage(t) + " (" + libraries.describe()
-                    + ")", System.nanoTime() - start);
+            return new Result(
+                    false,
+                    0,
+                    false,
+                    0,
+                    "cudart did not load: " + rootMessage(t) + " (" + libraries.describe() + ")",
+                    System.nanoTime() - start);
         }
         int[] count = new int[1];
         int error = cudart.cudaGetDeviceCount(count);
         if (error != cudart.cudaSuccess) {
-            return new Result(true, 0, false, 0, "cudaGetDeviceCount: " + cudart.cudaGetErrorString(error).getString()
-                    + " (" + error + ")", System.nanoTime() - start);
+            return new Result(
+                    true,
+                    0,
+                    false,
+                    0,
+                    "cudaGetDeviceCount: "
+                            + cudart.cudaGetErrorString(error).getString()
+                            + " ("
+                            + error
+                            + ")",
+                    System.nanoTime() - start);
         }
         if (count[0] == 0) {
             return new Result(true, 0, false, 0, "no CUDA device", System.nanoTime() - start);
@@ -86,17 +131,36 @@ public final class GpuProbe {
         try {
             Loader.load(nccl.class);
         } catch (Throwable t) {
-            return new Result(true, count[0], false, 0, "libnccl did not load: " + rootMessage(t) + " ("
-                    + libraries.describe() + ")", System.nanoTime() - start);
+            return new Result(
+                    true,
+                    count[0],
+                    false,
+                    0,
+                    "libnccl did not load: " + rootMessage(t) + " (" + libraries.describe() + ")",
+                    System.nanoTime() - start);
         }
         int[] version = new int[1];
         int result = nccl.ncclGetVersion(version);
         if (result != nccl.ncclSuccess) {
-            return new Result(true, count[0], true, 0, "ncclGetVersion returned " + result, System.nanoTime() - start);
+            return new Result(
+                    true,
+                    count[0],
+                    true,
+                    0,
+                    "ncclGetVersion returned " + result,
+                    System.nanoTime() - start);
         }
         if (version[0] < MIN_NCCL_VERSION) {
-            return new Result(true, count[0], true, version[0], "NCCL " + versionString(version[0])
-                    + " is older than " + versionString(MIN_NCCL_VERSION), System.nanoTime() - start);
+            return new Result(
+                    true,
+                    count[0],
+                    true,
+                    version[0],
+                    "NCCL "
+                            + versionString(version[0])
+                            + " is older than "
+                            + versionString(MIN_NCCL_VERSION),
+                    System.nanoTime() - start);
         }
         return new Result(true, count[0], true, version[0], "", System.nanoTime() - start);
     }

@@ -29,11 +29,11 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One rank on a GPU: bf16 steps run with their rows in device memory ({@link GpuDispatcher},
- * {@link GpuExperts}), tokens and outputs crossing the host boundary through pinned memory, stage
- * times from CUDA events. Steps in another dtype run on the CPU {@link RankWorker} over the same
- * NCCL communicator (host-staged), so fp32 and fp16 answers keep their CPU precision. Routing
- * (gate, top-k) runs on the host in both cases. Owned by the rank's thread.
+ * One rank on a GPU: bf16 steps run with their rows in device memory ({@link GpuDispatcher}, {@link
+ * GpuExperts}), tokens and outputs crossing the host boundary through pinned memory, stage times
+ * from CUDA events. Steps in another dtype run on the CPU {@link RankWorker} over the same NCCL
+ * communicator (host-staged), so fp32 and fp16 answers keep their CPU precision. Routing (gate,
+ * top-k) runs on the host in both cases. Owned by the rank's thread.
  */
 public final class GpuRankWorker implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
@@ -52,8 +52,12 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
     private float[] out = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
-    /** Loads {@code rank}'s experts on {@code device} (bf16, every layer) and on the host (for other dtypes). */
-    public GpuRankWorker(ModelConfig model, WeightSource weights, Placement placement, int rank, int device) {
+    /**
+     * Loads {@code rank}'s experts on {@code device} (bf16, every layer) and on the host (for other
+     * dtypes).
+     */
+    public GpuRankWorker(
+            ModelConfig model, WeightSource weights, Placement placement, int rank, int device) {
         this.model = model;
         this.placement = placement;
         this.rank = rank;
@@ -84,7 +88,8 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
     }
 
     @Override
-    public RankStepResult step(int layer, DType dtype, ByteBuffer input, int numTokens, RoutingInput routing) {
+    public RankStepResult step(
+            int layer, DType dtype, ByteBuffer input, int numTokens, RoutingInput routing) {
         GpuDispatcher gpu = dispatcher;
         if (dtype != DType.BF16 || gpu == null) {
             return cpu.step(layer, dtype, input, numTokens, routing);
@@ -101,7 +106,9 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         tokens.ensure(Math.max(1, inBytes));
         CudaCheck.check(cudaEventRecord(events[0], stream), "cudaEventRecord");
         if (inBytes > 0) {
-            CudaCheck.check(cudaMemcpyAsync(tokens.at(0), pinned.at(0), inBytes, cudaMemcpyHostToDevice, stream),
+            CudaCheck.check(
+                    cudaMemcpyAsync(
+                            tokens.at(0), pinned.at(0), inBytes, cudaMemcpyHostToDevice, stream),
                     "cudaMemcpyAsync(tokens)");
         }
         CudaMemory grouped = gpu.dispatch(tokens, numTokens, router.ids(), router.weights());
@@ -117,7 +124,9 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         gpu.combine(expertOut, combined);
         long outBytes = (long) numTokens * hidden * Float.BYTES;
         if (outBytes > 0) {
-            CudaCheck.check(cudaMemcpyAsync(pinned.at(0), combined.at(0), outBytes, cudaMemcpyDeviceToHost, stream),
+            CudaCheck.check(
+                    cudaMemcpyAsync(
+                            pinned.at(0), combined.at(0), outBytes, cudaMemcpyDeviceToHost, stream),
                     "cudaMemcpyAsync(output)");
         }
         CudaCheck.check(cudaEventRecord(events[3], stream), "cudaEventRecord");
@@ -131,12 +140,22 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         }
         dtype.encode(out, 0, numTokens * hidden, output, 0);
 
-        return new RankStepResult(output, tokensPerRank(gpu.layout()), tokensPerExpert(gpu.layout()),
-                gpu.numReceived(), bytes(gpu, true), bytes(gpu, false), t1 - t0,
-                elapsedNs(events[0], events[1]), elapsedNs(events[1], events[2]), elapsedNs(events[2], events[3]));
+        return new RankStepResult(
+                output,
+                tokensPerRank(gpu.layout()),
+                tokensPerExpert(gpu.layout()),
+                gpu.numReceived(),
+                bytes(gpu, true),
+                bytes(gpu, false),
+                t1 - t0,
+                elapsedNs(events[0], events[1]),
+                elapsedNs(events[1], events[2]),
+                elapsedNs(events[2], events[3]));
     }
 
-    /** Rows, routes and returned rows to ({@code sent}) or from each peer; 0 for this rank itself. */
+    /**
+     * Rows, routes and returned rows to ({@code sent}) or from each peer; 0 for this rank itself.
+     */
     private long[] bytes(GpuDispatcher gpu, boolean sent) {
         DispatchLayout layout = gpu.layout();
         int rowBytes = model.hidden() * Short.BYTES;
@@ -145,8 +164,10 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
             if (r != rank) {
                 long out = layout.tokensPerRank(r);
                 long in = gpu.receivedFrom(r);
-                bytes[r] = sent ? out * (rowBytes + gpu.routeRowBytes()) + in * rowBytes
-                        : in * (rowBytes + gpu.routeRowBytes()) + out * rowBytes;
+                bytes[r] =
+                        sent
+                                ? out * (rowBytes + gpu.routeRowBytes()) + in * rowBytes
+                                : in * (rowBytes + gpu.routeRowBytes()) + out * rowBytes;
             }
         }
         return bytes;

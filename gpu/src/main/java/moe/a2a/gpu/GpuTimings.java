@@ -33,11 +33,15 @@ final class GpuTimings {
 
     private GpuTimings() {}
 
-    /** Pack, source-side sum and the NCCL exchange at the prefill workload's sizes, against a device copy. */
+    /**
+     * Pack, source-side sum and the NCCL exchange at the prefill workload's sizes, against a device
+     * copy.
+     */
     static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
         BenchWorkload prefill = BenchWorkload.named("prefill");
         int rowBytes = prefill.rowBytes();
-        DispatchLayout layout = new DispatchLayout(Placement.contiguous(prefill.experts(), prefill.worldSize()));
+        DispatchLayout layout =
+                new DispatchLayout(Placement.contiguous(prefill.experts(), prefill.worldSize()));
         layout.compute(BenchRouting.topkIds(prefill, 0), prefill.tokens(), prefill.topK());
         int rows = layout.rankOffsets(prefill.worldSize());
         long bytes = (long) rows * rowBytes;
@@ -49,14 +53,22 @@ final class GpuTimings {
         try (CudaMemory src = CudaMemory.device().ensure((long) prefill.tokens() * rowBytes);
                 CudaMemory dst = CudaMemory.device().ensure(bytes);
                 CudaMemory back = CudaMemory.device().ensure(bytes);
-                CudaMemory sums = CudaMemory.device().ensure((long) prefill.tokens() * prefill.hidden() * Float.BYTES);
+                CudaMemory sums =
+                        CudaMemory.device()
+                                .ensure((long) prefill.tokens() * prefill.hidden() * Float.BYTES);
                 CudaMemory received = CudaMemory.device().ensure(Math.max(1, recvBytes));
-                CudaMemory groupedRows = CudaMemory.device().ensure(Math.max(1, (long) grouped * rowBytes));
-                CudaMemory groupedCopy = CudaMemory.device().ensure(Math.max(1, (long) grouped * rowBytes));
+                CudaMemory groupedRows =
+                        CudaMemory.device().ensure(Math.max(1, (long) grouped * rowBytes));
+                CudaMemory groupedCopy =
+                        CudaMemory.device().ensure(Math.max(1, (long) grouped * rowBytes));
                 IndexUpload index = new IndexUpload()) {
-            CudaCheck.check(cudaMemsetAsync(src.at(0), 0, src.capacity(), stream), "cudaMemsetAsync");
-            CudaCheck.check(cudaMemsetAsync(received.at(0), 0, received.capacity(), stream), "cudaMemsetAsync");
-            index.reset(16L * 4 + (long) Integer.BYTES * (2L * rows + prefill.tokens() + 1 + grouped));
+            CudaCheck.check(
+                    cudaMemsetAsync(src.at(0), 0, src.capacity(), stream), "cudaMemsetAsync");
+            CudaCheck.check(
+                    cudaMemsetAsync(received.at(0), 0, received.capacity(), stream),
+                    "cudaMemsetAsync");
+            index.reset(
+                    16L * 4 + (long) Integer.BYTES * (2L * rows + prefill.tokens() + 1 + grouped));
             long groupAt = index.ints(unpack.groupedOrder(), grouped);
             long packAt = index.ints(pack, rows);
             int[] start = new int[prefill.tokens() + 1];
@@ -65,27 +77,92 @@ final class GpuTimings {
             long startAt = index.ints(start, start.length);
             index.upload(stream);
 
-            double copy = medianMs(stream, () -> CudaCheck.check(cudaMemcpyAsync(dst.at(0), src.at(0), bytes,
-                    cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync(D2D)"));
+            double copy =
+                    medianMs(
+                            stream,
+                            () ->
+                                    CudaCheck.check(
+                                            cudaMemcpyAsync(
+                                                    dst.at(0),
+                                                    src.at(0),
+                                                    bytes,
+                                                    cudaMemcpyDeviceToDevice,
+                                                    stream),
+                                            "cudaMemcpyAsync(D2D)"));
             table.row("device-to-device copy (baseline)", timing(copy, bytes, copy), true);
-            double packMs = medianMs(stream, () -> kernels.gatherRows(src.at(0), index.at(packAt), dst.at(0), rowBytes,
-                    rows, stream));
-            table.row("pack kernel, prefill rank 0 (" + rows + " rows)", timing(packMs, bytes, copy), true);
-            double unpackMs = medianMs(stream, () -> kernels.gatherRows(received.at(0), index.at(groupAt),
-                    groupedRows.at(0), rowBytes, grouped, stream));
+            double packMs =
+                    medianMs(
+                            stream,
+                            () ->
+                                    kernels.gatherRows(
+                                            src.at(0),
+                                            index.at(packAt),
+                                            dst.at(0),
+                                            rowBytes,
+                                            rows,
+                                            stream));
+            table.row(
+                    "pack kernel, prefill rank 0 (" + rows + " rows)",
+                    timing(packMs, bytes, copy),
+                    true);
+            double unpackMs =
+                    medianMs(
+                            stream,
+                            () ->
+                                    kernels.gatherRows(
+                                            received.at(0),
+                                            index.at(groupAt),
+                                            groupedRows.at(0),
+                                            rowBytes,
+                                            grouped,
+                                            stream));
             long groupedBytes = (long) grouped * rowBytes;
-            double copyGrouped = medianMs(stream, () -> CudaCheck.check(cudaMemcpyAsync(groupedCopy.at(0),
-                    groupedRows.at(0), groupedBytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync(D2D)"));
-            table.row("unpack kernel (group by expert), prefill rank 0 (" + grouped + " rows)",
-                    timing(unpackMs, groupedBytes, copyGrouped), true);
-            double sumMs = medianMs(stream, () -> kernels.accumulateBf16(dst.at(0), index.at(startAt),
-                    index.at(returnedAt), sums.at(0), prefill.hidden(), prefill.tokens(), stream));
+            double copyGrouped =
+                    medianMs(
+                            stream,
+                            () ->
+                                    CudaCheck.check(
+                                            cudaMemcpyAsync(
+                                                    groupedCopy.at(0),
+                                                    groupedRows.at(0),
+                                                    groupedBytes,
+                                                    cudaMemcpyDeviceToDevice,
+                                                    stream),
+                                            "cudaMemcpyAsync(D2D)"));
+            table.row(
+                    "unpack kernel (group by expert), prefill rank 0 (" + grouped + " rows)",
+                    timing(unpackMs, groupedBytes, copyGrouped),
+                    true);
+            double sumMs =
+                    medianMs(
+                            stream,
+                            () ->
+                                    kernels.accumulateBf16(
+                                            dst.at(0),
+                                            index.at(startAt),
+                                            index.at(returnedAt),
+                                            sums.at(0),
+                                            prefill.hidden(),
+                                            prefill.tokens(),
+                                            stream));
             table.row("combine sum at source, prefill rank 0", timing(sumMs, bytes, copy), true);
             long[] counts = {bytes};
             long[] step = {0};
-            double ncclMs = medianMs(stream, () -> comm.allToAllVDevice(step[0]++, ExchangePhase.DISPATCH, dst, counts,
-                    back, counts));
-            table.row("NCCL send/recv to self, prefill rank 0 bytes", timing(ncclMs, bytes, copy), true);
+            double ncclMs =
+                    medianMs(
+                            stream,
+                            () ->
+                                    comm.allToAllVDevice(
+                                            step[0]++,
+                                            ExchangePhase.DISPATCH,
+                                            dst,
+                                            counts,
+                                            back,
+                                            counts));
+            table.row(
+                    "NCCL send/recv to self, prefill rank 0 bytes",
+                    timing(ncclMs, bytes, copy),
+                    true);
         }
     }
 
@@ -98,7 +175,8 @@ final class GpuTimings {
         for (int src = 0; src < w.worldSize(); src++) {
             numRecv += rows[src][0];
         }
-        ByteBuffer routes = ByteBuffer.allocate(numRecv * plan.routeRowBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer routes =
+                ByteBuffer.allocate(numRecv * plan.routeRowBytes()).order(ByteOrder.LITTLE_ENDIAN);
         int at = 0;
         for (int src = 0; src < w.worldSize(); src++) {
             int[] ids = BenchRouting.topkIds(w, src);
@@ -141,7 +219,12 @@ final class GpuTimings {
     }
 
     private static String timing(double ms, long bytes, double copyMs) {
-        return String.format(Locale.ROOT, "%.3f ms, %.1f GB/s, %.2fx the copy's time (%.1f MB)", ms, bytes / ms / 1e6,
-                ms / copyMs, bytes / 1e6);
+        return String.format(
+                Locale.ROOT,
+                "%.3f ms, %.1f GB/s, %.2fx the copy's time (%.1f MB)",
+                ms,
+                bytes / ms / 1e6,
+                ms / copyMs,
+                bytes / 1e6);
     }
 }

@@ -46,7 +46,8 @@ final class IndexUpload implements AutoCloseable {
     void upload(CUstream_st stream) {
         device.ensure(Math.max(used, 16));
         if (used > 0) {
-            CudaCheck.check(cudaMemcpyAsync(device.at(0), host.at(0), used, cudaMemcpyHostToDevice, stream),
+            CudaCheck.check(
+                    cudaMemcpyAsync(device.at(0), host.at(0), used, cudaMemcpyHostToDevice, stream),
                     "cudaMemcpyAsync(indexes)");
         }
     }
@@ -59,8 +60,11 @@ final class IndexUpload implements AutoCloseable {
     private long reserve(long bytes) {
         long at = (used + 15) & ~15L;
         if (at + bytes > host.capacity()) {
-            throw new IllegalStateException("index upload of " + (at + bytes) + " bytes over its reserved "
-                    + host.capacity());
+            throw new IllegalStateException(
+                    "index upload of "
+                            + (at + bytes)
+                            + " bytes over its reserved "
+                            + host.capacity());
         }
         used = at + bytes;
         return at;

@@ -42,8 +42,17 @@ final class RoutePlan {
         return topK * ROUTE_BYTES;
     }
 
-    /** Writes the routes of the rows {@code layout} sends to {@code peer}, in its pack order, at {@code at}. */
-    void writeRoutes(DispatchLayout layout, int peer, ByteBuffer dst, int at, int[] topkIds, float[] topkWeights) {
+    /**
+     * Writes the routes of the rows {@code layout} sends to {@code peer}, in its pack order, at
+     * {@code at}.
+     */
+    void writeRoutes(
+            DispatchLayout layout,
+            int peer,
+            ByteBuffer dst,
+            int at,
+            int[] topkIds,
+            float[] topkWeights) {
         int pos = at;
         for (int i = layout.rankOffsets(peer); i < layout.rankOffsets(peer + 1); i++) {
             int t = layout.packOrder(i);
@@ -56,7 +65,10 @@ final class RoutePlan {
         }
     }
 
-    /** Plans the grouping and combine from {@code numRecv} received routes; returns the grouped rows. */
+    /**
+     * Plans the grouping and combine from {@code numRecv} received routes; returns the grouped
+     * rows.
+     */
     int group(ByteBuffer routes, int numRecv) {
         this.numRecv = numRecv;
         int routeRow = routeRowBytes();
@@ -65,8 +77,15 @@ final class RoutePlan {
             for (int k = 0; k < topK; k++) {
                 int slot = routes.getInt(j * routeRow + k * ROUTE_BYTES);
                 if (slot >= rowsPerSlot.length) {
-                    throw new A2aException("received route names a slot this rank lacks: rank=" + rank + ", row=" + j
-                            + ", slot=" + slot + ", localExperts=" + rowsPerSlot.length);
+                    throw new A2aException(
+                            "received route names a slot this rank lacks: rank="
+                                    + rank
+                                    + ", row="
+                                    + j
+                                    + ", slot="
+                                    + slot
+                                    + ", localExperts="
+                                    + rowsPerSlot.length);
                 }
                 if (slot >= 0) {
                     rowsPerSlot[slot]++;
@@ -86,7 +105,8 @@ final class RoutePlan {
                 if (slot >= 0) {
                     int i = cursor[slot]++;
                     grouped[i] = j;
-                    groupedWeight[i] = routes.getFloat(j * routeRow + k * ROUTE_BYTES + Integer.BYTES);
+                    groupedWeight[i] =
+                            routes.getFloat(j * routeRow + k * ROUTE_BYTES + Integer.BYTES);
                 }
             }
         }
@@ -109,7 +129,9 @@ final class RoutePlan {
         return numGrouped;
     }
 
-    /** Received row of each grouped position: slot 0's rows, then slot 1's, each in receive order. */
+    /**
+     * Received row of each grouped position: slot 0's rows, then slot 1's, each in receive order.
+     */
     int[] groupedOrder() {
         return grouped;
     }
@@ -126,7 +148,10 @@ final class RoutePlan {
         return numRecv;
     }
 
-    /** Received token {@code j}'s entries are {@code [start[j], start[j+1])} of {@link #combineRow}/{@link #combineWeight}. */
+    /**
+     * Received token {@code j}'s entries are {@code [start[j], start[j+1])} of {@link
+     * #combineRow}/{@link #combineWeight}.
+     */
     int[] combineStart() {
         return start;
     }
@@ -151,9 +176,9 @@ final class RoutePlan {
     }
 
     /**
-     * For each token, the rows that come back to it in combine, in rank order (as the CPU path
-     * sums them): rank {@code r}'s rows return in its pack order, from its offset. Fills {@code
-     * start} ({@code T + 1} entries) and returns the row indexes.
+     * For each token, the rows that come back to it in combine, in rank order (as the CPU path sums
+     * them): rank {@code r}'s rows return in its pack order, from its offset. Fills {@code start}
+     * ({@code T + 1} entries) and returns the row indexes.
      */
     static int[] returnedRows(DispatchLayout layout, int[] start) {
         int worldSize = layout.worldSize();

@@ -10,10 +10,11 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Where the CUDA and NCCL libraries are taken from: options, then environment, then Python wheels. */
+/**
+ * Where the CUDA and NCCL libraries are taken from: options, then environment, then Python wheels.
+ */
 class GpuLibrariesTest {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     private Path wheels() throws Exception {
         Path site = dir.resolve("venv/lib/python3.12/site-packages");
@@ -43,21 +44,37 @@ class GpuLibrariesTest {
         Path site = wheels();
         Path cudaOpt = Files.createDirectories(dir.resolve("cuda-opt"));
         Path ncclEnv = Files.createDirectories(dir.resolve("nccl-env"));
-        GpuLibraries libs = GpuLibraries.resolve(cudaOpt, null, Map.of(GpuLibraries.NCCL_ENV, ncclEnv.toString()),
-                List.of(site));
+        GpuLibraries libs =
+                GpuLibraries.resolve(
+                        cudaOpt,
+                        null,
+                        Map.of(GpuLibraries.NCCL_ENV, ncclEnv.toString()),
+                        List.of(site));
         assertThat(libs.cudaDirs()).containsExactly(cudaOpt);
         assertThat(libs.ncclDirs()).containsExactly(ncclEnv);
-        assertThat(libs.describe()).contains("cuda from --cuda-lib-dir").contains("nccl from MOE_A2A_NCCL_LIB_DIR");
+        assertThat(libs.describe())
+                .contains("cuda from --cuda-lib-dir")
+                .contains("nccl from MOE_A2A_NCCL_LIB_DIR");
     }
 
     @Test
     void shouldNameTheSettingWhenDirectoryIsMissing() {
-        assertThatThrownBy(() -> GpuLibraries.resolve(null, dir.resolve("nope"), Map.of(), List.of()))
+        assertThatThrownBy(
+                        () -> GpuLibraries.resolve(null, dir.resolve("nope"), Map.of(), List.of()))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("--nccl-lib-dir: ").hasMessageContaining("libnccl.so.2");
-        assertThatThrownBy(() -> GpuLibraries.resolve(null, null,
-                Map.of(GpuLibraries.CUDA_ENV, dir.resolve("nope").toString()), List.of()))
-                .hasMessageContaining("MOE_A2A_CUDA_LIB_DIR: ").hasMessageContaining("libcudart.so.13");
+                .hasMessageContaining("--nccl-lib-dir: ")
+                .hasMessageContaining("libnccl.so.2");
+        assertThatThrownBy(
+                        () ->
+                                GpuLibraries.resolve(
+                                        null,
+                                        null,
+                                        Map.of(
+                                                GpuLibraries.CUDA_ENV,
+                                                dir.resolve("nope").toString()),
+                                        List.of()))
+                .hasMessageContaining("MOE_A2A_CUDA_LIB_DIR: ")
+                .hasMessageContaining("libcudart.so.13");
     }
 
     @Test

@@ -10,12 +10,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The probe on a machine without a GPU: a clean "no", with the reason, and no crash. */
 class GpuProbeTest {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     @Test
     void shouldAnswerNoGpuInstantlyWhenDriverNodeIsAbsent() {
-        GpuProbe.Result r = GpuProbe.probe(new GpuLibraries(List.of(), List.of(), "test"), dir.resolve("nvidiactl"));
+        GpuProbe.Result r =
+                GpuProbe.probe(
+                        new GpuLibraries(List.of(), List.of(), "test"), dir.resolve("nvidiactl"));
         assertThat(r.usable()).isFalse();
         assertThat(r.cudaLoaded()).isFalse();
         assertThat(r.reason()).contains("nvidiactl does not exist (no NVIDIA driver)");
@@ -25,7 +26,8 @@ class GpuProbeTest {
 
     @Test
     void shouldReportWhyCudartDidNotLoadInsteadOfCrashing() throws Exception {
-        // A driver node that exists, on a machine without the CUDA runtime: the load path runs and fails.
+        // A driver node that exists, on a machine without the CUDA runtime: the load path runs and
+        // fails.
         Path node = Files.createFile(dir.resolve("nvidiactl"));
         GpuProbe.Result r = GpuProbe.probe(new GpuLibraries(List.of(), List.of(), "test"), node);
         if (r.cudaLoaded()) {

@@ -19,10 +19,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The GPU path's index lists, checked without a GPU: the kernels of {@code kernels.cu} are
- * replayed in Java on {@link RoutePlan}'s lists (same operations, same order, no fused
- * multiply-add), over an in-process group, and must reproduce the CPU {@link Dispatcher} bit for
- * bit — the received rows and the combined output with identity experts.
+ * The GPU path's index lists, checked without a GPU: the kernels of {@code kernels.cu} are replayed
+ * in Java on {@link RoutePlan}'s lists (same operations, same order, no fused multiply-add), over
+ * an in-process group, and must reproduce the CPU {@link Dispatcher} bit for bit — the received
+ * rows and the combined output with identity experts.
  */
 class RoutePlanTest {
     private static final int TOKENS = 37;
@@ -37,94 +37,146 @@ class RoutePlanTest {
         Placement placement = Placement.contiguous(EXPERTS, n);
         LocalGroup cpuGroup = new LocalGroup(n);
         LocalGroup simGroup = new LocalGroup(n);
-        RankThreads.run(n, rank -> {
-            SplittableRandom random = new SplittableRandom(seed * 31 + rank);
-            int rowBytes = HIDDEN * Short.BYTES;
-            ByteBuffer tokens = ByteBuffer.allocateDirect(TOKENS * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
-            for (int i = 0; i < TOKENS * HIDDEN; i++) {
-                tokens.putShort(i * Short.BYTES, DType.floatToBf16((float) random.nextDouble(-2, 2)));
-            }
-            int[] ids = new int[TOKENS * TOP_K];
-            float[] weights = new float[TOKENS * TOP_K];
-            for (int t = 0; t < TOKENS; t++) {
-                int first = random.nextInt(EXPERTS);
-                for (int k = 0; k < TOP_K; k++) {
-                    ids[t * TOP_K + k] = (first + k * (1 + random.nextInt(3))) % EXPERTS;
-                    weights[t * TOP_K + k] = (float) random.nextDouble(0.05, 1);
-                }
-                if (ids[t * TOP_K + 1] == ids[t * TOP_K] || ids[t * TOP_K + 2] == ids[t * TOP_K]
-                        || ids[t * TOP_K + 2] == ids[t * TOP_K + 1]) {
-                    ids[t * TOP_K + 1] = (first + 1) % EXPERTS;
-                    ids[t * TOP_K + 2] = (first + 2) % EXPERTS;
-                }
-            }
+        RankThreads.run(
+                n,
+                rank -> {
+                    SplittableRandom random = new SplittableRandom(seed * 31 + rank);
+                    int rowBytes = HIDDEN * Short.BYTES;
+                    ByteBuffer tokens =
+                            ByteBuffer.allocateDirect(TOKENS * rowBytes)
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    for (int i = 0; i < TOKENS * HIDDEN; i++) {
+                        tokens.putShort(
+                                i * Short.BYTES,
+                                DType.floatToBf16((float) random.nextDouble(-2, 2)));
+                    }
+                    int[] ids = new int[TOKENS * TOP_K];
+                    float[] weights = new float[TOKENS * TOP_K];
+                    for (int t = 0; t < TOKENS; t++) {
+                        int first = random.nextInt(EXPERTS);
+                        for (int k = 0; k < TOP_K; k++) {
+                            ids[t * TOP_K + k] = (first + k * (1 + random.nextInt(3))) % EXPERTS;
+                            weights[t * TOP_K + k] = (float) random.nextDouble(0.05, 1);
+                        }
+                        if (ids[t * TOP_K + 1] == ids[t * TOP_K]
+                                || ids[t * TOP_K + 2] == ids[t * TOP_K]
+                                || ids[t * TOP_K + 2] == ids[t * TOP_K + 1]) {
+                            ids[t * TOP_K + 1] = (first + 1) % EXPERTS;
+                            ids[t * TOP_K + 2] = (first + 2) % EXPERTS;
+                        }
+                    }
 
-            // The CPU path, identity experts.
-            Dispatcher cpu = new Dispatcher(cpuGroup.communicator(rank), placement, HIDDEN, TOP_K);
-            DispatchResult result = cpu.dispatch(tokens, TOKENS, DType.BF16, ids, weights);
-            ByteBuffer cpuRecv = ByteBuffer.allocateDirect(Math.max(1, result.numRecvTokens() * rowBytes));
-            for (int j = 0; j < result.numRecvTokens(); j++) {
-                result.copyRecvToken(j, cpuRecv, j * rowBytes);
-            }
-            FloatBuffer identity = FloatBuffer.allocate(Math.max(1, result.numExpertRows() * HIDDEN));
-            int at = 0;
-            for (int slot = 0; slot < result.handle().localExperts(); slot++) {
-                result.gather(slot, identity, at * HIDDEN);
-                at += result.handle().recvTokensPerLocalExpert(slot);
-            }
-            float[] cpuOut = new float[TOKENS * HIDDEN];
-            cpu.combine(identity, result.handle(), cpuOut);
+                    // The CPU path, identity experts.
+                    Dispatcher cpu =
+                            new Dispatcher(cpuGroup.communicator(rank), placement, HIDDEN, TOP_K);
+                    DispatchResult result = cpu.dispatch(tokens, TOKENS, DType.BF16, ids, weights);
+                    ByteBuffer cpuRecv =
+                            ByteBuffer.allocateDirect(
+                                    Math.max(1, result.numRecvTokens() * rowBytes));
+                    for (int j = 0; j < result.numRecvTokens(); j++) {
+                        result.copyRecvToken(j, cpuRecv, j * rowBytes);
+                    }
+                    FloatBuffer identity =
+                            FloatBuffer.allocate(Math.max(1, result.numExpertRows() * HIDDEN));
+                    int at = 0;
+                    for (int slot = 0; slot < result.handle().localExperts(); slot++) {
+                        result.gather(slot, identity, at * HIDDEN);
+                        at += result.handle().recvTokensPerLocalExpert(slot);
+                    }
+                    float[] cpuOut = new float[TOKENS * HIDDEN];
+                    cpu.combine(identity, result.handle(), cpuOut);
 
-            // The GPU path's plan, its kernels replayed in Java.
-            Communicator comm = simGroup.communicator(rank);
-            DispatchLayout layout = new DispatchLayout(placement);
-            layout.compute(ids, TOKENS, TOP_K);
-            RoutePlan plan = new RoutePlan(placement, rank, TOP_K);
-            long[] sendRows = new long[n];
-            long[] recvRows = new long[n];
-            for (int r = 0; r < n; r++) {
-                sendRows[r] = layout.tokensPerRank(r);
-            }
-            comm.allToAllCounts(0, ExchangePhase.DISPATCH, sendRows, recvRows);
-            int numRecv = (int) sum(recvRows);
-            ByteBuffer routes = ByteBuffer.allocateDirect(Math.max(1, numRecv * plan.routeRowBytes()))
-                    .order(ByteOrder.LITTLE_ENDIAN);
-            comm.allToAllV(0, ExchangePhase.DISPATCH, (peer, dst, off) -> plan.writeRoutes(layout, peer, dst, off, ids,
-                    weights), scaled(sendRows, plan.routeRowBytes()), routes, scaled(recvRows, plan.routeRowBytes()));
-            int numGrouped = plan.group(routes, numRecv);
+                    // The GPU path's plan, its kernels replayed in Java.
+                    Communicator comm = simGroup.communicator(rank);
+                    DispatchLayout layout = new DispatchLayout(placement);
+                    layout.compute(ids, TOKENS, TOP_K);
+                    RoutePlan plan = new RoutePlan(placement, rank, TOP_K);
+                    long[] sendRows = new long[n];
+                    long[] recvRows = new long[n];
+                    for (int r = 0; r < n; r++) {
+                        sendRows[r] = layout.tokensPerRank(r);
+                    }
+                    comm.allToAllCounts(0, ExchangePhase.DISPATCH, sendRows, recvRows);
+                    int numRecv = (int) sum(recvRows);
+                    ByteBuffer routes =
+                            ByteBuffer.allocateDirect(Math.max(1, numRecv * plan.routeRowBytes()))
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    comm.allToAllV(
+                            0,
+                            ExchangePhase.DISPATCH,
+                            (peer, dst, off) ->
+                                    plan.writeRoutes(layout, peer, dst, off, ids, weights),
+                            scaled(sendRows, plan.routeRowBytes()),
+                            routes,
+                            scaled(recvRows, plan.routeRowBytes()));
+                    int numGrouped = plan.group(routes, numRecv);
 
-            ByteBuffer send = gatherRows(tokens, RoutePlan.packOrder(layout), layout.rankOffsets(n), rowBytes);
-            ByteBuffer recv = ByteBuffer.allocateDirect(Math.max(1, numRecv * rowBytes)).order(ByteOrder.LITTLE_ENDIAN);
-            comm.allToAllV(0, ExchangePhase.DISPATCH, send, scaled(sendRows, rowBytes), recv, scaled(recvRows, rowBytes));
-            assertThat(numRecv).isEqualTo(result.numRecvTokens());
-            assertThat(recv.slice(0, numRecv * rowBytes)).as("rank %d received rows", rank)
-                    .isEqualTo(cpuRecv.slice(0, numRecv * rowBytes));
+                    ByteBuffer send =
+                            gatherRows(
+                                    tokens,
+                                    RoutePlan.packOrder(layout),
+                                    layout.rankOffsets(n),
+                                    rowBytes);
+                    ByteBuffer recv =
+                            ByteBuffer.allocateDirect(Math.max(1, numRecv * rowBytes))
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    comm.allToAllV(
+                            0,
+                            ExchangePhase.DISPATCH,
+                            send,
+                            scaled(sendRows, rowBytes),
+                            recv,
+                            scaled(recvRows, rowBytes));
+                    assertThat(numRecv).isEqualTo(result.numRecvTokens());
+                    assertThat(recv.slice(0, numRecv * rowBytes))
+                            .as("rank %d received rows", rank)
+                            .isEqualTo(cpuRecv.slice(0, numRecv * rowBytes));
 
-            ByteBuffer grouped = gatherRows(recv, plan.groupedOrder(), numGrouped, rowBytes);
-            float[] expertOut = new float[numGrouped * HIDDEN];
-            for (int i = 0; i < expertOut.length; i++) {
-                expertOut[i] = DType.bf16ToFloat(grouped.getShort(i * Short.BYTES));
-            }
-            ByteBuffer combineSend = weightedSumBf16(expertOut, plan, numRecv);
-            ByteBuffer combineRecv = ByteBuffer.allocateDirect(Math.max(1, layout.rankOffsets(n) * rowBytes))
-                    .order(ByteOrder.LITTLE_ENDIAN);
-            comm.allToAllV(1, ExchangePhase.COMBINE, combineSend, scaled(recvRows, rowBytes), combineRecv,
-                    scaled(sendRows, rowBytes));
-            int[] start = new int[TOKENS + 1];
-            float[] out = accumulateBf16(combineRecv, start, RoutePlan.returnedRows(layout, start));
-            for (int i = 0; i < out.length; i++) {
-                if (Float.floatToRawIntBits(out[i]) != Float.floatToRawIntBits(cpuOut[i])) {
-                    throw new AssertionError("seed=" + seed + " rank=" + rank + " element=" + i + ": " + out[i]
-                            + " vs CPU " + cpuOut[i]);
-                }
-            }
-            return null;
-        });
+                    ByteBuffer grouped =
+                            gatherRows(recv, plan.groupedOrder(), numGrouped, rowBytes);
+                    float[] expertOut = new float[numGrouped * HIDDEN];
+                    for (int i = 0; i < expertOut.length; i++) {
+                        expertOut[i] = DType.bf16ToFloat(grouped.getShort(i * Short.BYTES));
+                    }
+                    ByteBuffer combineSend = weightedSumBf16(expertOut, plan, numRecv);
+                    ByteBuffer combineRecv =
+                            ByteBuffer.allocateDirect(Math.max(1, layout.rankOffsets(n) * rowBytes))
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    comm.allToAllV(
+                            1,
+                            ExchangePhase.COMBINE,
+                            combineSend,
+                            scaled(recvRows, rowBytes),
+                            combineRecv,
+                            scaled(sendRows, rowBytes));
+                    int[] start = new int[TOKENS + 1];
+                    float[] out =
+                            accumulateBf16(
+                                    combineRecv, start, RoutePlan.returnedRows(layout, start));
+                    for (int i = 0; i < out.length; i++) {
+                        if (Float.floatToRawIntBits(out[i]) != Float.floatToRawIntBits(cpuOut[i])) {
+                            throw new AssertionError(
+                                    "seed="
+                                            + seed
+                                            + " rank="
+                                            + rank
+                                            + " element="
+                                            + i
+                                            + ": "
+                                            + out[i]
+                                            + " vs CPU "
+                                            + cpuOut[i]);
+                        }
+                    }
+                    return null;
+                });
     }
 
     /** gather_rows. */
     private static ByteBuffer gatherRows(ByteBuffer src, int[] index, int rows, int rowBytes) {
-        ByteBuffer dst = ByteBuffer.allocateDirect(Math.max(1, rows * rowBytes)).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer dst =
+                ByteBuffer.allocateDirect(Math.max(1, rows * rowBytes))
+                        .order(ByteOrder.LITTLE_ENDIAN);
         for (int r = 0; r < rows; r++) {
             dst.put(r * rowBytes, src, index[r] * rowBytes, rowBytes);
         }
@@ -133,13 +185,18 @@ class RoutePlanTest {
 
     /** weighted_sum_bf16: acc = acc + w * x in list order, from 0, rounded to bf16. */
     private static ByteBuffer weightedSumBf16(float[] expertOut, RoutePlan plan, int numRecv) {
-        ByteBuffer out = ByteBuffer.allocateDirect(Math.max(1, numRecv * HIDDEN * Short.BYTES)).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer out =
+                ByteBuffer.allocateDirect(Math.max(1, numRecv * HIDDEN * Short.BYTES))
+                        .order(ByteOrder.LITTLE_ENDIAN);
         int[] start = plan.combineStart();
         for (int j = 0; j < numRecv; j++) {
             for (int c = 0; c < HIDDEN; c++) {
                 float acc = 0f;
                 for (int e = start[j]; e < start[j + 1]; e++) {
-                    acc = acc + plan.combineWeight()[e] * expertOut[plan.combineRow()[e] * HIDDEN + c];
+                    acc =
+                            acc
+                                    + plan.combineWeight()[e]
+                                            * expertOut[plan.combineRow()[e] * HIDDEN + c];
                 }
                 out.putShort((j * HIDDEN + c) * Short.BYTES, DType.floatToBf16(acc));
             }
@@ -154,7 +211,8 @@ class RoutePlanTest {
             for (int c = 0; c < HIDDEN; c++) {
                 float acc = 0f;
                 for (int i = start[t]; i < start[t + 1]; i++) {
-                    float x = DType.bf16ToFloat(rows.getShort((index[i] * HIDDEN + c) * Short.BYTES));
+                    float x =
+                            DType.bf16ToFloat(rows.getShort((index[i] * HIDDEN + c) * Short.BYTES));
                     acc = i == start[t] ? x : acc + x;
                 }
                 out[t * HIDDEN + c] = acc;

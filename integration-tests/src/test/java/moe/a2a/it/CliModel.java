@@ -23,7 +23,11 @@ final class CliModel {
     }
 
     static String defaultOf(String subcommand, String option) {
-        return cli().getSubcommands().get(subcommand).getCommandSpec().findOption(option).defaultValue();
+        return cli().getSubcommands()
+                .get(subcommand)
+                .getCommandSpec()
+                .findOption(option)
+                .defaultValue();
     }
 
     /** The value a subcommand ends up with for {@code name} (the default when not given). */
@@ -33,7 +37,10 @@ final class CliModel {
         return type.cast(spec.getValue());
     }
 
-    /** An enum option in lower case, as manifests and logs spell it; the enum types are package-private. */
+    /**
+     * An enum option in lower case, as manifests and logs spell it; the enum types are
+     * package-private.
+     */
     static String enumOption(ParseResult parsed, String name) {
         return String.valueOf(option(parsed, name, Object.class)).toLowerCase(Locale.ROOT);
     }
@@ -46,7 +53,11 @@ final class CliModel {
         assertThat(args).as("%s: args", where).isNotEmpty();
         CommandLine cli = cli();
         CommandLine sub = cli.getSubcommands().get(args.get(0));
-        assertThat(sub).as("%s: first arg is a subcommand of moe-a2a %s", where, cli.getSubcommands().keySet()).isNotNull();
+        assertThat(sub)
+                .as(
+                        "%s: first arg is a subcommand of moe-a2a %s",
+                        where, cli.getSubcommands().keySet())
+                .isNotNull();
         Set<String> flags = sub.getCommandSpec().optionsMap().keySet();
         for (String arg : args.subList(1, args.size())) {
             assertThat(arg).as("%s: args are written --flag=value", where).startsWith("--");
@@ -56,7 +67,8 @@ final class CliModel {
         try {
             return cli.parseArgs(args.toArray(String[]::new)).subcommand();
         } catch (CommandLine.ParameterException e) {
-            throw new AssertionError(where + ": moe-a2a rejects " + args + ": " + e.getMessage(), e);
+            throw new AssertionError(
+                    where + ": moe-a2a rejects " + args + ": " + e.getMessage(), e);
         }
     }
 }

@@ -28,16 +28,25 @@ final class CliProcess implements AutoCloseable {
 
     /** Starts {@code java -jar moe-a2a.jar args...}. */
     static CliProcess moeA2a(Path dir, String name, String... args) throws IOException {
-        List<String> command = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx1g", "-jar", jar()));
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-Xmx1g",
+                                "-jar",
+                                jar()));
         command.addAll(List.of(args));
         return start(dir, name, command);
     }
 
     static CliProcess start(Path dir, String name, List<String> command) throws IOException {
         Path log = dir.resolve(name + ".log");
-        Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
-                .redirectOutput(log.toFile()).start();
+        Process p =
+                new ProcessBuilder(command)
+                        .directory(dir.toFile())
+                        .redirectErrorStream(true)
+                        .redirectOutput(log.toFile())
+                        .start();
         return new CliProcess(p, log);
     }
 
@@ -50,7 +59,8 @@ final class CliProcess implements AutoCloseable {
                 return Integer.parseInt(m.group(1));
             }
             if (!process.isAlive()) {
-                throw new AssertionError("server exited with " + process.exitValue() + ":\n" + output());
+                throw new AssertionError(
+                        "server exited with " + process.exitValue() + ":\n" + output());
             }
             Thread.sleep(50);
         }
@@ -94,7 +104,8 @@ final class CliProcess implements AutoCloseable {
     private static String jar() {
         String jar = System.getProperty("moe.a2a.it.jar");
         if (jar == null || !Files.isRegularFile(Path.of(jar))) {
-            throw new IllegalStateException("moe.a2a.it.jar: " + jar + " (expected: the built CLI jar; run ./mvnw verify)");
+            throw new IllegalStateException(
+                    "moe.a2a.it.jar: " + jar + " (expected: the built CLI jar; run ./mvnw verify)");
         }
         return jar;
     }

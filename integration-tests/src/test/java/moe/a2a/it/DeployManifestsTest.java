@@ -32,20 +32,33 @@ import picocli.CommandLine.ParseResult;
 import tools.jackson.databind.JsonNode;
 
 /**
- * The Kubernetes manifests under {@code deploy/k8s}, checked against each other and against the
- * CLI they start, without a cluster. Every kustomization is built as kustomize would
- * ({@link KustomizeBuild}) and each build is checked: flags exist in the picocli model of their
- * subcommand and parse once {@code $(VAR)} is expanded from the pod's environment; ports, probes
- * and scrape annotations use the CLI's default ports; Services select pods and target ports that
- * exist; one worker runs per rank; workers reach the control plane and each other, and offer the
- * data plane it runs.
+ * The Kubernetes manifests under {@code deploy/k8s}, checked against each other and against the CLI
+ * they start, without a cluster. Every kustomization is built as kustomize would ({@link
+ * KustomizeBuild}) and each build is checked: flags exist in the picocli model of their subcommand
+ * and parse once {@code $(VAR)} is expanded from the pod's environment; ports, probes and scrape
+ * annotations use the CLI's default ports; Services select pods and target ports that exist; one
+ * worker runs per rank; workers reach the control plane and each other, and offer the data plane it
+ * runs.
  */
 class DeployManifestsTest {
-    private static final Path K8S = Path.of(System.getProperty("moe.a2a.it.deploy", "../deploy")).toAbsolutePath().normalize()
-            .resolve("k8s");
-    private static final List<String> MODEL_FLAGS = List.of("--world-size", "--experts", "--hidden", "--ffn", "--layers", "--top-k", "--seed");
-    private static final int GRPC_PORT = Integer.parseInt(CliModel.defaultOf("control-plane", "--port"));
-    private static final int METRICS_PORT = Integer.parseInt(CliModel.defaultOf("control-plane", "--metrics-port"));
+    private static final Path K8S =
+            Path.of(System.getProperty("moe.a2a.it.deploy", "../deploy"))
+                    .toAbsolutePath()
+                    .normalize()
+                    .resolve("k8s");
+    private static final List<String> MODEL_FLAGS =
+            List.of(
+                    "--world-size",
+                    "--experts",
+                    "--hidden",
+                    "--ffn",
+                    "--layers",
+                    "--top-k",
+                    "--seed");
+    private static final int GRPC_PORT =
+            Integer.parseInt(CliModel.defaultOf("control-plane", "--port"));
+    private static final int METRICS_PORT =
+            Integer.parseInt(CliModel.defaultOf("control-plane", "--metrics-port"));
 
     @Test
     void shouldReferenceOnlyExistingFilesAndLeaveNoManifestUnreferenced() throws IOException {
@@ -59,17 +72,28 @@ class DeployManifestsTest {
                 referenced.add(Files.isDirectory(p) ? p.resolve("kustomization.yaml") : p);
             }
             for (JsonNode patch : k.path("patches").values()) {
-                assertThat(patch.has("path")).as("%s: every patch names a file (path:)", kustomization).isTrue();
+                assertThat(patch.has("path"))
+                        .as("%s: every patch names a file (path:)", kustomization)
+                        .isTrue();
                 Path p = dir.resolve(patch.get("path").asString()).normalize();
-                assertThat(p).as("%s: patch %s", kustomization, patch.get("path").asString()).isRegularFile();
+                assertThat(p)
+                        .as("%s: patch %s", kustomization, patch.get("path").asString())
+                        .isRegularFile();
                 referenced.add(p);
             }
         }
         try (Stream<Path> files = Files.walk(K8S)) {
-            List<Path> manifests = files.filter(p -> p.toString().endsWith(".yaml") || p.toString().endsWith(".yml"))
-                    .filter(p -> !p.getFileName().toString().equals("kustomization.yaml")).toList();
+            List<Path> manifests =
+                    files.filter(
+                                    p ->
+                                            p.toString().endsWith(".yaml")
+                                                    || p.toString().endsWith(".yml"))
+                            .filter(p -> !p.getFileName().toString().equals("kustomization.yaml"))
+                            .toList();
             assertThat(manifests).as("manifests under %s", K8S).isNotEmpty();
-            assertThat(referenced).as("every manifest is listed by a kustomization").containsAll(manifests);
+            assertThat(referenced)
+                    .as("every manifest is listed by a kustomization")
+                    .containsAll(manifests);
         }
     }
 
@@ -78,7 +102,9 @@ class DeployManifestsTest {
         for (Path kustomization : KustomizeBuild.kustomizations(K8S)) {
             for (Path file : KustomizeBuild.files(kustomization.getParent())) {
                 HasMetadata resource = Manifests.resource(file);
-                assertThat(Manifests.unknownFields(resource)).as("%s: fields the Kubernetes API does not define", file).isEmpty();
+                assertThat(Manifests.unknownFields(resource))
+                        .as("%s: fields the Kubernetes API does not define", file)
+                        .isEmpty();
             }
         }
     }
@@ -88,8 +114,12 @@ class DeployManifestsTest {
     void shouldPassOnlyFlagsTheCliDefinesAndThatParseOnceExpanded(KustomizeBuild build) {
         for (Workload w : build.workloads()) {
             ParseResult parsed = w.parse();
-            assertThat(parsed.commandSpec().name()).as("%s: subcommand", w).isEqualTo(w.component());
-            assertThat(w.container().getCommand()).as("%s: command (the image's entrypoint runs moe-a2a)", w).isEmpty();
+            assertThat(parsed.commandSpec().name())
+                    .as("%s: subcommand", w)
+                    .isEqualTo(w.component());
+            assertThat(w.container().getCommand())
+                    .as("%s: command (the image's entrypoint runs moe-a2a)", w)
+                    .isEmpty();
         }
     }
 
@@ -98,36 +128,62 @@ class DeployManifestsTest {
     void shouldUseTheCliDefaultPortsForContainersProbesAndScrapeAnnotations(KustomizeBuild build) {
         Workload cp = build.workload("control-plane");
         ParseResult cpArgs = cp.parse();
-        assertThat(cp.port("grpc")).as("%s: port grpc = default of control-plane --port", cp).isEqualTo(GRPC_PORT);
-        assertThat(cp.port("metrics")).as("%s: port metrics = default of --metrics-port", cp).isEqualTo(METRICS_PORT);
-        assertThat(option(cpArgs, "--port", Integer.class)).as("%s: --port", cp).isEqualTo(GRPC_PORT);
-        assertThat(option(cpArgs, "--metrics-port", Integer.class)).as("%s: --metrics-port", cp).isEqualTo(METRICS_PORT);
+        assertThat(cp.port("grpc"))
+                .as("%s: port grpc = default of control-plane --port", cp)
+                .isEqualTo(GRPC_PORT);
+        assertThat(cp.port("metrics"))
+                .as("%s: port metrics = default of --metrics-port", cp)
+                .isEqualTo(METRICS_PORT);
+        assertThat(option(cpArgs, "--port", Integer.class))
+                .as("%s: --port", cp)
+                .isEqualTo(GRPC_PORT);
+        assertThat(option(cpArgs, "--metrics-port", Integer.class))
+                .as("%s: --metrics-port", cp)
+                .isEqualTo(METRICS_PORT);
         Probe readiness = cp.container().getReadinessProbe();
         assertThat(readiness).as("%s: readinessProbe", cp).isNotNull();
-        assertThat(readiness.getGrpc()).as("%s: readinessProbe is a gRPC health check", cp).isNotNull();
-        assertThat(readiness.getGrpc().getPort()).as("%s: readinessProbe.grpc.port", cp).isEqualTo(GRPC_PORT);
+        assertThat(readiness.getGrpc())
+                .as("%s: readinessProbe is a gRPC health check", cp)
+                .isNotNull();
+        assertThat(readiness.getGrpc().getPort())
+                .as("%s: readinessProbe.grpc.port", cp)
+                .isEqualTo(GRPC_PORT);
 
         Workload worker = build.workload("worker");
         ParseResult workerArgs = worker.parse();
-        assertThat(worker.port("metrics")).as("%s: port metrics = default of worker --metrics-port", worker)
+        assertThat(worker.port("metrics"))
+                .as("%s: port metrics = default of worker --metrics-port", worker)
                 .isEqualTo(Integer.parseInt(CliModel.defaultOf("worker", "--metrics-port")));
-        assertThat(option(workerArgs, "--metrics-port", Integer.class)).as("%s: --metrics-port", worker).isEqualTo(METRICS_PORT);
-        assertThat(option(workerArgs, "--data-port", Integer.class)).as("%s: --data-port = port data", worker)
+        assertThat(option(workerArgs, "--metrics-port", Integer.class))
+                .as("%s: --metrics-port", worker)
+                .isEqualTo(METRICS_PORT);
+        assertThat(option(workerArgs, "--data-port", Integer.class))
+                .as("%s: --data-port = port data", worker)
                 .isEqualTo(worker.port("data"));
         Probe liveness = worker.container().getLivenessProbe();
         assertThat(liveness).as("%s: livenessProbe", worker).isNotNull();
-        assertThat(liveness.getHttpGet()).as("%s: livenessProbe is an HTTP GET (no gRPC server on a worker)", worker).isNotNull();
-        assertThat(liveness.getHttpGet().getPath()).as("%s: livenessProbe path", worker).isEqualTo("/metrics");
+        assertThat(liveness.getHttpGet())
+                .as("%s: livenessProbe is an HTTP GET (no gRPC server on a worker)", worker)
+                .isNotNull();
+        assertThat(liveness.getHttpGet().getPath())
+                .as("%s: livenessProbe path", worker)
+                .isEqualTo("/metrics");
 
         for (Workload w : build.workloads()) {
             for (Probe probe : w.probes()) {
-                assertThat(w.probePort(probe)).as("%s: every probe uses the gRPC or metrics port", w).isIn(GRPC_PORT, METRICS_PORT);
+                assertThat(w.probePort(probe))
+                        .as("%s: every probe uses the gRPC or metrics port", w)
+                        .isIn(GRPC_PORT, METRICS_PORT);
                 if (probe.getHttpGet() != null) {
-                    assertThat(w.probePort(probe)).as("%s: HTTP probes go to /metrics", w).isEqualTo(METRICS_PORT);
+                    assertThat(w.probePort(probe))
+                            .as("%s: HTTP probes go to /metrics", w)
+                            .isEqualTo(METRICS_PORT);
                 }
             }
             Map<String, String> annotations = w.template().getMetadata().getAnnotations();
-            assertThat(annotations).as("%s: pod annotations", w).containsEntry("prometheus.io/scrape", "true")
+            assertThat(annotations)
+                    .as("%s: pod annotations", w)
+                    .containsEntry("prometheus.io/scrape", "true")
                     .containsEntry("prometheus.io/port", Integer.toString(METRICS_PORT))
                     .containsEntry("prometheus.io/path", "/metrics");
         }
@@ -137,20 +193,28 @@ class DeployManifestsTest {
     @MethodSource("builds")
     void shouldLabelEverythingAndSelectExistingPodsAndPortsWithEveryService(KustomizeBuild build) {
         for (HasMetadata r : build.resources()) {
-            assertThat(r.getMetadata().getLabels()).as("%s %s: labels", r.getKind(), r.getMetadata().getName())
+            assertThat(r.getMetadata().getLabels())
+                    .as("%s %s: labels", r.getKind(), r.getMetadata().getName())
                     .containsEntry("app.kubernetes.io/name", "moe-a2a");
         }
         for (Workload w : build.workloads()) {
-            assertThat(w.template().getMetadata().getLabels()).as("%s: pod labels", w)
-                    .containsEntry("app.kubernetes.io/name", "moe-a2a").containsEntry("app.kubernetes.io/component", w.component())
+            assertThat(w.template().getMetadata().getLabels())
+                    .as("%s: pod labels", w)
+                    .containsEntry("app.kubernetes.io/name", "moe-a2a")
+                    .containsEntry("app.kubernetes.io/component", w.component())
                     .containsAllEntriesOf(w.selector());
         }
         for (Service s : build.all(Service.class)) {
             String where = "Service " + s.getMetadata().getName();
             Workload target = build.selectedBy(s);
             for (ServicePort port : s.getSpec().getPorts()) {
-                IntOrString targetPort = port.getTargetPort() != null ? port.getTargetPort() : new IntOrString(port.getPort());
-                assertThat(target.resolve(targetPort)).as("%s: port %s targets a port of %s", where, port.getName(), target).isNotNull();
+                IntOrString targetPort =
+                        port.getTargetPort() != null
+                                ? port.getTargetPort()
+                                : new IntOrString(port.getPort());
+                assertThat(target.resolve(targetPort))
+                        .as("%s: port %s targets a port of %s", where, port.getName(), target)
+                        .isNotNull();
             }
         }
     }
@@ -160,31 +224,48 @@ class DeployManifestsTest {
     void shouldRunOneWorkerPerRankWithTheRankFromThePodOrdinal(KustomizeBuild build) {
         Workload cp = build.workload("control-plane");
         Workload worker = build.workload("worker");
-        assertThat(worker.resource()).as("%s: workers are a StatefulSet (stable ordinals and names)", worker).isInstanceOf(StatefulSet.class);
+        assertThat(worker.resource())
+                .as("%s: workers are a StatefulSet (stable ordinals and names)", worker)
+                .isInstanceOf(StatefulSet.class);
         assertThat(cp.replicas()).as("%s: replicas (one control plane)", cp).isEqualTo(1);
         int worldSize = option(cp.parse(), "--world-size", Integer.class);
-        assertThat(worker.replicas()).as("%s: replicas = the control plane's --world-size", worker).isEqualTo(worldSize);
+        assertThat(worker.replicas())
+                .as("%s: replicas = the control plane's --world-size", worker)
+                .isEqualTo(worldSize);
         for (String flag : MODEL_FLAGS) {
-            assertThat(cp.sourceOf(flag)).as("%s: %s comes from the model ConfigMap", cp, flag).startsWith("ConfigMap ");
+            assertThat(cp.sourceOf(flag))
+                    .as("%s: %s comes from the model ConfigMap", cp, flag)
+                    .startsWith("ConfigMap ");
         }
         String ref = cp.sourceOf("--world-size").substring("ConfigMap ".length());
-        assertThat(build.configMap(ref.substring(0, ref.indexOf('/'))).getData()).as("%s: the world size in ConfigMap %s", build, ref)
-                .containsEntry(ref.substring(ref.indexOf('/') + 1), Integer.toString(worker.replicas()));
-        assertThat(worker.sourceOf("--rank")).as("%s: --rank", worker).isEqualTo("fieldRef " + ContainerEnvironment.POD_INDEX_FIELD);
+        assertThat(build.configMap(ref.substring(0, ref.indexOf('/'))).getData())
+                .as("%s: the world size in ConfigMap %s", build, ref)
+                .containsEntry(
+                        ref.substring(ref.indexOf('/') + 1), Integer.toString(worker.replicas()));
+        assertThat(worker.sourceOf("--rank"))
+                .as("%s: --rank", worker)
+                .isEqualTo("fieldRef " + ContainerEnvironment.POD_INDEX_FIELD);
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("builds")
-    void shouldGiveWorkersPeerAddressesAndAControlPlaneAddressThatResolveBeforeAnyoneIsReady(KustomizeBuild build) {
+    void shouldGiveWorkersPeerAddressesAndAControlPlaneAddressThatResolveBeforeAnyoneIsReady(
+            KustomizeBuild build) {
         Workload worker = build.workload("worker");
         ParseResult args = worker.parse();
         String serviceName = ((StatefulSet) worker.resource()).getSpec().getServiceName();
         Service headless = build.service(serviceName);
-        assertThat(headless.getSpec().getClusterIP()).as("Service %s: clusterIP (headless)", serviceName).isEqualTo("None");
-        assertThat(headless.getSpec().getPublishNotReadyAddresses()).as("Service %s: publishNotReadyAddresses", serviceName)
+        assertThat(headless.getSpec().getClusterIP())
+                .as("Service %s: clusterIP (headless)", serviceName)
+                .isEqualTo("None");
+        assertThat(headless.getSpec().getPublishNotReadyAddresses())
+                .as("Service %s: publishNotReadyAddresses", serviceName)
                 .isEqualTo(Boolean.TRUE);
-        assertThat(build.selectedBy(headless)).as("Service %s selects", serviceName).isEqualTo(worker);
-        assertThat(option(args, "--data-host", String.class)).as("%s: --data-host = <pod>.<serviceName>[.<namespace>...]", worker)
+        assertThat(build.selectedBy(headless))
+                .as("Service %s selects", serviceName)
+                .isEqualTo(worker);
+        assertThat(option(args, "--data-host", String.class))
+                .as("%s: --data-host = <pod>.<serviceName>[.<namespace>...]", worker)
                 .matches(Pattern.quote(worker.podName() + "." + serviceName) + "(\\..+)?");
 
         String target = option(args, "--control-plane", String.class);
@@ -192,16 +273,29 @@ class DeployManifestsTest {
         int port = Integer.parseInt(target.substring(target.lastIndexOf(':') + 1));
         Service join = build.service(host);
         Workload cp = build.workload("control-plane");
-        assertThat(build.selectedBy(join)).as("Service %s (--control-plane) selects", host).isEqualTo(cp);
+        assertThat(build.selectedBy(join))
+                .as("Service %s (--control-plane) selects", host)
+                .isEqualTo(cp);
         assertThat(join.getSpec().getPublishNotReadyAddresses())
-                .as("Service %s: publishNotReadyAddresses (the control plane is ready only after the workers joined)", host)
+                .as(
+                        "Service %s: publishNotReadyAddresses (the control plane is ready only after the workers joined)",
+                        host)
                 .isEqualTo(Boolean.TRUE);
-        ServicePort servicePort = join.getSpec().getPorts().stream().filter(p -> p.getPort() == port).findFirst()
-                .orElseThrow(() -> new AssertionError("Service " + host + " has no port " + port));
-        assertThat(cp.resolve(servicePort.getTargetPort())).as("Service %s port %d targets gRPC", host, port).isEqualTo(GRPC_PORT);
+        ServicePort servicePort =
+                join.getSpec().getPorts().stream()
+                        .filter(p -> p.getPort() == port)
+                        .findFirst()
+                        .orElseThrow(
+                                () ->
+                                        new AssertionError(
+                                                "Service " + host + " has no port " + port));
+        assertThat(cp.resolve(servicePort.getTargetPort()))
+                .as("Service %s port %d targets gRPC", host, port)
+                .isEqualTo(GRPC_PORT);
     }
 
-    // The control plane refuses a worker that does not offer its transport; auto offers tcp, and nccl
+    // The control plane refuses a worker that does not offer its transport; auto offers tcp, and
+    // nccl
     // when the worker's GPU probe succeeds, which only a GPU node can tell.
     @ParameterizedTest(name = "{0}")
     @MethodSource("builds")
@@ -210,7 +304,8 @@ class DeployManifestsTest {
         String transport = enumOption(cp.parse(), "--transport");
         for (Workload w : build.workloads()) {
             if (w.component().equals("worker")) {
-                assertThat(enumOption(w.parse(), "--transport")).as("%s: --transport (the control plane runs --transport=%s)", w, transport)
+                assertThat(enumOption(w.parse(), "--transport"))
+                        .as("%s: --transport (the control plane runs --transport=%s)", w, transport)
                         .isIn(transport, "auto");
             }
         }
@@ -218,26 +313,35 @@ class DeployManifestsTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("builds")
-    void shouldMakeWorkersExpectTheModelTheControlPlaneServes(KustomizeBuild build) throws ReflectiveOperationException {
+    void shouldMakeWorkersExpectTheModelTheControlPlaneServes(KustomizeBuild build)
+            throws ReflectiveOperationException {
         ParseResult cp = build.workload("control-plane").parse();
         Workload worker = build.workload("worker");
         String expected = option(worker.parse(), "--expect-model", String.class);
         if (expected.isEmpty()) {
             return;
         }
-        ModelSpec.Builder spec = ModelSpec.newBuilder().setExperts(option(cp, "--experts", Integer.class))
-                .setHidden(option(cp, "--hidden", Integer.class)).setFfn(option(cp, "--ffn", Integer.class))
-                .setTopK(option(cp, "--top-k", Integer.class)).setLayers(option(cp, "--layers", Integer.class));
+        ModelSpec.Builder spec =
+                ModelSpec.newBuilder()
+                        .setExperts(option(cp, "--experts", Integer.class))
+                        .setHidden(option(cp, "--hidden", Integer.class))
+                        .setFfn(option(cp, "--ffn", Integer.class))
+                        .setTopK(option(cp, "--top-k", Integer.class))
+                        .setLayers(option(cp, "--layers", Integer.class));
         Path weights = option(cp, "--weights", Path.class);
         if (weights != null) {
             spec.setWeightsPath(weights.toAbsolutePath().toString());
         } else {
             spec.setSeed(option(cp, "--seed", Long.class));
         }
-        // The control plane computes the fingerprint in ModelOptions (package-private); call the same code.
-        Method fingerprint = Class.forName("moe.a2a.cli.ModelOptions").getDeclaredMethod("fingerprint", ModelSpec.class);
+        // The control plane computes the fingerprint in ModelOptions (package-private); call the
+        // same code.
+        Method fingerprint =
+                Class.forName("moe.a2a.cli.ModelOptions")
+                        .getDeclaredMethod("fingerprint", ModelSpec.class);
         fingerprint.setAccessible(true);
-        assertThat(expected).as("%s: --expect-model = the control plane's model fingerprint", worker)
+        assertThat(expected)
+                .as("%s: --expect-model = the control plane's model fingerprint", worker)
                 .isEqualTo(fingerprint.invoke(null, spec.build()));
     }
 
@@ -245,21 +349,34 @@ class DeployManifestsTest {
     void shouldRunTcpInTheBaseAndGiveEachWorkerOneGpuTheGpuImageAndNcclInTheGpuOverlay() {
         KustomizeBuild base = KustomizeBuild.of(K8S, K8S.resolve("base"));
         KustomizeBuild gpu = KustomizeBuild.of(K8S, K8S.resolve("overlays/gpu"));
-        assertThat(enumOption(base.workload("control-plane").parse(), "--transport")).as("base: control plane --transport").isEqualTo("tcp");
-        assertThat(enumOption(base.workload("worker").parse(), "--transport")).as("base: worker --transport").isEqualTo("tcp");
+        assertThat(enumOption(base.workload("control-plane").parse(), "--transport"))
+                .as("base: control plane --transport")
+                .isEqualTo("tcp");
+        assertThat(enumOption(base.workload("worker").parse(), "--transport"))
+                .as("base: worker --transport")
+                .isEqualTo("tcp");
 
-        assertThat(enumOption(gpu.workload("control-plane").parse(), "--transport")).as("overlays/gpu: control plane --transport")
+        assertThat(enumOption(gpu.workload("control-plane").parse(), "--transport"))
+                .as("overlays/gpu: control plane --transport")
                 .isEqualTo("nccl");
         Workload worker = gpu.workload("worker");
         // nccl rather than auto: a worker whose GPU probe fails then exits saying why, instead of
         // offering only tcp and being refused by the control plane.
-        assertThat(enumOption(worker.parse(), "--transport")).as("%s: --transport", worker).isEqualTo("nccl");
+        assertThat(enumOption(worker.parse(), "--transport"))
+                .as("%s: --transport", worker)
+                .isEqualTo("nccl");
         ResourceRequirements resources = worker.container().getResources();
-        assertThat(resources.getLimits()).as("%s: limits", worker).containsEntry("nvidia.com/gpu", new Quantity("1"));
+        assertThat(resources.getLimits())
+                .as("%s: limits", worker)
+                .containsEntry("nvidia.com/gpu", new Quantity("1"));
         assertThat(worker.container().getImage()).as("%s: image", worker).isEqualTo("moe-a2a-gpu");
         Container cp = gpu.workload("control-plane").container();
-        assertThat(cp.getImage()).as("overlays/gpu: the control plane keeps the CPU image").isEqualTo("moe-a2a");
-        assertThat(cp.getResources().getLimits()).as("overlays/gpu: control plane limits").doesNotContainKey("nvidia.com/gpu");
+        assertThat(cp.getImage())
+                .as("overlays/gpu: the control plane keeps the CPU image")
+                .isEqualTo("moe-a2a");
+        assertThat(cp.getResources().getLimits())
+                .as("overlays/gpu: control plane limits")
+                .doesNotContainKey("nvidia.com/gpu");
     }
 
     @ParameterizedTest(name = "{0}")
@@ -268,7 +385,10 @@ class DeployManifestsTest {
         for (Workload w : build.workloads()) {
             String image = w.container().getImage();
             assertThat(image.contains(":") || image.contains("@") || build.images().contains(image))
-                    .as("%s: image %s has a tag, or an images: entry of the kustomization sets one (else :latest)", w, image).isTrue();
+                    .as(
+                            "%s: image %s has a tag, or an images: entry of the kustomization sets one (else :latest)",
+                            w, image)
+                    .isTrue();
         }
     }
 

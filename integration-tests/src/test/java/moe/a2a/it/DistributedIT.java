@@ -43,9 +43,9 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A control plane and 4 worker JVMs on loopback: answers against the reference under 8
- * concurrent clients, a worker killed with SIGKILL mid-load, its replacement, and a control plane
- * restart that the workers survive.
+ * A control plane and 4 worker JVMs on loopback: answers against the reference under 8 concurrent
+ * clients, a worker killed with SIGKILL mid-load, its replacement, and a control plane restart that
+ * the workers survive.
  */
 @Timeout(600)
 class DistributedIT {
@@ -57,16 +57,17 @@ class DistributedIT {
     static final long SEED = 21;
     static final long EXCHANGE_TIMEOUT_MS = 3000;
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
-    final ReferenceMoeLayer reference = new ReferenceMoeLayer(new SeededWeights(SEED, E, H, I, LAYERS));
+    final ReferenceMoeLayer reference =
+            new ReferenceMoeLayer(new SeededWeights(SEED, E, H, I, LAYERS));
 
     @Test
     void shouldServeFailCleanlyAndRecoverWhenWorkersAndControlPlaneDie() throws Exception {
         int port = freePort();
         List<CliProcess> processes = new ArrayList<>();
-        ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+        ManagedChannel channel =
+                NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
         try {
             CliProcess cp = controlPlane(port);
             processes.add(cp);
@@ -84,8 +85,14 @@ class DistributedIT {
 
             // a routing benchmark on the live workers' TCP group, between steps
             List<BenchEvent> events = new ArrayList<>();
-            BenchServiceGrpc.newBlockingStub(channel).withDeadlineAfter(120, TimeUnit.SECONDS)
-                    .run(BenchRequest.newBuilder().addWorkloads("decode").setIters(3).setWarmup(1).build())
+            BenchServiceGrpc.newBlockingStub(channel)
+                    .withDeadlineAfter(120, TimeUnit.SECONDS)
+                    .run(
+                            BenchRequest.newBuilder()
+                                    .addWorkloads("decode")
+                                    .setIters(3)
+                                    .setWarmup(1)
+                                    .build())
                     .forEachRemaining(events::add);
             BenchResult bench = events.get(events.size() - 1).getResult();
             assertThat(bench.getRan()).isTrue();
@@ -104,28 +111,36 @@ class DistributedIT {
             List<Future<?>> load = new ArrayList<>();
             for (int c = 0; c < 8; c++) {
                 final int client = c;
-                load.add(pool.submit(() -> {
-                    for (int i = 0; !stop.get(); i++) {
-                        long seed = 5000L + client * 1000L + i;
-                        ForwardRequest request = request(seed);
-                        long sent = System.nanoTime();
-                        try {
-                            ForwardResponse response = stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request);
-                            String mismatch = mismatch(request, response, seed);
-                            if (mismatch != null) {
-                                wrong.add(mismatch);
-                            }
-                        } catch (StatusRuntimeException e) {
-                            if (e.getStatus().getCode() != Status.Code.UNAVAILABLE) {
-                                wrong.add("seed=" + seed + ": " + e.getStatus());
-                            }
-                            failureMessages.add(String.valueOf(e.getStatus().getDescription()));
-                            long from = Math.max(sent, killedAt.get());
-                            failureDelaysMs.add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - from));
-                        }
-                    }
-                    return null;
-                }));
+                load.add(
+                        pool.submit(
+                                () -> {
+                                    for (int i = 0; !stop.get(); i++) {
+                                        long seed = 5000L + client * 1000L + i;
+                                        ForwardRequest request = request(seed);
+                                        long sent = System.nanoTime();
+                                        try {
+                                            ForwardResponse response =
+                                                    stub.withDeadlineAfter(60, TimeUnit.SECONDS)
+                                                            .forward(request);
+                                            String mismatch = mismatch(request, response, seed);
+                                            if (mismatch != null) {
+                                                wrong.add(mismatch);
+                                            }
+                                        } catch (StatusRuntimeException e) {
+                                            if (e.getStatus().getCode()
+                                                    != Status.Code.UNAVAILABLE) {
+                                                wrong.add("seed=" + seed + ": " + e.getStatus());
+                                            }
+                                            failureMessages.add(
+                                                    String.valueOf(e.getStatus().getDescription()));
+                                            long from = Math.max(sent, killedAt.get());
+                                            failureDelaysMs.add(
+                                                    TimeUnit.NANOSECONDS.toMillis(
+                                                            System.nanoTime() - from));
+                                        }
+                                    }
+                                    return null;
+                                }));
             }
             Thread.sleep(1500);
             killedAt.set(System.nanoTime());
@@ -139,8 +154,10 @@ class DistributedIT {
             pool.shutdown();
             assertThat(wrong).as("wrong answers or statuses").isEmpty();
             assertThat(failureMessages).as("requests failed after the kill").isNotEmpty();
-            assertThat(failureMessages).allMatch(m -> m.contains("rank 2") || m.contains("peer=2"), "names rank 2");
-            assertThat(failureDelaysMs).allMatch(ms -> ms <= EXCHANGE_TIMEOUT_MS + 1000, "within timeout + 1 s");
+            assertThat(failureMessages)
+                    .allMatch(m -> m.contains("rank 2") || m.contains("peer=2"), "names rank 2");
+            assertThat(failureDelaysMs)
+                    .allMatch(ms -> ms <= EXCHANGE_TIMEOUT_MS + 1000, "within timeout + 1 s");
 
             // a replacement takes rank 2; nothing else restarts
             long replacedAt = System.nanoTime();
@@ -148,9 +165,11 @@ class DistributedIT {
             processes.add(replacement);
             awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             runClients(channel, 8, 2, 200);
-            System.out.printf("recovery: replacement worker started -> serving and answering in %d ms%n",
+            System.out.printf(
+                    "recovery: replacement worker started -> serving and answering in %d ms%n",
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - replacedAt));
-            assertThat(workers[0].isAlive() && workers[1].isAlive() && workers[3].isAlive()).isTrue();
+            assertThat(workers[0].isAlive() && workers[1].isAlive() && workers[3].isAlive())
+                    .isTrue();
 
             // the control plane dies and comes back: workers rejoin with backoff
             cp.kill();
@@ -160,7 +179,8 @@ class DistributedIT {
             cp2.awaitServingPort(Duration.ofSeconds(60));
             awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             runClients(channel, 4, 2, 300);
-            System.out.printf("control plane restart: serving again in %d ms%n",
+            System.out.printf(
+                    "control plane restart: serving again in %d ms%n",
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt));
         } finally {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
@@ -174,36 +194,78 @@ class DistributedIT {
     }
 
     private CliProcess controlPlane(int port) throws Exception {
-        return CliProcess.moeA2a(dir, "control-plane-" + System.nanoTime(), "control-plane", "--port", Integer.toString(port),
-                "--metrics-port", "0", "--world-size", "4", "--experts", Integer.toString(E), "--hidden", Integer.toString(H),
-                "--ffn", Integer.toString(I), "--layers", Integer.toString(LAYERS), "--top-k", Integer.toString(K),
-                "--seed", Long.toString(SEED), "--exchange-timeout", "PT" + EXCHANGE_TIMEOUT_MS / 1000 + "S",
-                "--heartbeat-timeout", "PT2S");
+        return CliProcess.moeA2a(
+                dir,
+                "control-plane-" + System.nanoTime(),
+                "control-plane",
+                "--port",
+                Integer.toString(port),
+                "--metrics-port",
+                "0",
+                "--world-size",
+                "4",
+                "--experts",
+                Integer.toString(E),
+                "--hidden",
+                Integer.toString(H),
+                "--ffn",
+                Integer.toString(I),
+                "--layers",
+                Integer.toString(LAYERS),
+                "--top-k",
+                Integer.toString(K),
+                "--seed",
+                Long.toString(SEED),
+                "--exchange-timeout",
+                "PT" + EXCHANGE_TIMEOUT_MS / 1000 + "S",
+                "--heartbeat-timeout",
+                "PT2S");
     }
 
     private CliProcess worker(int port, String id, int rank) throws Exception {
-        return CliProcess.moeA2a(dir, id, "worker", "--control-plane", "127.0.0.1:" + port, "--metrics-port", "0",
-                "--worker-id", id, "--transport", "tcp", "--rank", Integer.toString(rank));
+        return CliProcess.moeA2a(
+                dir,
+                id,
+                "worker",
+                "--control-plane",
+                "127.0.0.1:" + port,
+                "--metrics-port",
+                "0",
+                "--worker-id",
+                id,
+                "--transport",
+                "tcp",
+                "--rank",
+                Integer.toString(rank));
     }
 
-    private void runClients(ManagedChannel channel, int clients, int requestsEach, long seedBase) throws Exception {
+    private void runClients(ManagedChannel channel, int clients, int requestsEach, long seedBase)
+            throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(clients);
         try {
             List<Future<String>> results = new ArrayList<>();
             for (int c = 0; c < clients; c++) {
                 final int client = c;
-                results.add(pool.submit(() -> {
-                    MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
-                    for (int i = 0; i < requestsEach; i++) {
-                        long seed = seedBase * 1000 + client * 100L + i;
-                        ForwardRequest request = request(seed);
-                        String mismatch = mismatch(request, stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request), seed);
-                        if (mismatch != null) {
-                            return mismatch;
-                        }
-                    }
-                    return null;
-                }));
+                results.add(
+                        pool.submit(
+                                () -> {
+                                    MoeServiceGrpc.MoeServiceBlockingStub stub =
+                                            MoeServiceGrpc.newBlockingStub(channel);
+                                    for (int i = 0; i < requestsEach; i++) {
+                                        long seed = seedBase * 1000 + client * 100L + i;
+                                        ForwardRequest request = request(seed);
+                                        String mismatch =
+                                                mismatch(
+                                                        request,
+                                                        stub.withDeadlineAfter(60, TimeUnit.SECONDS)
+                                                                .forward(request),
+                                                        seed);
+                                        if (mismatch != null) {
+                                            return mismatch;
+                                        }
+                                    }
+                                    return null;
+                                }));
             }
             for (Future<String> r : results) {
                 assertThat(r.get(120, TimeUnit.SECONDS)).isNull();
@@ -217,7 +279,8 @@ class DistributedIT {
         SplittableRandom random = new SplittableRandom(seed);
         int tokens = 1 + random.nextInt(24);
         DType dtype = seed % 2 == 0 ? DType.BF16 : DType.FP32;
-        ByteBuffer data = ByteBuffer.allocate(tokens * H * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer data =
+                ByteBuffer.allocate(tokens * H * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; i < tokens * H; i++) {
             dtype.put(data, i * dtype.sizeBytes(), (float) random.nextGaussian());
         }
@@ -228,16 +291,32 @@ class DistributedIT {
             float w = 0.1f + 0.8f * (float) random.nextDouble();
             topk.addExpertIds(a).addExpertIds(b).addWeights(w).addWeights(1 - w);
         }
-        return ForwardRequest.newBuilder().setLayer((int) (seed % LAYERS))
-                .setHiddenStates(Tensor.newBuilder().setDtype(dtype == DType.BF16 ? moe.a2a.v1.DType.BF16 : moe.a2a.v1.DType.FP32)
-                        .addShape(tokens).addShape(H).setData(ByteString.copyFrom(data.array())))
-                .setTopk(topk).build();
+        return ForwardRequest.newBuilder()
+                .setLayer((int) (seed % LAYERS))
+                .setHiddenStates(
+                        Tensor.newBuilder()
+                                .setDtype(
+                                        dtype == DType.BF16
+                                                ? moe.a2a.v1.DType.BF16
+                                                : moe.a2a.v1.DType.FP32)
+                                .addShape(tokens)
+                                .addShape(H)
+                                .setData(ByteString.copyFrom(data.array())))
+                .setTopk(topk)
+                .build();
     }
 
     /** Null when the answer matches the reference, else what differs. */
     private String mismatch(ForwardRequest request, ForwardResponse response, long seed) {
-        DType dtype = request.getHiddenStates().getDtype() == moe.a2a.v1.DType.BF16 ? DType.BF16 : DType.FP32;
-        ByteBuffer in = request.getHiddenStates().getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        DType dtype =
+                request.getHiddenStates().getDtype() == moe.a2a.v1.DType.BF16
+                        ? DType.BF16
+                        : DType.FP32;
+        ByteBuffer in =
+                request.getHiddenStates()
+                        .getData()
+                        .asReadOnlyByteBuffer()
+                        .order(ByteOrder.LITTLE_ENDIAN);
         int tokens = in.remaining() / (H * dtype.sizeBytes());
         float[] x = new float[tokens * H];
         dtype.decode(in, 0, x, 0, x.length);
@@ -254,7 +333,11 @@ class DistributedIT {
         for (int i = 0; i < expected.length; i++) {
             expected[i] = dtype.round(expected[i]);
         }
-        ByteBuffer out = response.getHiddenStates().getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer out =
+                response.getHiddenStates()
+                        .getData()
+                        .asReadOnlyByteBuffer()
+                        .order(ByteOrder.LITTLE_ENDIAN);
         if (out.remaining() != expected.length * dtype.sizeBytes()) {
             return "seed=" + seed + ": " + out.remaining() + " bytes";
         }
@@ -268,14 +351,24 @@ class DistributedIT {
         }
     }
 
-    private static void awaitHealth(ManagedChannel channel, ServingStatus wanted, Duration timeout,
-            List<CliProcess> processes) throws Exception {
+    private static void awaitHealth(
+            ManagedChannel channel,
+            ServingStatus wanted,
+            Duration timeout,
+            List<CliProcess> processes)
+            throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         ServingStatus last = null;
         while (System.nanoTime() < deadline) {
             try {
-                last = HealthGrpc.newBlockingStub(channel).withDeadlineAfter(2, TimeUnit.SECONDS)
-                        .check(HealthCheckRequest.newBuilder().setService("moe.a2a.v1.MoeService").build()).getStatus();
+                last =
+                        HealthGrpc.newBlockingStub(channel)
+                                .withDeadlineAfter(2, TimeUnit.SECONDS)
+                                .check(
+                                        HealthCheckRequest.newBuilder()
+                                                .setService("moe.a2a.v1.MoeService")
+                                                .build())
+                                .getStatus();
                 if (last == wanted) {
                     return;
                 }
@@ -288,7 +381,8 @@ class DistributedIT {
         for (CliProcess p : processes) {
             logs.append("\n---\n").append(p.output());
         }
-        throw new AssertionError("health " + last + " (expected: " + wanted + ") after " + timeout + logs);
+        throw new AssertionError(
+                "health " + last + " (expected: " + wanted + ") after " + timeout + logs);
     }
 
     private static int freePort() throws Exception {

@@ -18,8 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(120)
 class GpuFallbackIT {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     @BeforeEach
     void noGpuHere() {
@@ -31,32 +30,67 @@ class GpuFallbackIT {
         try (CliProcess doctor = CliProcess.moeA2a(dir, "doctor", "doctor")) {
             assertThat(doctor.awaitExit(Duration.ofSeconds(60))).isZero();
             assertThat(doctor.output())
-                    .contains("gpu probe:  no GPU data plane: /dev/nvidiactl does not exist (no NVIDIA driver)")
+                    .contains(
+                            "gpu probe:  no GPU data plane: /dev/nvidiactl does not exist (no NVIDIA driver)")
                     .contains("worker --transport auto offers tcp");
         }
     }
 
     @Test
     void shouldFailFastWhenNcclIsRequested() throws Exception {
-        try (CliProcess worker = CliProcess.moeA2a(dir, "worker", "worker", "--control-plane", "127.0.0.1:1",
-                "--transport", "nccl", "--metrics-port", "0")) {
+        try (CliProcess worker =
+                CliProcess.moeA2a(
+                        dir,
+                        "worker",
+                        "worker",
+                        "--control-plane",
+                        "127.0.0.1:1",
+                        "--transport",
+                        "nccl",
+                        "--metrics-port",
+                        "0")) {
             assertThat(worker.awaitExit(Duration.ofSeconds(60))).isEqualTo(2);
-            assertThat(worker.output()).contains("--transport nccl: no GPU data plane: /dev/nvidiactl does not exist");
+            assertThat(worker.output())
+                    .contains("--transport nccl: no GPU data plane: /dev/nvidiactl does not exist");
         }
     }
 
     @Test
     void shouldRefuseCpuWorkerInNcclCluster() throws Exception {
-        try (CliProcess cp = CliProcess.moeA2a(dir, "control-plane", "control-plane", "--transport", "nccl",
-                "--world-size", "1", "--port", "0", "--metrics-port", "0", "--hidden", "32", "--ffn", "32")) {
+        try (CliProcess cp =
+                CliProcess.moeA2a(
+                        dir,
+                        "control-plane",
+                        "control-plane",
+                        "--transport",
+                        "nccl",
+                        "--world-size",
+                        "1",
+                        "--port",
+                        "0",
+                        "--metrics-port",
+                        "0",
+                        "--hidden",
+                        "32",
+                        "--ffn",
+                        "32")) {
             int port = cp.awaitServingPort(Duration.ofSeconds(60));
-            try (CliProcess worker = CliProcess.moeA2a(dir, "worker", "worker", "--control-plane", "127.0.0.1:" + port,
-                    "--metrics-port", "0")) {
+            try (CliProcess worker =
+                    CliProcess.moeA2a(
+                            dir,
+                            "worker",
+                            "worker",
+                            "--control-plane",
+                            "127.0.0.1:" + port,
+                            "--metrics-port",
+                            "0")) {
                 assertThat(worker.awaitExit(Duration.ofSeconds(60))).isEqualTo(1);
                 assertThat(worker.output())
-                        .contains("--transport auto: offering [tcp] to the control plane (no GPU data plane here")
-                        .contains("moe-a2a worker: control plane refused this worker: join.transports: [tcp]"
-                                + " (expected: nccl, this cluster's data plane); the worker's GPU probe: no GPU data plane");
+                        .contains(
+                                "--transport auto: offering [tcp] to the control plane (no GPU data plane here")
+                        .contains(
+                                "moe-a2a worker: control plane refused this worker: join.transports: [tcp]"
+                                        + " (expected: nccl, this cluster's data plane); the worker's GPU probe: no GPU data plane");
             }
         }
     }

@@ -29,7 +29,9 @@ final class Manifests {
         return YAML.readTree(file.toFile());
     }
 
-    /** The one resource in {@code file}, as its fabric8 type; a kind fabric8 does not know fails. */
+    /**
+     * The one resource in {@code file}, as its fabric8 type; a kind fabric8 does not know fails.
+     */
     static HasMetadata resource(Path file) {
         Object parsed;
         try (InputStream in = Files.newInputStream(file)) {
@@ -37,7 +39,9 @@ final class Manifests {
         } catch (IOException | RuntimeException e) {
             throw new AssertionError(file + ": not a Kubernetes resource: " + e.getMessage(), e);
         }
-        assertThat(parsed).as("%s: one typed resource per file", file).isInstanceOf(HasMetadata.class)
+        assertThat(parsed)
+                .as("%s: one typed resource per file", file)
+                .isInstanceOf(HasMetadata.class)
                 .isNotInstanceOf(GenericKubernetesResource.class);
         return (HasMetadata) parsed;
     }
@@ -47,14 +51,18 @@ final class Manifests {
         return SERIALIZATION.clone(resource);
     }
 
-    /** Paths of fields the Kubernetes API does not define: fabric8 keeps them in additionalProperties. */
+    /**
+     * Paths of fields the Kubernetes API does not define: fabric8 keeps them in
+     * additionalProperties.
+     */
     static List<String> unknownFields(HasMetadata resource) {
         List<String> unknown = new ArrayList<>();
         findUnknownFields(resource, resource.getKind(), unknown, 0);
         return unknown;
     }
 
-    private static void findUnknownFields(Object node, String path, List<String> unknown, int depth) {
+    private static void findUnknownFields(
+            Object node, String path, List<String> unknown, int depth) {
         if (node == null || depth > 40) {
             return;
         }
@@ -67,7 +75,9 @@ final class Manifests {
             map.forEach((k, v) -> findUnknownFields(v, path + "." + k, unknown, depth + 1));
         } else if (node.getClass().getName().startsWith("io.fabric8.kubernetes.api.model")) {
             for (Method getter : node.getClass().getMethods()) {
-                if (getter.getParameterCount() != 0 || !getter.getName().startsWith("get") || getter.getDeclaringClass() == Object.class) {
+                if (getter.getParameterCount() != 0
+                        || !getter.getName().startsWith("get")
+                        || getter.getDeclaringClass() == Object.class) {
                     continue;
                 }
                 Object value;
@@ -84,7 +94,8 @@ final class Manifests {
                         unknown.add(path + ": " + extra.keySet());
                     }
                 } else {
-                    findUnknownFields(value, path + "." + getter.getName().substring(3), unknown, depth + 1);
+                    findUnknownFields(
+                            value, path + "." + getter.getName().substring(3), unknown, depth + 1);
                 }
             }
         }

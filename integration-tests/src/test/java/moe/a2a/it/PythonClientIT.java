@@ -21,26 +21,51 @@ import org.junit.jupiter.api.io.TempDir;
 class PythonClientIT {
     private static final String PYTHON = "/usr/bin/python3";
 
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     @Test
     void shouldGiveForeignClientTheAnswerOfItsOwnWeights() throws Exception {
         boolean available = pythonReady();
         if ("1".equals(System.getenv("MOE_A2A_IT_REQUIRE_PYTHON"))) {
-            assertThat(available).as("python3 with grpc and numpy, and protoc (see .ci/run)").isTrue();
+            assertThat(available)
+                    .as("python3 with grpc and numpy, and protoc (see .ci/run)")
+                    .isTrue();
         }
         assumeTrue(available, "python3-grpcio, python3-numpy or protoc missing");
         Path script = Path.of("src/test/python/forward_client.py").toAbsolutePath();
         Path weights = dir.resolve("python-weights.safetensors");
-        try (CliProcess write = CliProcess.start(dir, "write", List.of(PYTHON, script.toString(), "write-weights", weights.toString()))) {
+        try (CliProcess write =
+                CliProcess.start(
+                        dir,
+                        "write",
+                        List.of(PYTHON, script.toString(), "write-weights", weights.toString()))) {
             assertThat(write.awaitExit(Duration.ofSeconds(60))).as(write.output()).isZero();
         }
-        try (CliProcess serve = CliProcess.moeA2a(dir, "serve", "serve", "--port", "0", "--metrics-port", "0",
-                "--weights", weights.toString(), "--world-size", "3")) {
+        try (CliProcess serve =
+                CliProcess.moeA2a(
+                        dir,
+                        "serve",
+                        "serve",
+                        "--port",
+                        "0",
+                        "--metrics-port",
+                        "0",
+                        "--weights",
+                        weights.toString(),
+                        "--world-size",
+                        "3")) {
             int port = serve.awaitServingPort(Duration.ofSeconds(60));
-            try (CliProcess check = CliProcess.start(dir, "check", List.of(PYTHON, script.toString(), "check",
-                    "127.0.0.1:" + port, weights.toString(), System.getProperty("moe.a2a.it.proto")))) {
+            try (CliProcess check =
+                    CliProcess.start(
+                            dir,
+                            "check",
+                            List.of(
+                                    PYTHON,
+                                    script.toString(),
+                                    "check",
+                                    "127.0.0.1:" + port,
+                                    weights.toString(),
+                                    System.getProperty("moe.a2a.it.proto")))) {
                 int exit = check.awaitExit(Duration.ofSeconds(120));
                 assertThat(exit).as(check.output()).isZero();
                 assertThat(check.output()).contains("all answers match the numpy reference");
@@ -52,8 +77,14 @@ class PythonClientIT {
         if (!Files.isExecutable(Path.of(PYTHON))) {
             return false;
         }
-        Process p = new ProcessBuilder(PYTHON, "-c", "import grpc, numpy, google.protobuf; import shutil, sys; "
-                + "sys.exit(0 if shutil.which('protoc') else 1)").redirectErrorStream(true).start();
+        Process p =
+                new ProcessBuilder(
+                                PYTHON,
+                                "-c",
+                                "import grpc, numpy, google.protobuf; import shutil, sys; "
+                                        + "sys.exit(0 if shutil.which('protoc') else 1)")
+                        .redirectErrorStream(true)
+                        .start();
         return p.waitFor() == 0;
     }
 }

@@ -11,26 +11,62 @@ import org.junit.jupiter.api.io.TempDir;
 /** The README's path: {@code serve} as a process, {@code client} as another, answers checked. */
 @Timeout(300)
 class ServeAndClientIT {
-    @TempDir
-    Path dir;
+    @TempDir Path dir;
 
     @Test
     void shouldServeReferenceAnswersToClientProcess() throws Exception {
-        try (CliProcess serve = CliProcess.moeA2a(dir, "serve", "serve", "--port", "0", "--metrics-port", "0",
-                "--world-size", "4", "--experts", "8", "--hidden", "64", "--ffn", "96", "--layers", "2", "--seed", "11")) {
+        try (CliProcess serve =
+                CliProcess.moeA2a(
+                        dir,
+                        "serve",
+                        "serve",
+                        "--port",
+                        "0",
+                        "--metrics-port",
+                        "0",
+                        "--world-size",
+                        "4",
+                        "--experts",
+                        "8",
+                        "--hidden",
+                        "64",
+                        "--ffn",
+                        "96",
+                        "--layers",
+                        "2",
+                        "--seed",
+                        "11")) {
             int port = serve.awaitServingPort(Duration.ofSeconds(60));
-            for (String[] extra : new String[][] {
-                    {"--routing", "TOPK", "--skew", "1.2", "--dtype", "BF16"},
-                    {"--routing", "LOGITS", "--dtype", "FP32", "--layer", "1"},
-                    {"--routing", "GATE", "--dtype", "FP16"}}) {
-                String[] args = concat(new String[] {"client", "--target", "127.0.0.1:" + port, "--requests", "12", "--verify", "-1",
-                        "--tokens", "33", "--concurrency", "4"}, extra);
+            for (String[] extra :
+                    new String[][] {
+                        {"--routing", "TOPK", "--skew", "1.2", "--dtype", "BF16"},
+                        {"--routing", "LOGITS", "--dtype", "FP32", "--layer", "1"},
+                        {"--routing", "GATE", "--dtype", "FP16"}
+                    }) {
+                String[] args =
+                        concat(
+                                new String[] {
+                                    "client",
+                                    "--target",
+                                    "127.0.0.1:" + port,
+                                    "--requests",
+                                    "12",
+                                    "--verify",
+                                    "-1",
+                                    "--tokens",
+                                    "33",
+                                    "--concurrency",
+                                    "4"
+                                },
+                                extra);
                 try (CliProcess client = CliProcess.moeA2a(dir, "client", args)) {
                     int exit = client.awaitExit(Duration.ofSeconds(120));
                     String out = client.output();
                     assertThat(exit).as(out).isZero();
-                    assertThat(out).contains("checked 12 answers against the reference: 0 mismatches")
-                            .contains("tokens/s").contains("p99");
+                    assertThat(out)
+                            .contains("checked 12 answers against the reference: 0 mismatches")
+                            .contains("tokens/s")
+                            .contains("p99");
                 }
             }
         }

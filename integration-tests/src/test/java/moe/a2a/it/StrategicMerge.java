@@ -24,20 +24,29 @@ final class StrategicMerge {
 
     /** The one resource of {@code kind} (any kind when null) called {@code name}. */
     static HasMetadata find(String where, List<HasMetadata> resources, String kind, String name) {
-        List<HasMetadata> found = resources.stream().filter(r -> kind == null || r.getKind().equals(kind))
-                .filter(r -> r.getMetadata().getName().equals(name)).toList();
-        assertThat(found).as("%s: resources %s %s to patch", where, kind == null ? "named" : kind, name).hasSize(1);
+        List<HasMetadata> found =
+                resources.stream()
+                        .filter(r -> kind == null || r.getKind().equals(kind))
+                        .filter(r -> r.getMetadata().getName().equals(name))
+                        .toList();
+        assertThat(found)
+                .as("%s: resources %s %s to patch", where, kind == null ? "named" : kind, name)
+                .hasSize(1);
         return found.get(0);
     }
 
     static void apply(String where, List<HasMetadata> resources, HasMetadata patch) {
         HasMetadata target = find(where, resources, patch.getKind(), patch.getMetadata().getName());
-        if (target instanceof StatefulSet t && patch instanceof StatefulSet p && p.getSpec() != null) {
+        if (target instanceof StatefulSet t
+                && patch instanceof StatefulSet p
+                && p.getSpec() != null) {
             if (p.getSpec().getReplicas() != null) {
                 t.getSpec().setReplicas(p.getSpec().getReplicas());
             }
             mergeTemplate(where, t.getSpec().getTemplate(), p.getSpec().getTemplate());
-        } else if (target instanceof Deployment t && patch instanceof Deployment p && p.getSpec() != null) {
+        } else if (target instanceof Deployment t
+                && patch instanceof Deployment p
+                && p.getSpec() != null) {
             if (p.getSpec().getReplicas() != null) {
                 t.getSpec().setReplicas(p.getSpec().getReplicas());
             }
@@ -45,7 +54,9 @@ final class StrategicMerge {
         } else if (target instanceof ConfigMap t && patch instanceof ConfigMap p) {
             t.getData().putAll(p.getData());
         } else {
-            fail("%s: this test cannot apply a %s patch yet; extend StrategicMerge", where, patch.getKind());
+            fail(
+                    "%s: this test cannot apply a %s patch yet; extend StrategicMerge",
+                    where, patch.getKind());
         }
     }
 
@@ -79,10 +90,23 @@ final class StrategicMerge {
             b.getNodeSelector().putAll(p.getNodeSelector());
         }
         for (Container pc : p.getContainers()) {
-            Container bc = b.getContainers().stream().filter(c -> c.getName().equals(pc.getName())).findFirst()
-                    .orElseThrow(() -> new AssertionError(where + ": patch adds container " + pc.getName()
-                            + " (names of the base: " + b.getContainers().stream().map(Container::getName)
-                            .collect(Collectors.joining(", ")) + ")"));
+            Container bc =
+                    b.getContainers().stream()
+                            .filter(c -> c.getName().equals(pc.getName()))
+                            .findFirst()
+                            .orElseThrow(
+                                    () ->
+                                            new AssertionError(
+                                                    where
+                                                            + ": patch adds container "
+                                                            + pc.getName()
+                                                            + " (names of the base: "
+                                                            + b.getContainers().stream()
+                                                                    .map(Container::getName)
+                                                                    .collect(
+                                                                            Collectors.joining(
+                                                                                    ", "))
+                                                            + ")"));
             mergeContainer(bc, pc);
         }
     }

@@ -16,8 +16,14 @@ import java.util.Objects;
 import java.util.stream.Stream;
 import picocli.CommandLine.ParseResult;
 
-/** A Deployment or StatefulSet of a build, running one moe-a2a container, seen from its first pod. */
-record Workload(KustomizeBuild build, HasMetadata resource, PodTemplateSpec template, Map<String, String> selector) {
+/**
+ * A Deployment or StatefulSet of a build, running one moe-a2a container, seen from its first pod.
+ */
+record Workload(
+        KustomizeBuild build,
+        HasMetadata resource,
+        PodTemplateSpec template,
+        Map<String, String> selector) {
     String component() {
         return template.getMetadata().getLabels().getOrDefault("app.kubernetes.io/component", "");
     }
@@ -29,24 +35,36 @@ record Workload(KustomizeBuild build, HasMetadata resource, PodTemplateSpec temp
     }
 
     int replicas() {
-        Integer replicas = resource instanceof StatefulSet s ? s.getSpec().getReplicas() : ((Deployment) resource).getSpec().getReplicas();
+        Integer replicas =
+                resource instanceof StatefulSet s
+                        ? s.getSpec().getReplicas()
+                        : ((Deployment) resource).getSpec().getReplicas();
         return replicas == null ? 1 : replicas;
     }
 
-    /** The first pod's name: ordinal 0 of a StatefulSet, a made-up ReplicaSet hash and suffix of a Deployment. */
+    /**
+     * The first pod's name: ordinal 0 of a StatefulSet, a made-up ReplicaSet hash and suffix of a
+     * Deployment.
+     */
     String podName() {
-        return resource.getMetadata().getName() + (resource instanceof StatefulSet ? "-0" : "-5d8f7c9b6-k2x7q");
+        return resource.getMetadata().getName()
+                + (resource instanceof StatefulSet ? "-0" : "-5d8f7c9b6-k2x7q");
     }
 
     int port(String name) {
-        return container().getPorts().stream().filter(p -> name.equals(p.getName())).map(ContainerPort::getContainerPort)
-                .findFirst().orElseThrow(() -> new AssertionError(this + ": no container port named " + name));
+        return container().getPorts().stream()
+                .filter(p -> name.equals(p.getName()))
+                .map(ContainerPort::getContainerPort)
+                .findFirst()
+                .orElseThrow(() -> new AssertionError(this + ": no container port named " + name));
     }
 
     /** A port number or name as the container's port number, or null when it has no such port. */
     Integer resolve(IntOrString port) {
         for (ContainerPort p : container().getPorts()) {
-            if (port.getIntVal() != null ? port.getIntVal().equals(p.getContainerPort()) : port.getStrVal().equals(p.getName())) {
+            if (port.getIntVal() != null
+                    ? port.getIntVal().equals(p.getContainerPort())
+                    : port.getStrVal().equals(p.getName())) {
                 return p.getContainerPort();
             }
         }
@@ -54,16 +72,22 @@ record Workload(KustomizeBuild build, HasMetadata resource, PodTemplateSpec temp
     }
 
     List<Probe> probes() {
-        return Stream.of(container().getStartupProbe(), container().getReadinessProbe(), container().getLivenessProbe())
-                .filter(Objects::nonNull).toList();
+        return Stream.of(
+                        container().getStartupProbe(),
+                        container().getReadinessProbe(),
+                        container().getLivenessProbe())
+                .filter(Objects::nonNull)
+                .toList();
     }
 
     Integer probePort(Probe probe) {
         if (probe.getGrpc() != null) {
             return resolve(new IntOrString(probe.getGrpc().getPort()));
         }
-        IntOrString port = probe.getHttpGet() != null ? probe.getHttpGet().getPort()
-                : probe.getTcpSocket() != null ? probe.getTcpSocket().getPort() : null;
+        IntOrString port =
+                probe.getHttpGet() != null
+                        ? probe.getHttpGet().getPort()
+                        : probe.getTcpSocket() != null ? probe.getTcpSocket().getPort() : null;
         assertThat(port).as("%s: probe is grpc, httpGet or tcpSocket", this).isNotNull();
         return resolve(port);
     }
@@ -87,7 +111,8 @@ record Workload(KustomizeBuild build, HasMetadata resource, PodTemplateSpec temp
         return build + ": " + resource.getKind() + " " + resource.getMetadata().getName();
     }
 
-    // Identity: the records' fields are mutable fabric8 objects, and a build holds each resource once.
+    // Identity: the records' fields are mutable fabric8 objects, and a build holds each resource
+    // once.
     @Override
     public boolean equals(Object o) {
         return o instanceof Workload w && w.resource == resource;

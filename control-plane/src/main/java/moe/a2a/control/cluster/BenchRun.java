@@ -12,7 +12,8 @@ import moe.a2a.comm.Communicator;
 public final class BenchRun {
     private BenchRun() {}
 
-    public static RankTimes rank(BenchWorkload w, BenchScope scope, Communicator comm, int warmup, int iters) {
+    public static RankTimes rank(
+            BenchWorkload w, BenchScope scope, Communicator comm, int warmup, int iters) {
         return scope == BenchScope.TRANSPORT
                 ? TransportBench.run(w, comm, BenchRouting.rows(w), warmup, iters)
                 : DispatcherBench.run(w, comm, warmup, iters);

@@ -18,13 +18,22 @@ public interface DataPlane extends AutoCloseable {
     /** {@code tcp} or {@code nccl}, as Join and Accepted name it. */
     String transport();
 
-    /** Gets ready for {@code prepare}'s epoch as {@code rank} of {@code worldSize}; returns the Bound to send. */
+    /**
+     * Gets ready for {@code prepare}'s epoch as {@code rank} of {@code worldSize}; returns the
+     * Bound to send.
+     */
     Bound bind(int rank, int worldSize, PrepareGroup prepare);
 
-    /** Connects this rank to the group of the epoch last bound; the communicator is the caller's to close. */
+    /**
+     * Connects this rank to the group of the epoch last bound; the communicator is the caller's to
+     * close.
+     */
     Communicator form(FormGroup form);
 
-    /** The runtime of {@code rank} on this data plane: the CPU one, or one that keeps rows on the GPU. */
+    /**
+     * The runtime of {@code rank} on this data plane: the CPU one, or one that keeps rows on the
+     * GPU.
+     */
     RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank);
 
     /** Forgets an epoch that was bound but not formed. */

@@ -24,9 +24,9 @@ import moe.a2a.experts.WeightSource;
 
 /**
  * {@code N} ranks in this JVM on the in-process transport, each owned by its own thread. A step
- * runs on every rank at once, and steps queue on the rank threads in order; if any rank fails,
- * the group is aborted (so the others fail fast instead of waiting out the timeout) and replaced
- * before the next step. Called by one thread, the scheduler.
+ * runs on every rank at once, and steps queue on the rank threads in order; if any rank fails, the
+ * group is aborted (so the others fail fast instead of waiting out the timeout) and replaced before
+ * the next step. Called by one thread, the scheduler.
  */
 public final class EmbeddedCluster implements RankGroup {
     private final ModelConfig model;
@@ -37,7 +37,8 @@ public final class EmbeddedCluster implements RankGroup {
     private LocalGroup group;
     private volatile int rebuilds;
 
-    public EmbeddedCluster(ModelConfig model, WeightSource weights, int worldSize, long exchangeTimeoutNs) {
+    public EmbeddedCluster(
+            ModelConfig model, WeightSource weights, int worldSize, long exchangeTimeoutNs) {
         if (worldSize <= 0) {
             throw new IllegalArgumentException("worldSize: " + worldSize + " (expected: > 0)");
         }
@@ -50,14 +51,17 @@ public final class EmbeddedCluster implements RankGroup {
         List<Future<RankWorker>> loading = new ArrayList<>();
         for (int r = 0; r < worldSize; r++) {
             final int rank = r;
-            rankThreads[r] = Executors.newSingleThreadExecutor(runnable -> {
-                Thread t = new Thread(runnable, "moe-a2a-rank-" + rank);
-                t.setDaemon(true);
-                return t;
-            });
+            rankThreads[r] =
+                    Executors.newSingleThreadExecutor(
+                            runnable -> {
+                                Thread t = new Thread(runnable, "moe-a2a-rank-" + rank);
+                                t.setDaemon(true);
+                                return t;
+                            });
             final LocalGroup g = group;
-            loading.add(rankThreads[r].submit(
-                    () -> new RankWorker(model, weights, placement, g.communicator(rank))));
+            loading.add(
+                    rankThreads[r].submit(
+                            () -> new RankWorker(model, weights, placement, g.communicator(rank))));
         }
         for (int r = 0; r < worldSize; r++) {
             workers[r] = await(loading.get(r));
@@ -95,7 +99,9 @@ public final class EmbeddedCluster implements RankGroup {
         return workers.length;
     }
 
-    /** Times the in-process group was replaced after a failed step. Read by metrics from any thread. */
+    /**
+     * Times the in-process group was replaced after a failed step. Read by metrics from any thread.
+     */
     @Override
     public int rebuilds() {
         return rebuilds;
@@ -103,8 +109,8 @@ public final class EmbeddedCluster implements RankGroup {
 
     /** {@inheritDoc} A group broken by a failed step is replaced before the next step starts. */
     @Override
-    public CompletableFuture<RankStepResult[]> submit(int layer, DType dtype, ByteBuffer[] tokens, int[] counts,
-            RoutingInput[] routing) {
+    public CompletableFuture<RankStepResult[]> submit(
+            int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing) {
         if (group.isBroken()) {
             rebuild();
         }
@@ -113,21 +119,31 @@ public final class EmbeddedCluster implements RankGroup {
         List<CompletableFuture<RankStepResult>> parts = new ArrayList<>(workers.length);
         for (int r = 0; r < workers.length; r++) {
             final int rank = r;
-            parts.add(CompletableFuture.supplyAsync(() -> {
-                try {
-                    RankStepResult result = workers[rank].step(layer, dtype, tokens[rank], counts[rank], routing[rank]);
-                    return withOwnOutput(result, counts[rank] * outBytes);
-                } catch (RuntimeException | Error e) {
-                    g.communicator(rank).abort(e);
-                    throw e;
-                }
-            }, rankThreads[r]));
+            parts.add(
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    RankStepResult result =
+                                            workers[rank].step(
+                                                    layer,
+                                                    dtype,
+                                                    tokens[rank],
+                                                    counts[rank],
+                                                    routing[rank]);
+                                    return withOwnOutput(result, counts[rank] * outBytes);
+                                } catch (RuntimeException | Error e) {
+                                    g.communicator(rank).abort(e);
+                                    throw e;
+                                }
+                            },
+                            rankThreads[r]));
         }
         return RankResults.all(parts, layer);
     }
 
     @Override
-    public CompletableFuture<List<RankTimes>> bench(BenchWorkload workload, BenchScope scope, int warmup, int iters) {
+    public CompletableFuture<List<RankTimes>> bench(
+            BenchWorkload workload, BenchScope scope, int warmup, int iters) {
         if (group.isBroken()) {
             rebuild();
         }
@@ -135,26 +151,41 @@ public final class EmbeddedCluster implements RankGroup {
         List<CompletableFuture<RankTimes>> parts = new ArrayList<>();
         for (int r = 0; r < workers.length; r++) {
             final int rank = r;
-            parts.add(CompletableFuture.supplyAsync(() -> {
-                try {
-                    return BenchRun.rank(workload, scope, g.communicator(rank), warmup, iters);
-                } catch (RuntimeException | Error e) {
-                    g.communicator(rank).abort(e);
-                    throw e;
-                }
-            }, rankThreads[r]));
+            parts.add(
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    return BenchRun.rank(
+                                            workload, scope, g.communicator(rank), warmup, iters);
+                                } catch (RuntimeException | Error e) {
+                                    g.communicator(rank).abort(e);
+                                    throw e;
+                                }
+                            },
+                            rankThreads[r]));
         }
         return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
                 .thenApply(ignored -> parts.stream().map(CompletableFuture::join).toList());
     }
 
-    /** The result with its output copied out of the rank's reused buffer, so later steps cannot overwrite it. */
+    /**
+     * The result with its output copied out of the rank's reused buffer, so later steps cannot
+     * overwrite it.
+     */
     private static RankStepResult withOwnOutput(RankStepResult r, int bytes) {
         ByteBuffer own = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
         own.put(0, r.output(), 0, bytes);
-        return new RankStepResult(own, r.tokensPerRank(), r.tokensPerExpert(), r.recvTokens(), r.bytesSent(),
-                r.bytesReceived(), r.routeNs(),
-                r.dispatchNs(), r.expertNs(), r.combineNs());
+        return new RankStepResult(
+                own,
+                r.tokensPerRank(),
+                r.tokensPerExpert(),
+                r.recvTokens(),
+                r.bytesSent(),
+                r.bytesReceived(),
+                r.routeNs(),
+                r.dispatchNs(),
+                r.expertNs(),
+                r.combineNs());
     }
 
     private void rebuild() {

@@ -6,8 +6,8 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RoutingInput;
 
 /**
- * One validated Forward request waiting for its step. Requests are batched into one step only
- * when their layer, dtype and routing kind agree. Immutable apart from its future.
+ * One validated Forward request waiting for its step. Requests are batched into one step only when
+ * their layer, dtype and routing kind agree. Immutable apart from its future.
  *
  * @param tokens {@code [T, H]} in {@code dtype}, little-endian
  * @param routing the request's own routing ({@code [T, ...]} arrays)
@@ -23,7 +23,8 @@ public record ForwardJob(
 
     /** Whether this job can ride in the same step as {@code other}. */
     boolean batchesWith(ForwardJob other) {
-        return layer == other.layer && dtype == other.dtype
+        return layer == other.layer
+                && dtype == other.dtype
                 && routing.getClass() == other.routing.getClass();
     }
 }

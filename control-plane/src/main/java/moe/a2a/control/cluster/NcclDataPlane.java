@@ -26,7 +26,10 @@ public final class NcclDataPlane implements DataPlane {
         /** A fresh unique id for a new group (called on rank 0). */
         NcclUniqueId newUniqueId();
 
-        /** Joins the group {@code id} as {@code rank} of {@code worldSize}, waiting at most {@code timeoutNs}. */
+        /**
+         * Joins the group {@code id} as {@code rank} of {@code worldSize}, waiting at most {@code
+         * timeoutNs}.
+         */
         Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs);
 
         /** The runtime of {@code rank}. */
@@ -43,25 +46,37 @@ public final class NcclDataPlane implements DataPlane {
         this.nccl = nccl;
     }
 
-    /** NCCL and the rank's runtime on CUDA device {@code device}. Needs a usable GPU ({@link moe.a2a.gpu.GpuProbe}). */
+    /**
+     * NCCL and the rank's runtime on CUDA device {@code device}. Needs a usable GPU ({@link
+     * moe.a2a.gpu.GpuProbe}).
+     */
     public static NcclDataPlane onDevice(int device) {
-        return new NcclDataPlane(new NcclProvider() {
-            @Override
-            public NcclUniqueId newUniqueId() {
-                return NcclCommunicator.newUniqueId();
-            }
+        return new NcclDataPlane(
+                new NcclProvider() {
+                    @Override
+                    public NcclUniqueId newUniqueId() {
+                        return NcclCommunicator.newUniqueId();
+                    }
 
-            @Override
-            public Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
-                return NcclCommunicator.create(id, rank, worldSize, device, timeoutNs);
-            }
+                    @Override
+                    public Communicator join(
+                            NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
+                        return NcclCommunicator.create(id, rank, worldSize, device, timeoutNs);
+                    }
 
-            /** bf16 steps with rows in device memory; other dtypes on the CPU path over the same NCCL group. */
-            @Override
-            public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
-                return new GpuRankWorker(model, weights, placement, rank, device);
-            }
-        });
+                    /**
+                     * bf16 steps with rows in device memory; other dtypes on the CPU path over the
+                     * same NCCL group.
+                     */
+                    @Override
+                    public RankRuntime runtime(
+                            ModelConfig model,
+                            WeightSource weights,
+                            Placement placement,
+                            int rank) {
+                        return new GpuRankWorker(model, weights, placement, rank, device);
+                    }
+                });
     }
 
     @Override
@@ -85,16 +100,22 @@ public final class NcclDataPlane implements DataPlane {
     @Override
     public Communicator form(FormGroup form) {
         if (form.getEpoch() != epoch) {
-            throw new IllegalStateException("form.epoch: " + form.getEpoch() + " (expected: " + epoch
-                    + ", the epoch this worker bound)");
+            throw new IllegalStateException(
+                    "form.epoch: "
+                            + form.getEpoch()
+                            + " (expected: "
+                            + epoch
+                            + ", the epoch this worker bound)");
         }
-        NcclUniqueId id = NcclUniqueId.of(form.getNcclUniqueId().toByteArray(), "form.nccl_unique_id");
+        NcclUniqueId id =
+                NcclUniqueId.of(form.getNcclUniqueId().toByteArray(), "form.nccl_unique_id");
         epoch = -1;
         return nccl.join(id, rank, worldSize, timeoutNs);
     }
 
     @Override
-    public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
+    public RankRuntime runtime(
+            ModelConfig model, WeightSource weights, Placement placement, int rank) {
         return nccl.runtime(model, weights, placement, rank);
     }
 

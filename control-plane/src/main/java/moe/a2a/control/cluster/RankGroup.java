@@ -23,10 +23,16 @@ public interface RankGroup extends AutoCloseable {
 
     int worldSize();
 
-    /** Ranks currently held by a live rank: always all of them in-process, the joined workers otherwise. */
+    /**
+     * Ranks currently held by a live rank: always all of them in-process, the joined workers
+     * otherwise.
+     */
     int joined();
 
-    /** Ranks of the formed group, ready to run steps: 0 while the group is broken or forming. Any thread. */
+    /**
+     * Ranks of the formed group, ready to run steps: 0 while the group is broken or forming. Any
+     * thread.
+     */
     int healthy();
 
     /** Times the group was formed again after a failure. */
@@ -42,15 +48,16 @@ public interface RankGroup extends AutoCloseable {
      * result (outputs owned by the result), or with an {@link moe.a2a.comm.A2aException} when a
      * rank failed or the group is not serving.
      */
-    CompletableFuture<RankStepResult[]> submit(int layer, DType dtype, ByteBuffer[] tokens, int[] counts,
-            RoutingInput[] routing);
+    CompletableFuture<RankStepResult[]> submit(
+            int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing);
 
     /**
      * Runs a benchmark workload on every rank's live communicator, returning each rank's times.
      * Only call it with no step in flight ({@link StepScheduler#runBetweenSteps}); the workload's
      * rank count must be {@link #worldSize()}.
      */
-    CompletableFuture<List<RankTimes>> bench(BenchWorkload workload, BenchScope scope, int warmup, int iters);
+    CompletableFuture<List<RankTimes>> bench(
+            BenchWorkload workload, BenchScope scope, int warmup, int iters);
 
     @Override
     void close();

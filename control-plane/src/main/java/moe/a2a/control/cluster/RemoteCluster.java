@@ -25,11 +25,11 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.v1.AbortGroup;
+import moe.a2a.v1.Accepted;
 import moe.a2a.v1.BenchRankResult;
 import moe.a2a.v1.BenchTask;
-import moe.a2a.v1.Accepted;
-import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Bound;
+import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
@@ -46,10 +46,10 @@ import org.slf4j.LoggerFactory;
  * Ranks as worker processes, coordinated over their ClusterService sessions. Membership: a worker
  * joins and gets a free rank; once all {@code N} ranks are taken the group is formed (PrepareGroup:
  * every worker listens — over NCCL, rank 0 makes the group's unique id —; FormGroup: every worker
- * connects to its peers, or joins the NCCL group with rank 0's id; GroupReady from all: the
- * cluster serves). A lost worker (session ended, heartbeat silent) or a failed step breaks the
- * group: the step in flight fails naming the rank, every other worker abandons its communicator,
- * and the group forms again, with a new epoch, as soon as every rank is taken.
+ * connects to its peers, or joins the NCCL group with rank 0's id; GroupReady from all: the cluster
+ * serves). A lost worker (session ended, heartbeat silent) or a failed step breaks the group: the
+ * step in flight fails naming the rank, every other worker abandons its communicator, and the group
+ * forms again, with a new epoch, as soon as every rank is taken.
  *
  * <p>Session callbacks arrive on gRPC threads and {@link #step} on the scheduler thread; all state
  * is guarded by one lock, and listeners are told on a separate thread.
@@ -57,6 +57,7 @@ import org.slf4j.LoggerFactory;
 public final class RemoteCluster implements RankGroup {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteCluster.class);
     static final List<String> TRANSPORTS = List.of("tcp", "nccl");
+
     /** {@code NCCL_UNIQUE_ID_BYTES}. */
     static final int NCCL_UNIQUE_ID_BYTES = 128;
 
@@ -83,21 +84,36 @@ public final class RemoteCluster implements RankGroup {
     private long formStartNanos;
     private String notServingReason;
     private long nextStepId;
+
     /** Steps sent and not yet answered by every rank, by step id, in order. */
-    private final Map<Long, List<CompletableFuture<RankStepResult>>> pendingSteps = new LinkedHashMap<>();
+    private final Map<Long, List<CompletableFuture<RankStepResult>>> pendingSteps =
+            new LinkedHashMap<>();
+
     private int rebuilds;
     private long nextBenchId;
-    /** Benchmark runs sent and not yet answered by every rank, by bench id. */
-    private final Map<Long, List<CompletableFuture<RankTimes>>> pendingBenches = new LinkedHashMap<>();
 
-    /** @param transport the data plane the workers must run: {@code tcp} or {@code nccl} */
-    public RemoteCluster(ModelConfig model, ModelSpec spec, String fingerprint, int worldSize, String transport,
-            long exchangeTimeoutNs, long heartbeatTimeoutNs, ClusterListener listener) {
+    /** Benchmark runs sent and not yet answered by every rank, by bench id. */
+    private final Map<Long, List<CompletableFuture<RankTimes>>> pendingBenches =
+            new LinkedHashMap<>();
+
+    /**
+     * @param transport the data plane the workers must run: {@code tcp} or {@code nccl}
+     */
+    public RemoteCluster(
+            ModelConfig model,
+            ModelSpec spec,
+            String fingerprint,
+            int worldSize,
+            String transport,
+            long exchangeTimeoutNs,
+            long heartbeatTimeoutNs,
+            ClusterListener listener) {
         if (worldSize <= 0) {
             throw new IllegalArgumentException("worldSize: " + worldSize + " (expected: > 0)");
         }
         if (!TRANSPORTS.contains(transport)) {
-            throw new IllegalArgumentException("transport: " + transport + " (expected: one of " + TRANSPORTS + ")");
+            throw new IllegalArgumentException(
+                    "transport: " + transport + " (expected: one of " + TRANSPORTS + ")");
         }
         this.transport = transport;
         this.model = model;
@@ -110,11 +126,13 @@ public final class RemoteCluster implements RankGroup {
         this.listener = listener;
         this.ranks = new WorkerSession[worldSize];
         this.notServingReason = "waiting for " + worldSize + " workers to join";
-        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "moe-a2a-cluster-timer");
-            t.setDaemon(true);
-            return t;
-        });
+        this.timer =
+                Executors.newSingleThreadScheduledExecutor(
+                        r -> {
+                            Thread t = new Thread(r, "moe-a2a-cluster-timer");
+                            t.setDaemon(true);
+                            return t;
+                        });
         long periodNs = Math.max(TimeUnit.MILLISECONDS.toNanos(50), heartbeatTimeoutNs / 4);
         timer.scheduleAtFixedRate(this::checkHeartbeats, periodNs, periodNs, TimeUnit.NANOSECONDS);
     }
@@ -170,35 +188,69 @@ public final class RemoteCluster implements RankGroup {
     /** Admits a worker or refuses it with the status to end its call with. */
     WorkerSession join(Join join, StreamObserver<ControlMessage> out) throws StatusException {
         synchronized (lock) {
-            if (!join.getExpectedModel().isEmpty() && !join.getExpectedModel().equals(fingerprint)) {
-                throw Status.FAILED_PRECONDITION.withDescription("join.expected_model: " + join.getExpectedModel()
-                        + " (expected: " + fingerprint + ", the model this cluster serves)").asException();
+            if (!join.getExpectedModel().isEmpty()
+                    && !join.getExpectedModel().equals(fingerprint)) {
+                throw Status.FAILED_PRECONDITION
+                        .withDescription(
+                                "join.expected_model: "
+                                        + join.getExpectedModel()
+                                        + " (expected: "
+                                        + fingerprint
+                                        + ", the model this cluster serves)")
+                        .asException();
             }
             for (WorkerSession s : ranks) {
                 if (s != null && s.workerId.equals(join.getWorkerId())) {
-                    throw Status.ALREADY_EXISTS.withDescription("join.worker_id: " + join.getWorkerId()
-                            + " already holds rank " + s.rank).asException();
+                    throw Status.ALREADY_EXISTS
+                            .withDescription(
+                                    "join.worker_id: "
+                                            + join.getWorkerId()
+                                            + " already holds rank "
+                                            + s.rank)
+                            .asException();
                 }
             }
-            List<String> offered = join.getTransportsCount() == 0 ? List.of("tcp") : join.getTransportsList();
+            List<String> offered =
+                    join.getTransportsCount() == 0 ? List.of("tcp") : join.getTransportsList();
             if (!offered.contains(transport)) {
-                throw Status.FAILED_PRECONDITION.withDescription("join.transports: " + offered + " (expected: "
-                        + transport + ", this cluster's data plane)"
-                        + (join.getGpuProbe().isEmpty() ? "" : "; the worker's GPU probe: " + join.getGpuProbe()))
+                throw Status.FAILED_PRECONDITION
+                        .withDescription(
+                                "join.transports: "
+                                        + offered
+                                        + " (expected: "
+                                        + transport
+                                        + ", this cluster's data plane)"
+                                        + (join.getGpuProbe().isEmpty()
+                                                ? ""
+                                                : "; the worker's GPU probe: "
+                                                        + join.getGpuProbe()))
                         .asException();
             }
             int rank = freeRank(join.getPreferredRank());
             if (rank < 0) {
-                throw Status.RESOURCE_EXHAUSTED.withDescription("cluster full: worldSize=" + worldSize
-                        + ", every rank is taken").asException();
+                throw Status.RESOURCE_EXHAUSTED
+                        .withDescription(
+                                "cluster full: worldSize=" + worldSize + ", every rank is taken")
+                        .asException();
             }
             WorkerSession session = new WorkerSession(join.getWorkerId(), rank, out);
             ranks[rank] = session;
-            session.send(ControlMessage.newBuilder().setAccepted(Accepted.newBuilder()
-                    .setRank(rank).setWorldSize(worldSize).setModel(spec).setModelFingerprint(fingerprint)
-                    .setHeartbeatTimeoutS((int) Math.max(1, TimeUnit.NANOSECONDS.toSeconds(heartbeatTimeoutNs)))
-                    .setTransport(transport))
-                    .build());
+            session.send(
+                    ControlMessage.newBuilder()
+                            .setAccepted(
+                                    Accepted.newBuilder()
+                                            .setRank(rank)
+                                            .setWorldSize(worldSize)
+                                            .setModel(spec)
+                                            .setModelFingerprint(fingerprint)
+                                            .setHeartbeatTimeoutS(
+                                                    (int)
+                                                            Math.max(
+                                                                    1,
+                                                                    TimeUnit.NANOSECONDS.toSeconds(
+                                                                            heartbeatTimeoutNs)))
+                                            .setTransport(transport))
+                            .build());
             LOG.info("{} joined ({}/{} ranks)", session, joined(), worldSize);
             if (joined() == worldSize) {
                 prepareLocked();
@@ -228,8 +280,13 @@ public final class RemoteCluster implements RankGroup {
                     break;
                 case FAILURE:
                     if (pendingSteps.containsKey(message.getFailure().getStepId())) {
-                        breakLocked("step " + message.getFailure().getStepId() + " failed on rank " + session.rank
-                                + ": " + message.getFailure().getMessage());
+                        breakLocked(
+                                "step "
+                                        + message.getFailure().getStepId()
+                                        + " failed on rank "
+                                        + session.rank
+                                        + ": "
+                                        + message.getFailure().getMessage());
                     }
                     break;
                 default:
@@ -249,14 +306,15 @@ public final class RemoteCluster implements RankGroup {
     }
 
     @Override
-    public CompletableFuture<RankStepResult[]> submit(int layer, DType dtype, ByteBuffer[] tokens, int[] counts,
-            RoutingInput[] routing) {
+    public CompletableFuture<RankStepResult[]> submit(
+            int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing) {
         final int rowBytes = model.hidden() * dtype.sizeBytes();
         List<CompletableFuture<RankStepResult>> parts = new ArrayList<>(worldSize);
         final long stepId;
         synchronized (lock) {
             if (!serving) {
-                return CompletableFuture.failedFuture(new A2aException("cluster not serving: " + notServingReason));
+                return CompletableFuture.failedFuture(
+                        new A2aException("cluster not serving: " + notServingReason));
             }
             stepId = nextStepId++;
             for (int r = 0; r < worldSize; r++) {
@@ -264,35 +322,56 @@ public final class RemoteCluster implements RankGroup {
             }
             pendingSteps.put(stepId, parts);
             for (int r = 0; r < worldSize; r++) {
-                ranks[r].send(ControlMessage.newBuilder().setStep(task(stepId, layer, dtype,
-                        tokens[r], counts[r] * rowBytes, counts[r], routing[r])).build());
+                ranks[r].send(
+                        ControlMessage.newBuilder()
+                                .setStep(
+                                        task(
+                                                stepId,
+                                                layer,
+                                                dtype,
+                                                tokens[r],
+                                                counts[r] * rowBytes,
+                                                counts[r],
+                                                routing[r]))
+                                .build());
             }
         }
         // Losing a worker fails the step at once; this deadline only bounds a hung group.
-        timer.schedule(() -> {
-            synchronized (lock) {
-                if (pendingSteps.containsKey(stepId)) {
-                    breakLocked("step " + stepId + " timed out: some rank never answered");
-                }
-            }
-        }, 4 * exchangeTimeoutNs + TimeUnit.SECONDS.toNanos(60), TimeUnit.NANOSECONDS);
+        timer.schedule(
+                () -> {
+                    synchronized (lock) {
+                        if (pendingSteps.containsKey(stepId)) {
+                            breakLocked("step " + stepId + " timed out: some rank never answered");
+                        }
+                    }
+                },
+                4 * exchangeTimeoutNs + TimeUnit.SECONDS.toNanos(60),
+                TimeUnit.NANOSECONDS);
         return RankResults.all(parts, layer);
     }
 
     @Override
-    public CompletableFuture<List<RankTimes>> bench(BenchWorkload workload, BenchScope scope, int warmup, int iters) {
+    public CompletableFuture<List<RankTimes>> bench(
+            BenchWorkload workload, BenchScope scope, int warmup, int iters) {
         List<CompletableFuture<RankTimes>> parts = new ArrayList<>(worldSize);
         synchronized (lock) {
             if (!serving) {
-                return CompletableFuture.failedFuture(new A2aException("cluster not serving: " + notServingReason));
+                return CompletableFuture.failedFuture(
+                        new A2aException("cluster not serving: " + notServingReason));
             }
             long id = nextBenchId++;
             for (int r = 0; r < worldSize; r++) {
                 parts.add(new CompletableFuture<>());
             }
             pendingBenches.put(id, parts);
-            BenchTask task = BenchTask.newBuilder().setBenchId(id).setWorkload(workload.name())
-                    .setScope(scope.name()).setWarmup(warmup).setIters(iters).build();
+            BenchTask task =
+                    BenchTask.newBuilder()
+                            .setBenchId(id)
+                            .setWorkload(workload.name())
+                            .setScope(scope.name())
+                            .setWarmup(warmup)
+                            .setIters(iters)
+                            .build();
             for (WorkerSession s : ranks) {
                 s.send(ControlMessage.newBuilder().setBench(task).build());
             }
@@ -310,8 +389,13 @@ public final class RemoteCluster implements RankGroup {
             breakLocked("benchmark failed on rank " + rank + ": " + res.getError());
             return;
         }
-        parts.get(rank).complete(new RankTimes(toArray(res.getDispatchNsList()), toArray(res.getCombineNsList()),
-                toArray(res.getBarrierNsList()), res.getOk()));
+        parts.get(rank)
+                .complete(
+                        new RankTimes(
+                                toArray(res.getDispatchNsList()),
+                                toArray(res.getCombineNsList()),
+                                toArray(res.getBarrierNsList()),
+                                res.getOk()));
         if (parts.stream().allMatch(CompletableFuture::isDone)) {
             pendingBenches.remove(res.getBenchId());
         }
@@ -322,10 +406,21 @@ public final class RemoteCluster implements RankGroup {
         if (parts == null) {
             return;
         }
-        parts.get(rank).complete(new RankStepResult(res.getOutput().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
-                toArray(res.getTokensPerRankList()), toArray(res.getTokensPerExpertList()), res.getRecvTokens(),
-                toArray(res.getBytesSentList()), toArray(res.getBytesReceivedList()),
-                res.getRouteNs(), res.getDispatchNs(), res.getExpertNs(), res.getCombineNs()));
+        parts.get(rank)
+                .complete(
+                        new RankStepResult(
+                                res.getOutput()
+                                        .asReadOnlyByteBuffer()
+                                        .order(ByteOrder.LITTLE_ENDIAN),
+                                toArray(res.getTokensPerRankList()),
+                                toArray(res.getTokensPerExpertList()),
+                                res.getRecvTokens(),
+                                toArray(res.getBytesSentList()),
+                                toArray(res.getBytesReceivedList()),
+                                res.getRouteNs(),
+                                res.getDispatchNs(),
+                                res.getExpertNs(),
+                                res.getCombineNs()));
         for (CompletableFuture<RankStepResult> part : parts) {
             if (!part.isDone()) {
                 return;
@@ -367,8 +462,12 @@ public final class RemoteCluster implements RankGroup {
         ready = new boolean[worldSize];
         readyCount = 0;
         formStartNanos = System.nanoTime();
-        PrepareGroup prepare = PrepareGroup.newBuilder().setEpoch(epoch).setGroupId(random.nextLong())
-                .setExchangeTimeoutMs(TimeUnit.NANOSECONDS.toMillis(exchangeTimeoutNs)).build();
+        PrepareGroup prepare =
+                PrepareGroup.newBuilder()
+                        .setEpoch(epoch)
+                        .setGroupId(random.nextLong())
+                        .setExchangeTimeoutMs(TimeUnit.NANOSECONDS.toMillis(exchangeTimeoutNs))
+                        .build();
         for (WorkerSession s : ranks) {
             s.send(ControlMessage.newBuilder().setPrepare(prepare).build());
         }
@@ -381,15 +480,20 @@ public final class RemoteCluster implements RankGroup {
         }
         if (transport.equals("nccl") && session.rank == 0) {
             if (b.getNcclUniqueId().size() != NCCL_UNIQUE_ID_BYTES) {
-                breakLocked("rank 0's bound.nccl_unique_id: " + b.getNcclUniqueId().size() + " bytes (expected: "
-                        + NCCL_UNIQUE_ID_BYTES + ")");
+                breakLocked(
+                        "rank 0's bound.nccl_unique_id: "
+                                + b.getNcclUniqueId().size()
+                                + " bytes (expected: "
+                                + NCCL_UNIQUE_ID_BYTES
+                                + ")");
                 return;
             }
             ncclUniqueId = b.getNcclUniqueId().toByteArray();
         }
         bound[session.rank] = b.getDataAddress();
         if (++boundCount == worldSize) {
-            FormGroup.Builder builder = FormGroup.newBuilder().setEpoch(epoch).addAllPeers(List.of(bound));
+            FormGroup.Builder builder =
+                    FormGroup.newBuilder().setEpoch(epoch).addAllPeers(List.of(bound));
             if (ncclUniqueId != null) {
                 builder.setNcclUniqueId(ByteString.copyFrom(ncclUniqueId));
             }
@@ -409,12 +513,17 @@ public final class RemoteCluster implements RankGroup {
             serving = true;
             final long formedIn = System.nanoTime() - formStartNanos;
             final long formedEpoch = epoch;
-            LOG.info("serving: epoch={}, group formed in {} ms", formedEpoch, TimeUnit.NANOSECONDS.toMillis(formedIn));
+            LOG.info(
+                    "serving: epoch={}, group formed in {} ms",
+                    formedEpoch,
+                    TimeUnit.NANOSECONDS.toMillis(formedIn));
             timer.execute(() -> listener.onServing(formedEpoch, formedIn));
         }
     }
 
-    /** Fails the step in flight, tells every worker to drop the group, and re-forms it if it can. */
+    /**
+     * Fails the step in flight, tells every worker to drop the group, and re-forms it if it can.
+     */
     private void breakLocked(String reason) {
         boolean wasUp = serving || readyCount > 0 || boundCount > 0;
         serving = false;
@@ -432,8 +541,10 @@ public final class RemoteCluster implements RankGroup {
             }
         }
         pendingBenches.clear();
-        ControlMessage abort = ControlMessage.newBuilder()
-                .setAbort(AbortGroup.newBuilder().setEpoch(epoch).setReason(reason)).build();
+        ControlMessage abort =
+                ControlMessage.newBuilder()
+                        .setAbort(AbortGroup.newBuilder().setEpoch(epoch).setReason(reason))
+                        .build();
         for (WorkerSession s : ranks) {
             if (s != null) {
                 s.send(abort);
@@ -459,16 +570,29 @@ public final class RemoteCluster implements RankGroup {
             }
         }
         for (WorkerSession s : silent) {
-            String cause = "no heartbeat for " + TimeUnit.NANOSECONDS.toMillis(s.silentNanos()) + " ms";
+            String cause =
+                    "no heartbeat for " + TimeUnit.NANOSECONDS.toMillis(s.silentNanos()) + " ms";
             s.end(Status.UNAVAILABLE.withDescription(cause));
             onSessionEnd(s, cause);
         }
     }
 
-    private StepTask task(long stepId, int layer, DType dtype, ByteBuffer tokens, int bytes, int count, RoutingInput routing) {
-        StepTask.Builder b = StepTask.newBuilder().setStepId(stepId).setEpoch(epoch).setLayer(layer)
-                .setDtype(moe.a2a.control.grpc.TensorCodec.wire(dtype)).setNumTokens(count)
-                .setTokens(ByteString.copyFrom(tokens.duplicate().clear().limit(bytes)));
+    private StepTask task(
+            long stepId,
+            int layer,
+            DType dtype,
+            ByteBuffer tokens,
+            int bytes,
+            int count,
+            RoutingInput routing) {
+        StepTask.Builder b =
+                StepTask.newBuilder()
+                        .setStepId(stepId)
+                        .setEpoch(epoch)
+                        .setLayer(layer)
+                        .setDtype(moe.a2a.control.grpc.TensorCodec.wire(dtype))
+                        .setNumTokens(count)
+                        .setTokens(ByteString.copyFrom(tokens.duplicate().clear().limit(bytes)));
         if (routing instanceof RoutingInput.TopK topk) {
             TopK.Builder t = TopK.newBuilder().setK(model.topK());
             for (int i = 0; i < count * model.topK(); i++) {
@@ -476,10 +600,16 @@ public final class RemoteCluster implements RankGroup {
             }
             b.setTopk(t);
         } else if (routing instanceof RoutingInput.Logits logits) {
-            ByteBuffer raw = ByteBuffer.allocate(count * model.experts() * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer raw =
+                    ByteBuffer.allocate(count * model.experts() * Float.BYTES)
+                            .order(ByteOrder.LITTLE_ENDIAN);
             raw.asFloatBuffer().put(logits.logits(), 0, count * model.experts());
-            b.setRouterLogits(Tensor.newBuilder().setDtype(moe.a2a.v1.DType.FP32).addShape(count)
-                    .addShape(model.experts()).setData(ByteString.copyFrom(raw.array())));
+            b.setRouterLogits(
+                    Tensor.newBuilder()
+                            .setDtype(moe.a2a.v1.DType.FP32)
+                            .addShape(count)
+                            .addShape(model.experts())
+                            .setData(ByteString.copyFrom(raw.array())));
         }
         return b.build();
     }

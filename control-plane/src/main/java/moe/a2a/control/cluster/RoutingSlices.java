@@ -8,7 +8,9 @@ import moe.a2a.experts.RoutingInput;
 final class RoutingSlices {
     private RoutingSlices() {}
 
-    /** The routing of global rows {@code [from, from+count)}; every job in the batch has one kind. */
+    /**
+     * The routing of global rows {@code [from, from+count)}; every job in the batch has one kind.
+     */
     static RoutingInput slice(List<ForwardJob> batch, int from, int count, ModelConfig model) {
         RoutingInput kind = batch.get(0).routing();
         if (kind instanceof RoutingInput.ModelGate) {

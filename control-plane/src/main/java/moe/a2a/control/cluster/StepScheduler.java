@@ -20,22 +20,23 @@ import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 
 /**
- * Batches queued Forward requests into steps and runs them on the cluster, keeping up to
- * {@code maxStepsInFlight} steps submitted so that the next step's tokens travel while this one
- * exchanges (the ranks run steps in submission order).
- * A step takes the oldest request plus every later one that batches with it (same layer, dtype
- * and routing kind) up to the token budget; the others keep their place in the queue. The step's
- * tokens are split evenly across the ranks as their home ranks, so they really cross ranks; each
- * request gets back exactly its rows. gRPC threads call {@link #submit}; one scheduler thread
- * owns everything else.
+ * Batches queued Forward requests into steps and runs them on the cluster, keeping up to {@code
+ * maxStepsInFlight} steps submitted so that the next step's tokens travel while this one exchanges
+ * (the ranks run steps in submission order). A step takes the oldest request plus every later one
+ * that batches with it (same layer, dtype and routing kind) up to the token budget; the others keep
+ * their place in the queue. The step's tokens are split evenly across the ranks as their home
+ * ranks, so they really cross ranks; each request gets back exactly its rows. gRPC threads call
+ * {@link #submit}; one scheduler thread owns everything else.
  */
 public final class StepScheduler implements AutoCloseable {
     private final RankGroup cluster;
     private final int maxBatchTokens;
     private final int maxQueuedRequests;
     private final StepListener listener;
+
     /** {@link ForwardJob}s and {@link BetweenSteps} work, in arrival order. */
     private final BlockingQueue<Object> incoming = new LinkedBlockingQueue<>();
+
     private final ArrayDeque<ForwardJob> pending = new ArrayDeque<>();
     private final ArrayDeque<BetweenSteps> between = new ArrayDeque<>();
     private final ArrayDeque<StepInFlight> inFlight = new ArrayDeque<>();
@@ -45,13 +46,19 @@ public final class StepScheduler implements AutoCloseable {
     private volatile boolean running = true;
     private long nextStepId;
 
-    public StepScheduler(RankGroup cluster, int maxBatchTokens, int maxQueuedRequests, int maxStepsInFlight,
+    public StepScheduler(
+            RankGroup cluster,
+            int maxBatchTokens,
+            int maxQueuedRequests,
+            int maxStepsInFlight,
             StepListener listener) {
         if (maxBatchTokens <= 0) {
-            throw new IllegalArgumentException("maxBatchTokens: " + maxBatchTokens + " (expected: > 0)");
+            throw new IllegalArgumentException(
+                    "maxBatchTokens: " + maxBatchTokens + " (expected: > 0)");
         }
         if (maxStepsInFlight <= 0) {
-            throw new IllegalArgumentException("maxStepsInFlight: " + maxStepsInFlight + " (expected: > 0)");
+            throw new IllegalArgumentException(
+                    "maxStepsInFlight: " + maxStepsInFlight + " (expected: > 0)");
         }
         this.cluster = cluster;
         this.maxBatchTokens = maxBatchTokens;
@@ -82,29 +89,43 @@ public final class StepScheduler implements AutoCloseable {
 
     /**
      * Runs {@code work} on the ranks while no step is in flight: steps already submitted finish
-     * first, and later ones wait until the work's future completes. For benchmarks on the live
-     * data plane. The returned future completes as the work's does.
+     * first, and later ones wait until the work's future completes. For benchmarks on the live data
+     * plane. The returned future completes as the work's does.
      */
     public <T> CompletableFuture<T> runBetweenSteps(Supplier<CompletableFuture<T>> work) {
         if (!running) {
             throw new RejectedExecutionException("scheduler closed");
         }
         CompletableFuture<T> result = new CompletableFuture<>();
-        incoming.add(new BetweenSteps(() -> work.get().whenComplete((value, failure) -> {
-            if (failure != null) {
-                result.completeExceptionally(failure);
-            } else {
-                result.complete(value);
-            }
-        }), result));
+        incoming.add(
+                new BetweenSteps(
+                        () ->
+                                work.get()
+                                        .whenComplete(
+                                                (value, failure) -> {
+                                                    if (failure != null) {
+                                                        result.completeExceptionally(failure);
+                                                    } else {
+                                                        result.complete(value);
+                                                    }
+                                                }),
+                        result));
         return result;
     }
 
-    /** Work that needs the ranks to itself; {@code start} launches it and returns its completion. */
-    private record BetweenSteps(Supplier<CompletableFuture<?>> start, CompletableFuture<?> result) {}
+    /**
+     * Work that needs the ranks to itself; {@code start} launches it and returns its completion.
+     */
+    private record BetweenSteps(
+            Supplier<CompletableFuture<?>> start, CompletableFuture<?> result) {}
 
     /** A step submitted to the ranks and not yet answered. */
-    private record StepInFlight(long stepId, List<ForwardJob> batch, int[] rankStart, int rowBytes, long startNanos,
+    private record StepInFlight(
+            long stepId,
+            List<ForwardJob> batch,
+            int[] rankStart,
+            int rowBytes,
+            long startNanos,
             CompletableFuture<RankStepResult[]> results) {}
 
     private void loop() {
@@ -169,7 +190,10 @@ public final class StepScheduler implements AutoCloseable {
         return batch;
     }
 
-    /** Cuts the batch into the ranks' shares and starts the step; the next one may start before it ends. */
+    /**
+     * Cuts the batch into the ranks' shares and starts the step; the next one may start before it
+     * ends.
+     */
     private StepInFlight submit(List<ForwardJob> batch) {
         final long stepId = nextStepId++;
         final long startNanos = System.nanoTime();
@@ -193,11 +217,19 @@ public final class StepScheduler implements AutoCloseable {
             tokens[r] = fill(batch, rankStart[r], counts[r], rowBytes);
             routing[r] = RoutingSlices.slice(batch, rankStart[r], counts[r], cluster.model());
         }
-        return new StepInFlight(stepId, batch, rankStart, rowBytes, startNanos,
+        return new StepInFlight(
+                stepId,
+                batch,
+                rankStart,
+                rowBytes,
+                startNanos,
                 cluster.submit(first.layer(), dtype, tokens, counts, routing));
     }
 
-    /** Waits for the step and answers its requests: each gets exactly its rows, or the step's failure. */
+    /**
+     * Waits for the step and answers its requests: each gets exactly its rows, or the step's
+     * failure.
+     */
     private void finish(StepInFlight step) throws InterruptedException {
         RankStepResult[] results;
         try {
@@ -212,13 +244,15 @@ public final class StepScheduler implements AutoCloseable {
         }
         List<ForwardJob> batch = step.batch();
         long total = step.rankStart()[step.rankStart().length - 1];
-        StepStatsSnapshot stats = summarize(step.stepId(), batch.get(0).layer(), batch.size(), total, results);
+        StepStatsSnapshot stats =
+                summarize(step.stepId(), batch.get(0).layer(), batch.size(), total, results);
         long[] queueNs = new long[batch.size()];
         int row = 0;
         for (int i = 0; i < batch.size(); i++) {
             ForwardJob job = batch.get(i);
             queueNs[i] = step.startNanos() - job.enqueuedNanos();
-            ByteString output = cut(results, step.rankStart(), row, job.numTokens(), step.rowBytes());
+            ByteString output =
+                    cut(results, step.rankStart(), row, job.numTokens(), step.rowBytes());
             row += job.numTokens();
             job.result().complete(new ForwardOutcome(output, stats, queueNs[i]));
         }
@@ -235,7 +269,9 @@ public final class StepScheduler implements AutoCloseable {
             int lo = Math.max(from, jobStart);
             int hi = Math.min(from + count, jobEnd);
             if (lo < hi) {
-                ByteString part = job.tokens().substring((lo - jobStart) * rowBytes, (hi - jobStart) * rowBytes);
+                ByteString part =
+                        job.tokens()
+                                .substring((lo - jobStart) * rowBytes, (hi - jobStart) * rowBytes);
                 part.copyTo(out.clear().position(written * rowBytes));
                 written += hi - lo;
             }
@@ -244,20 +280,31 @@ public final class StepScheduler implements AutoCloseable {
         return out.clear();
     }
 
-    /** The request's rows {@code [from, from+count)} of the step output, from whichever ranks hold them. */
-    private static ByteString cut(RankStepResult[] results, int[] rankStart, int from, int count, int rowBytes) {
+    /**
+     * The request's rows {@code [from, from+count)} of the step output, from whichever ranks hold
+     * them.
+     */
+    private static ByteString cut(
+            RankStepResult[] results, int[] rankStart, int from, int count, int rowBytes) {
         byte[] out = new byte[count * rowBytes];
         for (int r = 0; r < results.length; r++) {
             int lo = Math.max(from, rankStart[r]);
             int hi = Math.min(from + count, rankStart[r + 1]);
             if (lo < hi) {
-                results[r].output().get((lo - rankStart[r]) * rowBytes, out, (lo - from) * rowBytes, (hi - lo) * rowBytes);
+                results[r]
+                        .output()
+                        .get(
+                                (lo - rankStart[r]) * rowBytes,
+                                out,
+                                (lo - from) * rowBytes,
+                                (hi - lo) * rowBytes);
             }
         }
         return UnsafeByteOperations.unsafeWrap(out);
     }
 
-    private StepStatsSnapshot summarize(long stepId, int layer, int requests, long tokens, RankStepResult[] results) {
+    private StepStatsSnapshot summarize(
+            long stepId, int layer, int requests, long tokens, RankStepResult[] results) {
         int n = results.length;
         long[] perRank = new long[n];
         long[] perExpert = new long[cluster.model().experts()];
@@ -282,8 +329,9 @@ public final class StepScheduler implements AutoCloseable {
             expert = Math.max(expert, r.expertNs());
             combine = Math.max(combine, r.combineNs());
         }
-        return new StepStatsSnapshot(stepId, layer, requests, tokens, perRank, perExpert, sent, received,
-                route, dispatch, expert, combine);
+        return new StepStatsSnapshot(
+                stepId, layer, requests, tokens, perRank, perExpert, sent, received, route,
+                dispatch, expert, combine);
     }
 
     @Override

@@ -6,8 +6,8 @@ package moe.a2a.control.cluster;
  *
  * @param tokensPerRank tokens each rank received in dispatch (deduplicated)
  * @param tokensPerExpert token×k assignments per logical expert
- * @param bytesSent {@code [rank][peer]} bytes of rows sent, both phases; a null row for a rank
- *     this process did not see (a worker sees only its own)
+ * @param bytesSent {@code [rank][peer]} bytes of rows sent, both phases; a null row for a rank this
+ *     process did not see (a worker sees only its own)
  * @param bytesReceived {@code [rank][peer]} bytes of rows received, as {@code bytesSent}
  */
 public record StepStatsSnapshot(

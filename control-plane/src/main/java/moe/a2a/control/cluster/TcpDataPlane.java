@@ -19,14 +19,18 @@ import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.PrepareGroup;
 import org.jspecify.annotations.Nullable;
 
-/** Over TCP: bind listens on the data port and reports its address; form connects to every peer's. */
+/**
+ * Over TCP: bind listens on the data port and reports its address; form connects to every peer's.
+ */
 public final class TcpDataPlane implements DataPlane {
     private final TcpTransport transport;
     private final String dataHost;
     private final int dataPort;
     private @Nullable TcpCommunicator bound;
 
-    /** @param dataPort port to listen on; 0 picks a free one per epoch */
+    /**
+     * @param dataPort port to listen on; 0 picks a free one per epoch
+     */
     public TcpDataPlane(TcpTransport transport, String dataHost, int dataPort) {
         this.transport = transport;
         this.dataHost = dataHost;
@@ -41,28 +45,40 @@ public final class TcpDataPlane implements DataPlane {
     @Override
     public Bound bind(int rank, int worldSize, PrepareGroup prepare) {
         drop();
-        TcpConfig config = new TcpConfig(rank, worldSize, prepare.getGroupId(), new InetSocketAddress(dataPort),
-                TimeUnit.MILLISECONDS.toNanos(prepare.getExchangeTimeoutMs()), TcpConfig.DEFAULT_MAX_FRAME_BYTES);
+        TcpConfig config =
+                new TcpConfig(
+                        rank,
+                        worldSize,
+                        prepare.getGroupId(),
+                        new InetSocketAddress(dataPort),
+                        TimeUnit.MILLISECONDS.toNanos(prepare.getExchangeTimeoutMs()),
+                        TcpConfig.DEFAULT_MAX_FRAME_BYTES);
         TcpCommunicator comm = TcpCommunicator.bind(transport, config);
         bound = comm;
-        return Bound.newBuilder().setEpoch(prepare.getEpoch())
-                .setDataAddress(dataHost + ":" + comm.localAddress().getPort()).build();
+        return Bound.newBuilder()
+                .setEpoch(prepare.getEpoch())
+                .setDataAddress(dataHost + ":" + comm.localAddress().getPort())
+                .build();
     }
 
     @Override
     public Communicator form(FormGroup form) {
         TcpCommunicator comm = bound;
         if (comm == null) {
-            throw new A2aException("form.epoch: " + form.getEpoch() + " was never bound on this worker");
+            throw new A2aException(
+                    "form.epoch: " + form.getEpoch() + " was never bound on this worker");
         }
         List<InetSocketAddress> addresses = new ArrayList<>();
         for (int i = 0; i < form.getPeersCount(); i++) {
             String peer = form.getPeers(i);
             int colon = peer.lastIndexOf(':');
             if (colon <= 0) {
-                throw new IllegalArgumentException("form.peers[" + i + "]: " + peer + " (expected: host:port)");
+                throw new IllegalArgumentException(
+                        "form.peers[" + i + "]: " + peer + " (expected: host:port)");
             }
-            addresses.add(new InetSocketAddress(peer.substring(0, colon), Integer.parseInt(peer.substring(colon + 1))));
+            addresses.add(
+                    new InetSocketAddress(
+                            peer.substring(0, colon), Integer.parseInt(peer.substring(colon + 1))));
         }
         bound = null;
         comm.connect(addresses);
@@ -70,7 +86,8 @@ public final class TcpDataPlane implements DataPlane {
     }
 
     @Override
-    public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
+    public RankRuntime runtime(
+            ModelConfig model, WeightSource weights, Placement placement, int rank) {
         return new RankWorker(model, weights, placement, rank);
     }
 

@@ -29,8 +29,8 @@ import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
-import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
@@ -55,12 +55,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A worker process's agent: joins the control plane, loads its rank's experts, forms the rank
- * group when told (over the data plane the control plane picked from those this worker offers),
- * runs its share of every step, and rejoins with backoff when the control plane
- * goes away (asking for its old rank). Control messages are handled in order on one data-plane
- * thread, which owns the communicator and the rank's buffers; heartbeats go out on a timer. Each
- * step is recorded in the worker's own meters (its tokens and its stage times).
+ * A worker process's agent: joins the control plane, loads its rank's experts, forms the rank group
+ * when told (over the data plane the control plane picked from those this worker offers), runs its
+ * share of every step, and rejoins with backoff when the control plane goes away (asking for its
+ * old rank). Control messages are handled in order on one data-plane thread, which owns the
+ * communicator and the rank's buffers; heartbeats go out on a timer. Each step is recorded in the
+ * worker's own meters (its tokens and its stage times).
  */
 public final class WorkerAgent implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerAgent.class);
@@ -74,19 +74,27 @@ public final class WorkerAgent implements AutoCloseable {
      * @param rejoinTimeout how long to keep trying to reach the control plane before giving up
      * @param gpuProbe the GPU probe's one line, sent along so a refusal can quote it
      */
-    public record Settings(String workerId, int preferredRank, String expectedModel, Duration rejoinTimeout,
-            Duration heartbeatInterval, String gpuProbe) {}
+    public record Settings(
+            String workerId,
+            int preferredRank,
+            String expectedModel,
+            Duration rejoinTimeout,
+            Duration heartbeatInterval,
+            String gpuProbe) {}
 
     private final ClusterServiceGrpc.ClusterServiceStub stub;
     private final Settings settings;
     private final Map<String, DataPlane> dataPlanes;
     private final MeterRegistry registry;
-    private final ExecutorService dataPlane = Executors.newSingleThreadExecutor(r -> new Thread(r, "moe-a2a-worker"));
-    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "moe-a2a-heartbeat");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService dataPlane =
+            Executors.newSingleThreadExecutor(r -> new Thread(r, "moe-a2a-worker"));
+    private final ScheduledExecutorService timer =
+            Executors.newSingleThreadScheduledExecutor(
+                    r -> {
+                        Thread t = new Thread(r, "moe-a2a-heartbeat");
+                        t.setDaemon(true);
+                        return t;
+                    });
     private volatile boolean closed;
     private volatile int rank = -1;
     // Owned by the data-plane thread:
@@ -103,8 +111,14 @@ public final class WorkerAgent implements AutoCloseable {
     private long boundEpoch = -1;
     private ByteBuffer tokens = ByteBuffer.allocateDirect(0);
 
-    /** @param dataPlanes the transports this worker can run, by name; the control plane picks one */
-    public WorkerAgent(ManagedChannel channel, Settings settings, List<DataPlane> dataPlanes, MeterRegistry registry) {
+    /**
+     * @param dataPlanes the transports this worker can run, by name; the control plane picks one
+     */
+    public WorkerAgent(
+            ManagedChannel channel,
+            Settings settings,
+            List<DataPlane> dataPlanes,
+            MeterRegistry registry) {
         this.stub = ClusterServiceGrpc.newStub(channel);
         this.settings = settings;
         this.dataPlanes = new LinkedHashMap<>();
@@ -117,7 +131,8 @@ public final class WorkerAgent implements AutoCloseable {
     /**
      * Serves until {@link #close()}; returns normally then.
      *
-     * @throws A2aException if the control plane stayed unreachable for the rejoin timeout, or refused this worker
+     * @throws A2aException if the control plane stayed unreachable for the rejoin timeout, or
+     *     refused this worker
      */
     public void run() throws InterruptedException {
         long lastSessionNanos = System.nanoTime();
@@ -133,10 +148,15 @@ public final class WorkerAgent implements AutoCloseable {
                 return;
             }
             if (outcome.status.getCode() == Status.Code.FAILED_PRECONDITION) {
-                throw new A2aException("control plane refused this worker: " + outcome.status.getDescription());
+                throw new A2aException(
+                        "control plane refused this worker: " + outcome.status.getDescription());
             }
             if (System.nanoTime() - lastSessionNanos > settings.rejoinTimeout().toNanos()) {
-                throw new A2aException("control plane unreachable for " + settings.rejoinTimeout() + ": " + outcome.status);
+                throw new A2aException(
+                        "control plane unreachable for "
+                                + settings.rejoinTimeout()
+                                + ": "
+                                + outcome.status);
             }
             LOG.info("session ended ({}); rejoining in {} ms", outcome.status, backoffMs);
             Thread.sleep(backoffMs);
@@ -151,36 +171,57 @@ public final class WorkerAgent implements AutoCloseable {
         AtomicReference<Status> end = new AtomicReference<>(Status.OK);
         boolean[] accepted = new boolean[1];
         Sender sender = new Sender();
-        StreamObserver<WorkerMessage> requests = stub.session(new StreamObserver<>() {
-            @Override
-            public void onNext(ControlMessage message) {
-                if (message.hasAccepted()) {
-                    accepted[0] = true;
-                }
-                dataPlane.execute(() -> handle(message, sender));
-            }
+        StreamObserver<WorkerMessage> requests =
+                stub.session(
+                        new StreamObserver<>() {
+                            @Override
+                            public void onNext(ControlMessage message) {
+                                if (message.hasAccepted()) {
+                                    accepted[0] = true;
+                                }
+                                dataPlane.execute(() -> handle(message, sender));
+                            }
 
-            @Override
-            public void onError(Throwable t) {
-                end.set(Status.fromThrowable(t));
-                ended.countDown();
-            }
+                            @Override
+                            public void onError(Throwable t) {
+                                end.set(Status.fromThrowable(t));
+                                ended.countDown();
+                            }
 
-            @Override
-            public void onCompleted() {
-                end.set(Status.UNAVAILABLE.withDescription("control plane ended the session"));
-                ended.countDown();
-            }
-        });
+                            @Override
+                            public void onCompleted() {
+                                end.set(
+                                        Status.UNAVAILABLE.withDescription(
+                                                "control plane ended the session"));
+                                ended.countDown();
+                            }
+                        });
         sender.attach(requests);
-        sender.send(WorkerMessage.newBuilder().setJoin(Join.newBuilder().setWorkerId(settings.workerId())
-                .setPreferredRank(rank >= 0 ? rank : settings.preferredRank())
-                .setExpectedModel(settings.expectedModel()).addAllTransports(dataPlanes.keySet())
-                .setGpuProbe(settings.gpuProbe())).build());
+        sender.send(
+                WorkerMessage.newBuilder()
+                        .setJoin(
+                                Join.newBuilder()
+                                        .setWorkerId(settings.workerId())
+                                        .setPreferredRank(
+                                                rank >= 0 ? rank : settings.preferredRank())
+                                        .setExpectedModel(settings.expectedModel())
+                                        .addAllTransports(dataPlanes.keySet())
+                                        .setGpuProbe(settings.gpuProbe()))
+                        .build());
         long periodMs = settings.heartbeatInterval().toMillis();
-        ScheduledFuture<?> heartbeats = timer.scheduleAtFixedRate(() -> sender.send(WorkerMessage.newBuilder()
-                .setHeartbeat(Heartbeat.newBuilder().setSentUnixMs(System.currentTimeMillis())).build()),
-                periodMs, periodMs, TimeUnit.MILLISECONDS);
+        ScheduledFuture<?> heartbeats =
+                timer.scheduleAtFixedRate(
+                        () ->
+                                sender.send(
+                                        WorkerMessage.newBuilder()
+                                                .setHeartbeat(
+                                                        Heartbeat.newBuilder()
+                                                                .setSentUnixMs(
+                                                                        System.currentTimeMillis()))
+                                                .build()),
+                        periodMs,
+                        periodMs,
+                        TimeUnit.MILLISECONDS);
         while (!ended.await(100, TimeUnit.MILLISECONDS)) {
             if (closed) {
                 sender.cancel();
@@ -209,8 +250,11 @@ public final class WorkerAgent implements AutoCloseable {
                     bench(message.getBench(), sender);
                     break;
                 case ABORT:
-                    dropGroup("control plane abandoned epoch " + message.getAbort().getEpoch() + ": "
-                            + message.getAbort().getReason());
+                    dropGroup(
+                            "control plane abandoned epoch "
+                                    + message.getAbort().getEpoch()
+                                    + ": "
+                                    + message.getAbort().getReason());
                     break;
                 default:
                     break;
@@ -226,34 +270,61 @@ public final class WorkerAgent implements AutoCloseable {
         String transport = accepted.getTransport().isEmpty() ? "tcp" : accepted.getTransport();
         DataPlane chosen = dataPlanes.get(transport);
         if (chosen == null) {
-            throw new A2aException("accepted.transport: " + transport + " (expected: one of " + dataPlanes.keySet()
-                    + ", what this worker offered)");
+            throw new A2aException(
+                    "accepted.transport: "
+                            + transport
+                            + " (expected: one of "
+                            + dataPlanes.keySet()
+                            + ", what this worker offered)");
         }
         if (plane != chosen) {
-            LOG.info("data plane: {} (the control plane's choice of {})", transport, dataPlanes.keySet());
+            LOG.info(
+                    "data plane: {} (the control plane's choice of {})",
+                    transport,
+                    dataPlanes.keySet());
             plane = chosen;
         }
         ModelSpec spec = accepted.getModel();
         rank = accepted.getRank();
         worldSize = accepted.getWorldSize();
-        if (worker != null && loadedRank == accepted.getRank() && spec.equals(loadedSpec)
+        if (worker != null
+                && loadedRank == accepted.getRank()
+                && spec.equals(loadedSpec)
                 && transport.equals(loadedTransport)) {
             LOG.info("rejoined as rank {} of {}", rank, worldSize);
             return;
         }
         long start = System.nanoTime();
-        WeightSource weights = spec.getWeightsPath().isEmpty()
-                ? new SeededWeights(spec.getSeed(), spec.getExperts(), spec.getHidden(), spec.getFfn(), spec.getLayers())
-                : SafetensorsWeights.open(Path.of(spec.getWeightsPath()));
-        model = new ModelConfig(spec.getExperts(), spec.getHidden(), spec.getFfn(), spec.getTopK(), spec.getLayers());
+        WeightSource weights =
+                spec.getWeightsPath().isEmpty()
+                        ? new SeededWeights(
+                                spec.getSeed(),
+                                spec.getExperts(),
+                                spec.getHidden(),
+                                spec.getFfn(),
+                                spec.getLayers())
+                        : SafetensorsWeights.open(Path.of(spec.getWeightsPath()));
+        model =
+                new ModelConfig(
+                        spec.getExperts(),
+                        spec.getHidden(),
+                        spec.getFfn(),
+                        spec.getTopK(),
+                        spec.getLayers());
         closeRuntime();
-        worker = plane.runtime(model, weights, Placement.contiguous(model.experts(), worldSize), rank);
+        worker =
+                plane.runtime(
+                        model, weights, Placement.contiguous(model.experts(), worldSize), rank);
         loadedTransport = transport;
         metrics = new StepMetrics(registry, model.layers(), model.experts(), worldSize, transport);
         loadedSpec = spec;
         loadedRank = rank;
-        LOG.info("joined as rank {} of {}: loaded {} experts of {} in {} ms", rank, worldSize,
-                Placement.contiguous(model.experts(), worldSize).localExperts(rank), weights.description(),
+        LOG.info(
+                "joined as rank {} of {}: loaded {} experts of {} in {} ms",
+                rank,
+                worldSize,
+                Placement.contiguous(model.experts(), worldSize).localExperts(rank),
+                weights.description(),
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
     }
 
@@ -274,27 +345,43 @@ public final class WorkerAgent implements AutoCloseable {
         commEpoch = epoch;
         worker.rebind(comm);
         LOG.info("group epoch {} connected: rank {} of {}", epoch, rank, worldSize);
-        sender.send(WorkerMessage.newBuilder().setReady(GroupReady.newBuilder().setEpoch(epoch)).build());
+        sender.send(
+                WorkerMessage.newBuilder()
+                        .setReady(GroupReady.newBuilder().setEpoch(epoch))
+                        .build());
     }
 
     private void step(StepTask task, Sender sender) {
         if (comm == null || task.getEpoch() != commEpoch) {
-            sender.send(failure(task.getStepId(), "rank " + rank + " is not in group epoch " + task.getEpoch()));
+            sender.send(
+                    failure(
+                            task.getStepId(),
+                            "rank " + rank + " is not in group epoch " + task.getEpoch()));
             return;
         }
         try {
             DType dtype = TensorCodec.dtype(task.getDtype(), "step.dtype");
             int n = task.getNumTokens();
             if (tokens.capacity() < task.getTokens().size()) {
-                tokens = ByteBuffer.allocateDirect(task.getTokens().size()).order(ByteOrder.LITTLE_ENDIAN);
+                tokens =
+                        ByteBuffer.allocateDirect(task.getTokens().size())
+                                .order(ByteOrder.LITTLE_ENDIAN);
             }
             task.getTokens().copyTo(tokens.clear());
-            RankStepResult r = worker.step(task.getLayer(), dtype, tokens.clear(), n, routing(task, n));
+            RankStepResult r =
+                    worker.step(task.getLayer(), dtype, tokens.clear(), n, routing(task, n));
             int bytes = n * model.hidden() * dtype.sizeBytes();
-            StepResult.Builder out = StepResult.newBuilder().setStepId(task.getStepId())
-                    .setOutput(ByteString.copyFrom(r.output().duplicate().clear().limit(bytes)))
-                    .setRecvTokens(r.recvTokens()).setRouteNs(r.routeNs()).setDispatchNs(r.dispatchNs())
-                    .setExpertNs(r.expertNs()).setCombineNs(r.combineNs());
+            StepResult.Builder out =
+                    StepResult.newBuilder()
+                            .setStepId(task.getStepId())
+                            .setOutput(
+                                    ByteString.copyFrom(
+                                            r.output().duplicate().clear().limit(bytes)))
+                            .setRecvTokens(r.recvTokens())
+                            .setRouteNs(r.routeNs())
+                            .setDispatchNs(r.dispatchNs())
+                            .setExpertNs(r.expertNs())
+                            .setCombineNs(r.combineNs());
             for (long v : r.tokensPerRank()) {
                 out.addTokensPerRank(v);
             }
@@ -310,8 +397,20 @@ public final class WorkerAgent implements AutoCloseable {
             long[][] received = new long[worldSize][];
             sent[loadedRank] = r.bytesSent();
             received[loadedRank] = r.bytesReceived();
-            metrics.onStep(new StepStatsSnapshot(task.getStepId(), task.getLayer(), 1, n, r.tokensPerRank(),
-                    r.tokensPerExpert(), sent, received, r.routeNs(), r.dispatchNs(), r.expertNs(), r.combineNs()),
+            metrics.onStep(
+                    new StepStatsSnapshot(
+                            task.getStepId(),
+                            task.getLayer(),
+                            1,
+                            n,
+                            r.tokensPerRank(),
+                            r.tokensPerExpert(),
+                            sent,
+                            received,
+                            r.routeNs(),
+                            r.dispatchNs(),
+                            r.expertNs(),
+                            r.combineNs()),
                     NO_QUEUE);
         } catch (RuntimeException e) {
             comm.abort(e);
@@ -323,12 +422,20 @@ public final class WorkerAgent implements AutoCloseable {
     private void bench(BenchTask task, Sender sender) {
         BenchRankResult.Builder out = BenchRankResult.newBuilder().setBenchId(task.getBenchId());
         if (comm == null) {
-            sender.send(WorkerMessage.newBuilder().setBenchResult(out.setError("rank " + rank + " has no group")).build());
+            sender.send(
+                    WorkerMessage.newBuilder()
+                            .setBenchResult(out.setError("rank " + rank + " has no group"))
+                            .build());
             return;
         }
         try {
-            RankTimes times = BenchRun.rank(BenchWorkload.named(task.getWorkload()), BenchScope.valueOf(task.getScope()),
-                    comm, task.getWarmup(), task.getIters());
+            RankTimes times =
+                    BenchRun.rank(
+                            BenchWorkload.named(task.getWorkload()),
+                            BenchScope.valueOf(task.getScope()),
+                            comm,
+                            task.getWarmup(),
+                            task.getIters());
             out.setOk(times.ok());
             for (long v : times.dispatchNs()) {
                 out.addDispatchNs(v);
@@ -364,8 +471,12 @@ public final class WorkerAgent implements AutoCloseable {
     }
 
     private static WorkerMessage failure(long stepId, String message) {
-        return WorkerMessage.newBuilder().setFailure(StepFailure.newBuilder().setStepId(stepId)
-                .setMessage(String.valueOf(message))).build();
+        return WorkerMessage.newBuilder()
+                .setFailure(
+                        StepFailure.newBuilder()
+                                .setStepId(stepId)
+                                .setMessage(String.valueOf(message)))
+                .build();
     }
 
     private void dropGroup(String reason) {
@@ -396,15 +507,18 @@ public final class WorkerAgent implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
-        dataPlane.execute(() -> {
-            dropGroup("worker shutting down");
-            closeRuntime();
-        });
+        dataPlane.execute(
+                () -> {
+                    dropGroup("worker shutting down");
+                    closeRuntime();
+                });
         dataPlane.shutdown();
         timer.shutdownNow();
     }
 
-    /** Serializes messages onto the session's request stream, from the data-plane and timer threads. */
+    /**
+     * Serializes messages onto the session's request stream, from the data-plane and timer threads.
+     */
     private static final class Sender {
         private StreamObserver<WorkerMessage> requests;
         private boolean done;
@@ -426,14 +540,18 @@ public final class WorkerAgent implements AutoCloseable {
         synchronized void fail(Throwable cause) {
             if (!done) {
                 done = true;
-                requests.onError(Status.INTERNAL.withDescription(cause.toString()).asRuntimeException());
+                requests.onError(
+                        Status.INTERNAL.withDescription(cause.toString()).asRuntimeException());
             }
         }
 
         synchronized void cancel() {
             if (!done) {
                 done = true;
-                requests.onError(Status.CANCELLED.withDescription("worker shutting down").asRuntimeException());
+                requests.onError(
+                        Status.CANCELLED
+                                .withDescription("worker shutting down")
+                                .asRuntimeException());
             }
         }
     }

@@ -5,8 +5,8 @@ import io.grpc.stub.StreamObserver;
 import moe.a2a.v1.ControlMessage;
 
 /**
- * The control plane's end of one worker's session: its rank, its stream, and when it was last
- * heard from. Sends are serialized (a gRPC stream takes one message at a time). Thread-safe.
+ * The control plane's end of one worker's session: its rank, its stream, and when it was last heard
+ * from. Sends are serialized (a gRPC stream takes one message at a time). Thread-safe.
  */
 final class WorkerSession {
     final String workerId;
@@ -34,7 +34,9 @@ final class WorkerSession {
             try {
                 out.onNext(message);
             } catch (RuntimeException e) {
-                closed = true; // the call is gone; the session's end is reported through the request stream
+                closed =
+                        true; // the call is gone; the session's end is reported through the request
+                // stream
             }
         }
     }

@@ -42,22 +42,45 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
             bounded("iters", request.getIters(), 1, MAX_ITERS);
             bounded("warmup", request.getWarmup(), 0, MAX_WARMUP);
             BenchScope scope = scope(request.getScope());
-            double memcpy = MachineLimits.memcpyGbps(Runtime.getRuntime().availableProcessors(), 3, 64 << 20);
+            double memcpy =
+                    MachineLimits.memcpyGbps(
+                            Runtime.getRuntime().availableProcessors(), 3, 64 << 20);
             for (int i = 0; i < workloads.size(); i++) {
                 BenchWorkload w = workloads.get(i);
-                events.onNext(BenchEvent.newBuilder().setProgress(BenchProgress.newBuilder()
-                        .setWorkload(w.name()).setIndex(i + 1).setTotal(workloads.size())).build());
+                events.onNext(
+                        BenchEvent.newBuilder()
+                                .setProgress(
+                                        BenchProgress.newBuilder()
+                                                .setWorkload(w.name())
+                                                .setIndex(i + 1)
+                                                .setTotal(workloads.size()))
+                                .build());
                 int[][] rows = BenchRouting.rows(w);
-                BenchResult.Builder result = BenchResult.newBuilder().setWorkload(w.name())
-                        .setTransport(group.transport()).setFingerprint(BenchRouting.fingerprint(rows));
+                BenchResult.Builder result =
+                        BenchResult.newBuilder()
+                                .setWorkload(w.name())
+                                .setTransport(group.transport())
+                                .setFingerprint(BenchRouting.fingerprint(rows));
                 if (w.worldSize() != group.worldSize()) {
-                    result.setRan(false).setReason("needs " + w.worldSize() + " ranks; this cluster has " + group.worldSize());
+                    result.setRan(false)
+                            .setReason(
+                                    "needs "
+                                            + w.worldSize()
+                                            + " ranks; this cluster has "
+                                            + group.worldSize());
                 } else {
                     int iters = request.getIters() > 0 ? request.getIters() : w.defaultIters();
                     int warmup = request.getWarmup() > 0 ? request.getWarmup() : w.defaultWarmup();
-                    List<RankTimes> times = scheduler.runBetweenSteps(() -> group.bench(w, scope, warmup, iters)).get();
-                    BenchReport r = BenchReport.of(w, group.transport(), scope, rows, times, memcpy);
-                    result.setRan(true).setOk(r.ok()).setTotalUsP50(r.totalP50Us()).setTotalUsP90(r.totalP90Us())
+                    List<RankTimes> times =
+                            scheduler
+                                    .runBetweenSteps(() -> group.bench(w, scope, warmup, iters))
+                                    .get();
+                    BenchReport r =
+                            BenchReport.of(w, group.transport(), scope, rows, times, memcpy);
+                    result.setRan(true)
+                            .setOk(r.ok())
+                            .setTotalUsP50(r.totalP50Us())
+                            .setTotalUsP90(r.totalP90Us())
                             .setJson(r.json(memcpy));
                 }
                 events.onNext(BenchEvent.newBuilder().setResult(result).build());
@@ -83,8 +106,14 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
             try {
                 out.add(BenchWorkload.named(name));
             } catch (IllegalArgumentException e) {
-                throw new InvalidRequestException("workloads[" + i + "]: " + name + " (expected: one of "
-                        + BenchWorkload.CANONICAL.stream().map(BenchWorkload::name).toList() + ")");
+                throw new InvalidRequestException(
+                        "workloads["
+                                + i
+                                + "]: "
+                                + name
+                                + " (expected: one of "
+                                + BenchWorkload.CANONICAL.stream().map(BenchWorkload::name).toList()
+                                + ")");
             }
         }
         return out;
@@ -93,8 +122,15 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
     /** 0 (unset) takes the workload's default; anything else must be within bounds. */
     private static void bounded(String field, int value, int min, int max) {
         if (value != 0 && (value < min || value > max)) {
-            throw new InvalidRequestException(field + ": " + value + " (expected: 0 for the workload's default, or in ["
-                    + min + ", " + max + "])");
+            throw new InvalidRequestException(
+                    field
+                            + ": "
+                            + value
+                            + " (expected: 0 for the workload's default, or in ["
+                            + min
+                            + ", "
+                            + max
+                            + "])");
         }
     }
 
@@ -105,7 +141,8 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
         try {
             return BenchScope.valueOf(scope.toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
-            throw new InvalidRequestException("scope: " + scope + " (expected: dispatcher or transport)");
+            throw new InvalidRequestException(
+                    "scope: " + scope + " (expected: dispatcher or transport)");
         }
     }
 }

@@ -30,8 +30,13 @@ public final class ClusterGrpcService extends ClusterServiceGrpc.ClusterServiceI
                 }
                 if (handle == null) {
                     if (!message.hasJoin()) {
-                        refuse(Status.FAILED_PRECONDITION.withDescription("first message: "
-                                + message.getKindCase() + " (expected: join)").asException());
+                        refuse(
+                                Status.FAILED_PRECONDITION
+                                        .withDescription(
+                                                "first message: "
+                                                        + message.getKindCase()
+                                                        + " (expected: join)")
+                                        .asException());
                         return;
                     }
                     try {

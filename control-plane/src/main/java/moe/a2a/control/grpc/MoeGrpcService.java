@@ -39,24 +39,29 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     private final TokenRouter router;
     private final ModelInfo info;
 
-    public MoeGrpcService(ModelConfig model, WeightSource weights, Placement placement,
-            StepScheduler scheduler, String transport) {
+    public MoeGrpcService(
+            ModelConfig model,
+            WeightSource weights,
+            Placement placement,
+            StepScheduler scheduler,
+            String transport) {
         this.model = model;
         this.placement = placement;
         this.scheduler = scheduler;
         this.decoder = new RequestDecoder(model);
         this.router = new TokenRouter(weights, model.topK());
-        this.info = ModelInfo.newBuilder()
-                .setExperts(model.experts())
-                .setHidden(model.hidden())
-                .setFfn(model.ffn())
-                .setTopK(model.topK())
-                .setLayers(model.layers())
-                .setWorldSize(placement.worldSize())
-                .setDtype(TensorCodec.wire(weights.dtype()))
-                .setTransport(transport)
-                .setWeightsSource(weights.description())
-                .build();
+        this.info =
+                ModelInfo.newBuilder()
+                        .setExperts(model.experts())
+                        .setHidden(model.hidden())
+                        .setFfn(model.ffn())
+                        .setTopK(model.topK())
+                        .setLayers(model.layers())
+                        .setWorldSize(placement.worldSize())
+                        .setDtype(TensorCodec.wire(weights.dtype()))
+                        .setTransport(transport)
+                        .setWeightsSource(weights.description())
+                        .build();
     }
 
     @Override
@@ -66,30 +71,52 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             decoder.checkLayer(request.getLayer());
             int numTokens = decoder.tokens(request.getHiddenStates(), "hidden_states");
             DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
-            RoutingInput routing = decoder.routing(request.getTopk(), request.getRouterLogits(),
-                    request.hasTopk(), request.hasRouterLogits(), numTokens);
+            RoutingInput routing =
+                    decoder.routing(
+                            request.getTopk(),
+                            request.getRouterLogits(),
+                            request.hasTopk(),
+                            request.hasRouterLogits(),
+                            numTokens);
             if (numTokens == 0) {
-                responses.onNext(ForwardResponse.newBuilder()
-                        .setHiddenStates(TensorCodec.tensor(dtype, 0, model.hidden(), ByteString.EMPTY))
-                        .setStats(StepStats.newBuilder().setStepId(-1))
-                        .build());
+                responses.onNext(
+                        ForwardResponse.newBuilder()
+                                .setHiddenStates(
+                                        TensorCodec.tensor(
+                                                dtype, 0, model.hidden(), ByteString.EMPTY))
+                                .setStats(StepStats.newBuilder().setStepId(-1))
+                                .build());
                 responses.onCompleted();
                 return;
             }
             CompletableFuture<ForwardOutcome> result = new CompletableFuture<>();
-            scheduler.submit(new ForwardJob(request.getLayer(), dtype, numTokens,
-                    request.getHiddenStates().getData(), routing, enqueued, result));
-            result.whenComplete((outcome, failure) -> {
-                if (failure != null) {
-                    responses.onError(StatusMapping.toStatus(failure).asRuntimeException());
-                    return;
-                }
-                responses.onNext(ForwardResponse.newBuilder()
-                        .setHiddenStates(TensorCodec.tensor(dtype, numTokens, model.hidden(), outcome.output()))
-                        .setStats(stats(outcome))
-                        .build());
-                responses.onCompleted();
-            });
+            scheduler.submit(
+                    new ForwardJob(
+                            request.getLayer(),
+                            dtype,
+                            numTokens,
+                            request.getHiddenStates().getData(),
+                            routing,
+                            enqueued,
+                            result));
+            result.whenComplete(
+                    (outcome, failure) -> {
+                        if (failure != null) {
+                            responses.onError(StatusMapping.toStatus(failure).asRuntimeException());
+                            return;
+                        }
+                        responses.onNext(
+                                ForwardResponse.newBuilder()
+                                        .setHiddenStates(
+                                                TensorCodec.tensor(
+                                                        dtype,
+                                                        numTokens,
+                                                        model.hidden(),
+                                                        outcome.output()))
+                                        .setStats(stats(outcome))
+                                        .build());
+                        responses.onCompleted();
+                    });
         } catch (RuntimeException e) {
             responses.onError(StatusMapping.toStatus(e).asRuntimeException());
         }
@@ -123,15 +150,25 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             numTokens = Math.toIntExact(request.getRouterLogits().getShape(0));
         } else {
             throw new InvalidRequestException(
-                    "hidden_states: unset (expected: [T, " + model.hidden() + "] when routing is unset)");
+                    "hidden_states: unset (expected: [T, "
+                            + model.hidden()
+                            + "] when routing is unset)");
         }
-        RoutingInput routing = decoder.routing(request.getTopk(), request.getRouterLogits(),
-                request.hasTopk(), request.hasRouterLogits(), numTokens);
-        ByteBuffer tokens = ByteBuffer.allocateDirect(request.getHiddenStates().getData().size())
-                .order(ByteOrder.LITTLE_ENDIAN);
+        RoutingInput routing =
+                decoder.routing(
+                        request.getTopk(),
+                        request.getRouterLogits(),
+                        request.hasTopk(),
+                        request.hasRouterLogits(),
+                        numTokens);
+        ByteBuffer tokens =
+                ByteBuffer.allocateDirect(request.getHiddenStates().getData().size())
+                        .order(ByteOrder.LITTLE_ENDIAN);
         request.getHiddenStates().getData().copyTo(tokens);
-        DType dtype = routing instanceof RoutingInput.ModelGate
-                ? TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states") : DType.FP32;
+        DType dtype =
+                routing instanceof RoutingInput.ModelGate
+                        ? TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states")
+                        : DType.FP32;
         int[] ids;
         float[] weights;
         synchronized (router) {
@@ -162,15 +199,16 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
 
     private static StepStats stats(ForwardOutcome outcome) {
         StepStatsSnapshot s = outcome.step();
-        StepStats.Builder b = StepStats.newBuilder()
-                .setStepId(s.stepId())
-                .setStepRequests(s.requests())
-                .setStepTokens(s.tokens())
-                .setRouteUs(TimeUnit.NANOSECONDS.toMicros(s.routeNs()))
-                .setDispatchUs(TimeUnit.NANOSECONDS.toMicros(s.dispatchNs()))
-                .setExpertUs(TimeUnit.NANOSECONDS.toMicros(s.expertNs()))
-                .setCombineUs(TimeUnit.NANOSECONDS.toMicros(s.combineNs()))
-                .setQueueUs(TimeUnit.NANOSECONDS.toMicros(outcome.queueNs()));
+        StepStats.Builder b =
+                StepStats.newBuilder()
+                        .setStepId(s.stepId())
+                        .setStepRequests(s.requests())
+                        .setStepTokens(s.tokens())
+                        .setRouteUs(TimeUnit.NANOSECONDS.toMicros(s.routeNs()))
+                        .setDispatchUs(TimeUnit.NANOSECONDS.toMicros(s.dispatchNs()))
+                        .setExpertUs(TimeUnit.NANOSECONDS.toMicros(s.expertNs()))
+                        .setCombineUs(TimeUnit.NANOSECONDS.toMicros(s.combineNs()))
+                        .setQueueUs(TimeUnit.NANOSECONDS.toMicros(outcome.queueNs()));
         for (long v : s.tokensPerRank()) {
             b.addTokensPerRank(v);
         }

@@ -18,9 +18,9 @@ import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.MoeServiceGrpc;
 
 /**
- * The client-facing server: MoeService on a step scheduler over a {@link RankGroup}, plus
- * health, reflection and any extra services (the control plane adds ClusterService), on whatever
- * {@link ServerBuilder} the caller supplies (Netty for the CLI, in-process for tests).
+ * The client-facing server: MoeService on a step scheduler over a {@link RankGroup}, plus health,
+ * reflection and any extra services (the control plane adds ClusterService), on whatever {@link
+ * ServerBuilder} the caller supplies (Netty for the CLI, in-process for tests).
  */
 public final class MoeServer implements AutoCloseable {
 
@@ -32,7 +32,8 @@ public final class MoeServer implements AutoCloseable {
      * @param maxRequestBytes larger gRPC messages are refused with RESOURCE_EXHAUSTED
      * @param maxStepsInFlight steps submitted to the ranks before the oldest is answered
      */
-    public record Settings(int maxBatchTokens, int maxQueuedRequests, int maxRequestBytes, int maxStepsInFlight) {
+    public record Settings(
+            int maxBatchTokens, int maxQueuedRequests, int maxRequestBytes, int maxStepsInFlight) {
         public Settings {
             positive("maxStepsInFlight", maxStepsInFlight);
             positive("maxBatchTokens", maxBatchTokens);
@@ -52,7 +53,8 @@ public final class MoeServer implements AutoCloseable {
     private final HealthStatusManager health;
     private final Server server;
 
-    private MoeServer(RankGroup group, StepScheduler scheduler, HealthStatusManager health, Server server) {
+    private MoeServer(
+            RankGroup group, StepScheduler scheduler, HealthStatusManager health, Server server) {
         this.group = group;
         this.scheduler = scheduler;
         this.health = health;
@@ -63,19 +65,43 @@ public final class MoeServer implements AutoCloseable {
      * Starts serving {@code group}, which this server then owns (and closes). Health starts as
      * {@code serving} says; {@link #setServing} changes it.
      */
-    public static MoeServer start(ServerBuilder<?> builder, RankGroup group, WeightSource weights, Settings settings,
-            MeterRegistry registry, boolean serving, BindableService... extraServices) throws IOException {
-        StepMetrics metrics = new StepMetrics(registry, group.model().layers(), group.model().experts(),
-                group.worldSize(), group.transport());
-        new ClusterMetrics(group.worldSize(), group::joined, group::healthy, group::rebuilds).bindTo(registry);
-        StepScheduler scheduler = new StepScheduler(group, settings.maxBatchTokens(), settings.maxQueuedRequests(),
-                settings.maxStepsInFlight(), metrics);
+    public static MoeServer start(
+            ServerBuilder<?> builder,
+            RankGroup group,
+            WeightSource weights,
+            Settings settings,
+            MeterRegistry registry,
+            boolean serving,
+            BindableService... extraServices)
+            throws IOException {
+        StepMetrics metrics =
+                new StepMetrics(
+                        registry,
+                        group.model().layers(),
+                        group.model().experts(),
+                        group.worldSize(),
+                        group.transport());
+        new ClusterMetrics(group.worldSize(), group::joined, group::healthy, group::rebuilds)
+                .bindTo(registry);
+        StepScheduler scheduler =
+                new StepScheduler(
+                        group,
+                        settings.maxBatchTokens(),
+                        settings.maxQueuedRequests(),
+                        settings.maxStepsInFlight(),
+                        metrics);
         HealthStatusManager health = new HealthStatusManager();
         Server server;
         try {
             builder.maxInboundMessageSize(settings.maxRequestBytes())
                     .intercept(new MetricCollectingServerInterceptor(registry))
-                    .addService(new MoeGrpcService(group.model(), weights, group.placement(), scheduler, group.transport()))
+                    .addService(
+                            new MoeGrpcService(
+                                    group.model(),
+                                    weights,
+                                    group.placement(),
+                                    scheduler,
+                                    group.transport()))
                     .addService(new BenchGrpcService(group, scheduler))
                     .addService(health.getHealthService())
                     .addService(ProtoReflectionServiceV1.newInstance());

@@ -8,9 +8,8 @@ import moe.a2a.v1.TopK;
 
 /**
  * Validates Forward and Route inputs against the served model and turns them into data-plane
- * values. Every failure is an {@link InvalidRequestException} naming the field and the
- * expectation; nothing here touches shared state, so a bad request cannot affect another.
- * Thread-safe.
+ * values. Every failure is an {@link InvalidRequestException} naming the field and the expectation;
+ * nothing here touches shared state, so a bad request cannot affect another. Thread-safe.
  */
 public final class RequestDecoder {
     private final ModelConfig model;
@@ -32,8 +31,13 @@ public final class RequestDecoder {
         moe.a2a.dispatch.DType dtype = TensorCodec.dtype(hidden.getDtype(), field);
         List<Long> shape = hidden.getShapeList();
         if (shape.size() != 2 || shape.get(1) != model.hidden() || shape.get(0) < 0) {
-            throw new InvalidRequestException(field + ".shape: " + shape + " (expected: [T, "
-                    + model.hidden() + "] with T >= 0)");
+            throw new InvalidRequestException(
+                    field
+                            + ".shape: "
+                            + shape
+                            + " (expected: [T, "
+                            + model.hidden()
+                            + "] with T >= 0)");
         }
         long rows = shape.get(0);
         checkData(hidden, field, rows, model.hidden(), dtype);
@@ -41,7 +45,8 @@ public final class RequestDecoder {
     }
 
     /** The routing of {@code numTokens} tokens from whichever oneof case is set. */
-    public RoutingInput routing(TopK topk, Tensor logits, boolean hasTopk, boolean hasLogits, int numTokens) {
+    public RoutingInput routing(
+            TopK topk, Tensor logits, boolean hasTopk, boolean hasLogits, int numTokens) {
         if (hasTopk) {
             return topK(topk, numTokens);
         }
@@ -54,16 +59,33 @@ public final class RequestDecoder {
     private RoutingInput.TopK topK(TopK topk, int numTokens) {
         final int k = model.topK();
         if (topk.getK() != k) {
-            throw new InvalidRequestException("topk.k: " + topk.getK() + " (expected: " + k + ", the model's top-k)");
+            throw new InvalidRequestException(
+                    "topk.k: " + topk.getK() + " (expected: " + k + ", the model's top-k)");
         }
         long expected = (long) numTokens * k;
         if (topk.getExpertIdsCount() != expected) {
-            throw new InvalidRequestException("topk.expert_ids: " + topk.getExpertIdsCount()
-                    + " values (expected: T × K = " + numTokens + " × " + k + " = " + expected + ")");
+            throw new InvalidRequestException(
+                    "topk.expert_ids: "
+                            + topk.getExpertIdsCount()
+                            + " values (expected: T × K = "
+                            + numTokens
+                            + " × "
+                            + k
+                            + " = "
+                            + expected
+                            + ")");
         }
         if (topk.getWeightsCount() != expected) {
-            throw new InvalidRequestException("topk.weights: " + topk.getWeightsCount()
-                    + " values (expected: T × K = " + numTokens + " × " + k + " = " + expected + ")");
+            throw new InvalidRequestException(
+                    "topk.weights: "
+                            + topk.getWeightsCount()
+                            + " values (expected: T × K = "
+                            + numTokens
+                            + " × "
+                            + k
+                            + " = "
+                            + expected
+                            + ")");
         }
         int[] ids = new int[(int) expected];
         float[] weights = new float[(int) expected];
@@ -72,18 +94,37 @@ public final class RequestDecoder {
                 int i = t * k + j;
                 int id = topk.getExpertIds(i);
                 if (id < 0 || id >= model.experts()) {
-                    throw new InvalidRequestException("topk.expert_ids[" + t + "][" + j + "]: " + id
-                            + " (expected: in [0, " + model.experts() + "))");
+                    throw new InvalidRequestException(
+                            "topk.expert_ids["
+                                    + t
+                                    + "]["
+                                    + j
+                                    + "]: "
+                                    + id
+                                    + " (expected: in [0, "
+                                    + model.experts()
+                                    + "))");
                 }
                 for (int p = 0; p < j; p++) {
                     if (ids[t * k + p] == id) {
-                        throw new InvalidRequestException("topk.expert_ids[" + t + "][" + j + "]: " + id
-                                + " repeats topk.expert_ids[" + t + "][" + p + "] (expected: distinct experts per token)");
+                        throw new InvalidRequestException(
+                                "topk.expert_ids["
+                                        + t
+                                        + "]["
+                                        + j
+                                        + "]: "
+                                        + id
+                                        + " repeats topk.expert_ids["
+                                        + t
+                                        + "]["
+                                        + p
+                                        + "] (expected: distinct experts per token)");
                     }
                 }
                 float w = topk.getWeights(i);
                 if (!Float.isFinite(w)) {
-                    throw new InvalidRequestException("topk.weights[" + t + "][" + j + "]: " + w + " (expected: finite)");
+                    throw new InvalidRequestException(
+                            "topk.weights[" + t + "][" + j + "]: " + w + " (expected: finite)");
                 }
                 ids[i] = id;
                 weights[i] = w;
@@ -96,25 +137,49 @@ public final class RequestDecoder {
         moe.a2a.dispatch.DType dtype = TensorCodec.dtype(logits.getDtype(), "router_logits");
         List<Long> shape = logits.getShapeList();
         if (shape.size() != 2 || shape.get(0) != numTokens || shape.get(1) != model.experts()) {
-            throw new InvalidRequestException("router_logits.shape: " + shape + " (expected: ["
-                    + numTokens + ", " + model.experts() + "], [T, E])");
+            throw new InvalidRequestException(
+                    "router_logits.shape: "
+                            + shape
+                            + " (expected: ["
+                            + numTokens
+                            + ", "
+                            + model.experts()
+                            + "], [T, E])");
         }
         checkData(logits, "router_logits", numTokens, model.experts(), dtype);
         float[] values = TensorCodec.floats(logits);
         for (int i = 0; i < values.length; i++) {
             if (!Float.isFinite(values[i])) {
-                throw new InvalidRequestException("router_logits[" + i / model.experts() + "]["
-                        + i % model.experts() + "]: " + values[i] + " (expected: finite)");
+                throw new InvalidRequestException(
+                        "router_logits["
+                                + i / model.experts()
+                                + "]["
+                                + i % model.experts()
+                                + "]: "
+                                + values[i]
+                                + " (expected: finite)");
             }
         }
         return values;
     }
 
-    private static void checkData(Tensor tensor, String field, long rows, long cols, moe.a2a.dispatch.DType dtype) {
+    private static void checkData(
+            Tensor tensor, String field, long rows, long cols, moe.a2a.dispatch.DType dtype) {
         long expected = rows * cols * dtype.sizeBytes();
         if (tensor.getData().size() != expected) {
-            throw new InvalidRequestException(field + ".data: " + tensor.getData().size() + " bytes (expected: "
-                    + rows + " × " + cols + " × " + dtype.sizeBytes() + " = " + expected + ")");
+            throw new InvalidRequestException(
+                    field
+                            + ".data: "
+                            + tensor.getData().size()
+                            + " bytes (expected: "
+                            + rows
+                            + " × "
+                            + cols
+                            + " × "
+                            + dtype.sizeBytes()
+                            + " = "
+                            + expected
+                            + ")");
         }
     }
 }

@@ -14,7 +14,10 @@ public final class StatusMapping {
     private StatusMapping() {}
 
     public static Status toStatus(Throwable failure) {
-        Throwable t = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        Throwable t =
+                failure instanceof CompletionException && failure.getCause() != null
+                        ? failure.getCause()
+                        : failure;
         if (t instanceof InvalidRequestException) {
             return Status.INVALID_ARGUMENT.withDescription(t.getMessage());
         }

@@ -20,9 +20,11 @@ public final class TensorCodec {
             case FP32:
                 return DType.FP32;
             case DTYPE_UNSPECIFIED:
-                throw new InvalidRequestException(field + ".dtype: DTYPE_UNSPECIFIED (expected: BF16, FP16 or FP32)");
+                throw new InvalidRequestException(
+                        field + ".dtype: DTYPE_UNSPECIFIED (expected: BF16, FP16 or FP32)");
             default:
-                throw new InvalidRequestException(field + ".dtype: unknown value (expected: BF16, FP16 or FP32)");
+                throw new InvalidRequestException(
+                        field + ".dtype: unknown value (expected: BF16, FP16 or FP32)");
         }
     }
 
@@ -39,12 +41,19 @@ public final class TensorCodec {
 
     /** A {@code [rows, cols]} tensor holding {@code data}. */
     public static Tensor tensor(DType dtype, long rows, long cols, ByteString data) {
-        return Tensor.newBuilder().setDtype(wire(dtype)).addShape(rows).addShape(cols).setData(data).build();
+        return Tensor.newBuilder()
+                .setDtype(wire(dtype))
+                .addShape(rows)
+                .addShape(cols)
+                .setData(data)
+                .build();
     }
 
     /** A {@code [rows, cols]} tensor of fp32 values encoded in {@code dtype}. */
     public static Tensor tensor(DType dtype, int rows, int cols, float[] values) {
-        ByteBuffer buf = ByteBuffer.allocate(values.length * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer buf =
+                ByteBuffer.allocate(values.length * dtype.sizeBytes())
+                        .order(ByteOrder.LITTLE_ENDIAN);
         dtype.encode(values, 0, values.length, buf, 0);
         return tensor(dtype, rows, cols, ByteString.copyFrom(buf.array()));
     }

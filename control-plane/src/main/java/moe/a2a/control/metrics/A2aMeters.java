@@ -2,36 +2,75 @@ package moe.a2a.control.metrics;
 
 /** Every meter moe-a2a registers: its Micrometer name, base unit and description. */
 public enum A2aMeters {
-    /** Exchange latency per phase (tags {@code phase}, {@code transport}); max over ranks per step. */
-    EXCHANGE("moe.a2a.exchange", "seconds", "Latency of one all-to-all phase of a step, slowest rank"),
+    /**
+     * Exchange latency per phase (tags {@code phase}, {@code transport}); max over ranks per step.
+     */
+    EXCHANGE(
+            "moe.a2a.exchange",
+            "seconds",
+            "Latency of one all-to-all phase of a step, slowest rank"),
     /** Step stage latency (tag {@code stage}: queue, route, dispatch, expert, combine). */
     STEP_STAGE("moe.a2a.step.stage", "seconds", "Latency of one stage of a step, slowest rank"),
-    /** Token rows sent to each peer rank, both phases (tags {@code rank}, {@code peer}, {@code transport}). */
-    BYTES_SENT("moe.a2a.transport.sent", "bytes", "Bytes of token rows a rank sent to a peer rank, dispatch and combine"),
-    /** Token rows received from each peer rank, both phases (tags {@code rank}, {@code peer}, {@code transport}). */
-    BYTES_RECEIVED("moe.a2a.transport.received", "bytes", "Bytes of token rows a rank received from a peer rank, dispatch and combine"),
+    /**
+     * Token rows sent to each peer rank, both phases (tags {@code rank}, {@code peer}, {@code
+     * transport}).
+     */
+    BYTES_SENT(
+            "moe.a2a.transport.sent",
+            "bytes",
+            "Bytes of token rows a rank sent to a peer rank, dispatch and combine"),
+    /**
+     * Token rows received from each peer rank, both phases (tags {@code rank}, {@code peer}, {@code
+     * transport}).
+     */
+    BYTES_RECEIVED(
+            "moe.a2a.transport.received",
+            "bytes",
+            "Bytes of token rows a rank received from a peer rank, dispatch and combine"),
     /** Token×k assignments routed per expert (tags {@code layer}, {@code expert}). */
-    EXPERT_ROUTED("moe.a2a.expert.routed", "tokens", "Token-expert assignments routed to each expert"),
+    EXPERT_ROUTED(
+            "moe.a2a.expert.routed", "tokens", "Token-expert assignments routed to each expert"),
     /** Tokens received per rank in dispatch (tags {@code layer}, {@code rank}). */
-    RANK_ROUTED("moe.a2a.rank.routed", "tokens", "Tokens dispatched to each rank, each token once per rank"),
+    RANK_ROUTED(
+            "moe.a2a.rank.routed",
+            "tokens",
+            "Tokens dispatched to each rank, each token once per rank"),
     /** max/mean of tokens per expert over the last step of a layer (tag {@code layer}). */
-    EXPERT_IMBALANCE("moe.a2a.expert.imbalance", null, "Max over mean of tokens per expert, last step of the layer"),
+    EXPERT_IMBALANCE(
+            "moe.a2a.expert.imbalance",
+            null,
+            "Max over mean of tokens per expert, last step of the layer"),
     /** max/mean of tokens per rank over the last step of a layer (tag {@code layer}). */
-    RANK_IMBALANCE("moe.a2a.rank.imbalance", null, "Max over mean of tokens per rank, last step of the layer"),
+    RANK_IMBALANCE(
+            "moe.a2a.rank.imbalance",
+            null,
+            "Max over mean of tokens per rank, last step of the layer"),
     /** Tokens of steps that failed: their requests were answered with an error, not rows. */
-    TOKENS_DROPPED("moe.a2a.dropped", "tokens", "Tokens whose step failed and were answered with an error"),
+    TOKENS_DROPPED(
+            "moe.a2a.dropped",
+            "tokens",
+            "Tokens whose step failed and were answered with an error"),
     /** Steps that failed (a rank failed or timed out). */
     STEP_FAILURES("moe.a2a.failed", "steps", "Steps that failed and were answered UNAVAILABLE"),
-    /** Data-plane errors by kind (tags {@code transport}, {@code kind}: timeout, peer_failed, other). */
-    TRANSPORT_ERRORS("moe.a2a.transport.errors", "errors", "Exchange failures of the data plane, by kind"),
+    /**
+     * Data-plane errors by kind (tags {@code transport}, {@code kind}: timeout, peer_failed,
+     * other).
+     */
+    TRANSPORT_ERRORS(
+            "moe.a2a.transport.errors", "errors", "Exchange failures of the data plane, by kind"),
     /** Times the rank group was formed again after a failure. */
-    COMMUNICATOR_REBUILDS("moe.a2a.communicator.rebuilds", "rebuilds", "Times the rank group was formed again after a failure"),
+    COMMUNICATOR_REBUILDS(
+            "moe.a2a.communicator.rebuilds",
+            "rebuilds",
+            "Times the rank group was formed again after a failure"),
     /** Ranks the group is configured for (its world size). */
-    RANKS_EXPECTED("moe.a2a.cluster.size", "ranks", "Ranks the group is configured for, its world size"),
+    RANKS_EXPECTED(
+            "moe.a2a.cluster.size", "ranks", "Ranks the group is configured for, its world size"),
     /** Ranks currently held by a live rank (worker sessions for the control plane). */
     RANKS_JOINED("moe.a2a.cluster.joined", "ranks", "Ranks currently held by a live rank"),
     /** Ranks of the formed group, ready to run steps. */
-    RANKS_HEALTHY("moe.a2a.cluster.healthy", "ranks", "Ranks in the formed group, ready to run steps");
+    RANKS_HEALTHY(
+            "moe.a2a.cluster.healthy", "ranks", "Ranks in the formed group, ready to run steps");
 
     private final String meterName;
     private final String baseUnit;

@@ -9,9 +9,8 @@ import java.util.function.ToDoubleFunction;
 
 /**
  * Membership meters of a rank group: its size, ranks joined and healthy, group rebuilds; read when
- * scraped.
- * Every meter reads through this object, which the gauges hold strongly: Micrometer holds a
- * meter's state weakly, and a method reference passed in has no other owner (it would be
+ * scraped. Every meter reads through this object, which the gauges hold strongly: Micrometer holds
+ * a meter's state weakly, and a method reference passed in has no other owner (it would be
  * collected and the meter read NaN).
  */
 public final class ClusterMetrics implements MeterBinder {
@@ -20,7 +19,8 @@ public final class ClusterMetrics implements MeterBinder {
     private final IntSupplier healthy;
     private final IntSupplier rebuilds;
 
-    public ClusterMetrics(int worldSize, IntSupplier joined, IntSupplier healthy, IntSupplier rebuilds) {
+    public ClusterMetrics(
+            int worldSize, IntSupplier joined, IntSupplier healthy, IntSupplier rebuilds) {
         this.worldSize = worldSize;
         this.joined = joined;
         this.healthy = healthy;
@@ -32,13 +32,17 @@ public final class ClusterMetrics implements MeterBinder {
         gauge(registry, A2aMeters.RANKS_EXPECTED, m -> m.worldSize);
         gauge(registry, A2aMeters.RANKS_JOINED, m -> m.joined.getAsInt());
         gauge(registry, A2aMeters.RANKS_HEALTHY, m -> m.healthy.getAsInt());
-        FunctionCounter.builder(A2aMeters.COMMUNICATOR_REBUILDS.meterName(), this, m -> m.rebuilds.getAsInt())
+        FunctionCounter.builder(
+                        A2aMeters.COMMUNICATOR_REBUILDS.meterName(),
+                        this,
+                        m -> m.rebuilds.getAsInt())
                 .baseUnit(A2aMeters.COMMUNICATOR_REBUILDS.baseUnit())
                 .description(A2aMeters.COMMUNICATOR_REBUILDS.description())
                 .register(registry);
     }
 
-    private void gauge(MeterRegistry registry, A2aMeters meter, ToDoubleFunction<ClusterMetrics> value) {
+    private void gauge(
+            MeterRegistry registry, A2aMeters meter, ToDoubleFunction<ClusterMetrics> value) {
         Gauge.builder(meter.meterName(), this, value)
                 .strongReference(true)
                 .baseUnit(meter.baseUnit())

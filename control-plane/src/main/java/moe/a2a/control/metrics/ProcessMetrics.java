@@ -24,6 +24,7 @@ import java.util.function.ToDoubleFunction;
 public final class ProcessMetrics {
     /** The timer of Micrometer's gRPC server binder. */
     static final String GRPC_SERVER_LATENCY = "grpc.server.processing.duration";
+
     static final String NETTY_MEMORY = "netty.allocator.memory.used";
 
     private ProcessMetrics() {}
@@ -35,20 +36,24 @@ public final class ProcessMetrics {
                 .meterFilter(MeterFilter.renameTag("grpc.server", "statusCode", "status_code"))
                 .meterFilter(MeterFilter.denyNameStartsWith("process.cpu.time"))
                 .meterFilter(MeterFilter.denyNameStartsWith("system.cpu.count"))
-                .meterFilter(new MeterFilter() {
-            @Override
-            public DistributionStatisticConfig configure(Meter.Id id, DistributionStatisticConfig config) {
-                if (!id.getName().equals(GRPC_SERVER_LATENCY)) {
-                    return config;
-                }
-                return DistributionStatisticConfig.builder()
-                        .percentilesHistogram(true)
-                        .minimumExpectedValue((double) Duration.ofNanos(10_000).toNanos())
-                        .maximumExpectedValue((double) Duration.ofSeconds(30).toNanos())
-                        .build()
-                        .merge(config);
-            }
-        });
+                .meterFilter(
+                        new MeterFilter() {
+                            @Override
+                            public DistributionStatisticConfig configure(
+                                    Meter.Id id, DistributionStatisticConfig config) {
+                                if (!id.getName().equals(GRPC_SERVER_LATENCY)) {
+                                    return config;
+                                }
+                                return DistributionStatisticConfig.builder()
+                                        .percentilesHistogram(true)
+                                        .minimumExpectedValue(
+                                                (double) Duration.ofNanos(10_000).toNanos())
+                                        .maximumExpectedValue(
+                                                (double) Duration.ofSeconds(30).toNanos())
+                                        .build()
+                                        .merge(config);
+                            }
+                        });
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);
@@ -60,7 +65,10 @@ public final class ProcessMetrics {
         }
     }
 
-    private static void nettyMemory(MeterRegistry registry, String type, ByteBufAllocatorMetric metric,
+    private static void nettyMemory(
+            MeterRegistry registry,
+            String type,
+            ByteBufAllocatorMetric metric,
             ToDoubleFunction<ByteBufAllocatorMetric> used) {
         Gauge.builder(NETTY_MEMORY, metric, used)
                 .baseUnit("bytes")

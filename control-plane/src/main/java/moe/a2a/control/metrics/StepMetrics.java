@@ -15,10 +15,10 @@ import moe.a2a.control.cluster.StepStatsSnapshot;
 import moe.a2a.control.grpc.Imbalance;
 
 /**
- * Records every step into Micrometer. Meters are kept in arrays indexed by layer, expert and
- * rank, so recording a step does no lookups; the per-peer byte counters are registered on first
- * traffic, so a worker exposes only its own rank's. Called on one thread (the scheduler's or the
- * worker's data-plane thread); gauges are read by the scrape thread.
+ * Records every step into Micrometer. Meters are kept in arrays indexed by layer, expert and rank,
+ * so recording a step does no lookups; the per-peer byte counters are registered on first traffic,
+ * so a worker exposes only its own rank's. Called on one thread (the scheduler's or the worker's
+ * data-plane thread); gauges are read by the scrape thread.
  */
 public final class StepMetrics implements StepListener {
     private final Timer dispatchExchange;
@@ -42,7 +42,8 @@ public final class StepMetrics implements StepListener {
     private final MeterRegistry registry;
     private final String transport;
 
-    public StepMetrics(MeterRegistry registry, int layers, int experts, int worldSize, String transport) {
+    public StepMetrics(
+            MeterRegistry registry, int layers, int experts, int worldSize, String transport) {
         this.registry = registry;
         this.transport = transport;
         dispatchExchange = exchange(registry, "dispatch", transport);
@@ -59,12 +60,18 @@ public final class StepMetrics implements StepListener {
         for (int l = 0; l < layers; l++) {
             String layer = Integer.toString(l);
             for (int e = 0; e < experts; e++) {
-                expertRouted[l][e] = counter(registry, A2aMeters.EXPERT_ROUTED).tag("layer", layer)
-                        .tag("expert", Integer.toString(e)).register(registry);
+                expertRouted[l][e] =
+                        counter(registry, A2aMeters.EXPERT_ROUTED)
+                                .tag("layer", layer)
+                                .tag("expert", Integer.toString(e))
+                                .register(registry);
             }
             for (int r = 0; r < worldSize; r++) {
-                rankRouted[l][r] = counter(registry, A2aMeters.RANK_ROUTED).tag("layer", layer)
-                        .tag("rank", Integer.toString(r)).register(registry);
+                rankRouted[l][r] =
+                        counter(registry, A2aMeters.RANK_ROUTED)
+                                .tag("layer", layer)
+                                .tag("rank", Integer.toString(r))
+                                .register(registry);
             }
             expertImbalanceBits[l] = gauge(registry, A2aMeters.EXPERT_IMBALANCE, layer);
             rankImbalanceBits[l] = gauge(registry, A2aMeters.RANK_IMBALANCE, layer);
@@ -96,8 +103,10 @@ public final class StepMetrics implements StepListener {
         for (int r = 0; r < stats.tokensPerRank().length; r++) {
             rankRouted[l][r].increment(stats.tokensPerRank()[r]);
         }
-        expertImbalanceBits[l].set(Double.doubleToLongBits(Imbalance.maxOverMean(stats.tokensPerExpert())));
-        rankImbalanceBits[l].set(Double.doubleToLongBits(Imbalance.maxOverMean(stats.tokensPerRank())));
+        expertImbalanceBits[l].set(
+                Double.doubleToLongBits(Imbalance.maxOverMean(stats.tokensPerExpert())));
+        rankImbalanceBits[l].set(
+                Double.doubleToLongBits(Imbalance.maxOverMean(stats.tokensPerRank())));
         recordTraffic(A2aMeters.BYTES_SENT, bytesSent, stats.bytesSent());
         recordTraffic(A2aMeters.BYTES_RECEIVED, bytesReceived, stats.bytesReceived());
     }
@@ -132,8 +141,12 @@ public final class StepMetrics implements StepListener {
                     continue;
                 }
                 if (counters[r][p] == null) {
-                    counters[r][p] = counter(registry, meter).tag("rank", Integer.toString(r))
-                            .tag("peer", Integer.toString(p)).tag("transport", transport).register(registry);
+                    counters[r][p] =
+                            counter(registry, meter)
+                                    .tag("rank", Integer.toString(r))
+                                    .tag("peer", Integer.toString(p))
+                                    .tag("transport", transport)
+                                    .register(registry);
                 }
                 counters[r][p].increment(bytes[r][p]);
             }
@@ -141,12 +154,17 @@ public final class StepMetrics implements StepListener {
     }
 
     private static Counter transportError(MeterRegistry registry, String transport, String kind) {
-        return counter(registry, A2aMeters.TRANSPORT_ERRORS).tag("transport", transport).tag("kind", kind)
+        return counter(registry, A2aMeters.TRANSPORT_ERRORS)
+                .tag("transport", transport)
+                .tag("kind", kind)
                 .register(registry);
     }
 
     private static Timer exchange(MeterRegistry registry, String phase, String transport) {
-        return timer(A2aMeters.EXCHANGE).tag("phase", phase).tag("transport", transport).register(registry);
+        return timer(A2aMeters.EXCHANGE)
+                .tag("phase", phase)
+                .tag("transport", transport)
+                .register(registry);
     }
 
     private static Timer stage(MeterRegistry registry, String stage) {
@@ -162,7 +180,9 @@ public final class StepMetrics implements StepListener {
     }
 
     private static Counter.Builder counter(MeterRegistry registry, A2aMeters meter) {
-        return Counter.builder(meter.meterName()).baseUnit(meter.baseUnit()).description(meter.description());
+        return Counter.builder(meter.meterName())
+                .baseUnit(meter.baseUnit())
+                .description(meter.description());
     }
 
     private static AtomicLong gauge(MeterRegistry registry, A2aMeters meter, String layer) {

@@ -63,14 +63,17 @@ class ClusterMembershipTest {
     void shouldRefuseWorkerExpectingAnotherModel() throws Exception {
         Status other = join("a", -1, "experts=8,hidden=8").end.get(5, TimeUnit.SECONDS);
         assertThat(other.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
-        assertThat(other.getDescription()).contains("join.expected_model: experts=8,hidden=8").contains(FINGERPRINT);
+        assertThat(other.getDescription())
+                .contains("join.expected_model: experts=8,hidden=8")
+                .contains(FINGERPRINT);
         assertThat(cluster.joined()).isZero();
     }
 
     @Test
     void shouldRefuseSessionThatDoesNotStartWithJoin() throws Exception {
         Session s = open();
-        s.requests.onNext(WorkerMessage.newBuilder().setHeartbeat(Heartbeat.getDefaultInstance()).build());
+        s.requests.onNext(
+                WorkerMessage.newBuilder().setHeartbeat(Heartbeat.getDefaultInstance()).build());
         Status status = s.end.get(5, TimeUnit.SECONDS);
         assertThat(status.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
         assertThat(status.getDescription()).contains("expected: join");
@@ -91,8 +94,14 @@ class ClusterMembershipTest {
 
     private Session join(String id, int rank, String expectedModel) {
         Session s = open();
-        s.requests.onNext(WorkerMessage.newBuilder().setJoin(Join.newBuilder().setWorkerId(id).setPreferredRank(rank)
-                .setExpectedModel(expectedModel)).build());
+        s.requests.onNext(
+                WorkerMessage.newBuilder()
+                        .setJoin(
+                                Join.newBuilder()
+                                        .setWorkerId(id)
+                                        .setPreferredRank(rank)
+                                        .setExpectedModel(expectedModel))
+                        .build());
         return s;
     }
 

@@ -22,17 +22,38 @@ final class InProcessCluster implements AutoCloseable {
 
     InProcessCluster(String transport) throws IOException {
         ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
-        ModelSpec spec = ModelSpec.newBuilder().setExperts(4).setHidden(8).setFfn(8).setTopK(2).setLayers(1).setSeed(1).build();
-        cluster = new RemoteCluster(model, spec, FINGERPRINT, 2, transport, TimeUnit.SECONDS.toNanos(5),
-                TimeUnit.SECONDS.toNanos(30), new ClusterListener() {
-                    @Override
-                    public void onServing(long epoch, long formedInNanos) {}
+        ModelSpec spec =
+                ModelSpec.newBuilder()
+                        .setExperts(4)
+                        .setHidden(8)
+                        .setFfn(8)
+                        .setTopK(2)
+                        .setLayers(1)
+                        .setSeed(1)
+                        .build();
+        cluster =
+                new RemoteCluster(
+                        model,
+                        spec,
+                        FINGERPRINT,
+                        2,
+                        transport,
+                        TimeUnit.SECONDS.toNanos(5),
+                        TimeUnit.SECONDS.toNanos(30),
+                        new ClusterListener() {
+                            @Override
+                            public void onServing(long epoch, long formedInNanos) {}
 
-                    @Override
-                    public void onNotServing(String reason) {}
-                });
+                            @Override
+                            public void onNotServing(String reason) {}
+                        });
         String name = InProcessServerBuilder.generateName();
-        server = InProcessServerBuilder.forName(name).directExecutor().addService(new ClusterGrpcService(cluster)).build().start();
+        server =
+                InProcessServerBuilder.forName(name)
+                        .directExecutor()
+                        .addService(new ClusterGrpcService(cluster))
+                        .build()
+                        .start();
         channel = InProcessChannelBuilder.forName(name).directExecutor().build();
     }
 

@@ -42,7 +42,8 @@ class NcclJoinProtocolTest {
         assertThat(refused.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
         assertThat(refused.getDescription())
                 .contains("join.transports: [tcp] (expected: nccl, this cluster's data plane)")
-                .contains("the worker's GPU probe: no GPU data plane: /dev/nvidiactl does not exist");
+                .contains(
+                        "the worker's GPU probe: no GPU data plane: /dev/nvidiactl does not exist");
         assertThat(cluster.joined()).isZero();
     }
 
@@ -79,19 +80,23 @@ class NcclJoinProtocolTest {
         b.requests.onNext(bound(epoch, new byte[0]));
         ControlMessage abort = b.next();
         assertThat(abort.hasAbort()).as("no FormGroup with a bad id: %s", abort).isTrue();
-        assertThat(abort.getAbort().getReason()).contains("rank 0's bound.nccl_unique_id: 127 bytes (expected: 128)");
+        assertThat(abort.getAbort().getReason())
+                .contains("rank 0's bound.nccl_unique_id: 127 bytes (expected: 128)");
         ControlMessage again = b.next();
         assertThat(again.getPrepare().getEpoch()).as("the group forms again").isEqualTo(epoch + 1);
     }
 
     private static WorkerMessage bound(long epoch, byte[] id) {
-        return WorkerMessage.newBuilder().setBound(Bound.newBuilder().setEpoch(epoch)
-                .setNcclUniqueId(ByteString.copyFrom(id))).build();
+        return WorkerMessage.newBuilder()
+                .setBound(
+                        Bound.newBuilder().setEpoch(epoch).setNcclUniqueId(ByteString.copyFrom(id)))
+                .build();
     }
 
     private Session join(String id, int rank, boolean nccl, String probe) {
         Session s = fixture.open();
-        Join.Builder join = Join.newBuilder().setWorkerId(id).setPreferredRank(rank).setGpuProbe(probe);
+        Join.Builder join =
+                Join.newBuilder().setWorkerId(id).setPreferredRank(rank).setGpuProbe(probe);
         if (nccl) {
             join.addTransports("tcp").addTransports("nccl");
         }

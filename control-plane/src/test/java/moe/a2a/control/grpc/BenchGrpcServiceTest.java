@@ -41,10 +41,17 @@ class BenchGrpcServiceTest {
     @BeforeEach
     void start() throws Exception {
         String name = InProcessServerBuilder.generateName();
-        EmbeddedCluster cluster = new EmbeddedCluster(new ModelConfig(4, 16, 16, 2, 1), weights, 2,
-                TimeUnit.SECONDS.toNanos(30));
-        server = MoeServer.start(InProcessServerBuilder.forName(name), cluster, weights,
-                new MoeServer.Settings(64, 64, 1 << 20, 2), new SimpleMeterRegistry(), true);
+        EmbeddedCluster cluster =
+                new EmbeddedCluster(
+                        new ModelConfig(4, 16, 16, 2, 1), weights, 2, TimeUnit.SECONDS.toNanos(30));
+        server =
+                MoeServer.start(
+                        InProcessServerBuilder.forName(name),
+                        cluster,
+                        weights,
+                        new MoeServer.Settings(64, 64, 1 << 20, 2),
+                        new SimpleMeterRegistry(),
+                        true);
         channel = InProcessChannelBuilder.forName(name).build();
     }
 
@@ -57,8 +64,14 @@ class BenchGrpcServiceTest {
     @Test
     void shouldRunMatchingWorkloadsAndSkipOthersBetweenSteps() {
         List<BenchEvent> events = new ArrayList<>();
-        BenchServiceGrpc.newBlockingStub(channel).run(BenchRequest.newBuilder()
-                .addWorkloads("prefill-n2").addWorkloads("decode").setIters(2).setWarmup(1).build())
+        BenchServiceGrpc.newBlockingStub(channel)
+                .run(
+                        BenchRequest.newBuilder()
+                                .addWorkloads("prefill-n2")
+                                .addWorkloads("decode")
+                                .setIters(2)
+                                .setWarmup(1)
+                                .build())
                 .forEachRemaining(events::add);
 
         assertThat(events).hasSize(4);
@@ -90,22 +103,46 @@ class BenchGrpcServiceTest {
             ids[2 * t + 1] = (t + 1) % 4;
             w[2 * t] = 0.25f;
             w[2 * t + 1] = 0.75f;
-            topk.addExpertIds(ids[2 * t]).addExpertIds(ids[2 * t + 1]).addWeights(w[2 * t]).addWeights(w[2 * t + 1]);
+            topk.addExpertIds(ids[2 * t])
+                    .addExpertIds(ids[2 * t + 1])
+                    .addWeights(w[2 * t])
+                    .addWeights(w[2 * t + 1]);
         }
-        ForwardResponse response = MoeServiceGrpc.newBlockingStub(channel).forward(ForwardRequest.newBuilder()
-                .setHiddenStates(TensorCodec.tensor(DType.FP32, tokens, 16, x)).setTopk(topk).build());
+        ForwardResponse response =
+                MoeServiceGrpc.newBlockingStub(channel)
+                        .forward(
+                                ForwardRequest.newBuilder()
+                                        .setHiddenStates(
+                                                TensorCodec.tensor(DType.FP32, tokens, 16, x))
+                                        .setTopk(topk)
+                                        .build());
         float[] expected = new ReferenceMoeLayer(weights).forward(0, x, tokens, 2, ids, w);
-        LayerCheck.assertClose("after bench", DType.FP32, TensorCodec.floats(response.getHiddenStates()), expected, 16);
+        LayerCheck.assertClose(
+                "after bench",
+                DType.FP32,
+                TensorCodec.floats(response.getHiddenStates()),
+                expected,
+                16);
     }
 
     @Test
     void shouldRejectUnknownWorkloadNamingIt() {
-        assertThatThrownBy(() -> BenchServiceGrpc.newBlockingStub(channel)
-                .run(BenchRequest.newBuilder().addWorkloads("prefill").addWorkloads("nope").build())
-                .forEachRemaining(e -> { }))
-                .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
-                    assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
-                    assertThat(e.getStatus().getDescription()).contains("workloads[1]: nope");
-                });
+        assertThatThrownBy(
+                        () ->
+                                BenchServiceGrpc.newBlockingStub(channel)
+                                        .run(
+                                                BenchRequest.newBuilder()
+                                                        .addWorkloads("prefill")
+                                                        .addWorkloads("nope")
+                                                        .build())
+                                        .forEachRemaining(e -> {}))
+                .isInstanceOfSatisfying(
+                        StatusRuntimeException.class,
+                        e -> {
+                            assertThat(e.getStatus().getCode())
+                                    .isEqualTo(Status.Code.INVALID_ARGUMENT);
+                            assertThat(e.getStatus().getDescription())
+                                    .contains("workloads[1]: nope");
+                        });
     }
 }

@@ -75,8 +75,14 @@ class MoeGrpcServiceTest {
     @BeforeEach
     void start() throws Exception {
         serverName = InProcessServerBuilder.generateName();
-        server = MoeServer.start(InProcessServerBuilder.forName(serverName).directExecutor(), cluster(), weights,
-                settings(), new SimpleMeterRegistry(), true);
+        server =
+                MoeServer.start(
+                        InProcessServerBuilder.forName(serverName).directExecutor(),
+                        cluster(),
+                        weights,
+                        settings(),
+                        new SimpleMeterRegistry(),
+                        true);
         channel = InProcessChannelBuilder.forName(serverName).directExecutor().build();
         stub = MoeServiceGrpc.newBlockingStub(channel);
     }
@@ -87,7 +93,11 @@ class MoeGrpcServiceTest {
         server.close();
     }
 
-    enum Routing { TOPK, LOGITS, GATE }
+    enum Routing {
+        TOPK,
+        LOGITS,
+        GATE
+    }
 
     static Stream<Arguments> forwardCases() {
         return Stream.of(
@@ -104,12 +114,18 @@ class MoeGrpcServiceTest {
     void shouldMatchReferenceWhenForwarding(DType dtype, Routing routing, int tokens) {
         for (int layer = 0; layer < LAYERS; layer++) {
             long seed = dtype.ordinal() * 100L + routing.ordinal() * 10L + layer;
-            ForwardRequest request = request(new SplittableRandom(seed), layer, tokens, dtype, routing);
+            ForwardRequest request =
+                    request(new SplittableRandom(seed), layer, tokens, dtype, routing);
             ForwardResponse response = stub.forward(request);
-            assertThat(response.getHiddenStates().getDtype()).isEqualTo(request.getHiddenStates().getDtype());
-            assertThat(response.getHiddenStates().getShapeList()).containsExactly((long) tokens, (long) H);
+            assertThat(response.getHiddenStates().getDtype())
+                    .isEqualTo(request.getHiddenStates().getDtype());
+            assertThat(response.getHiddenStates().getShapeList())
+                    .containsExactly((long) tokens, (long) H);
             assertMatchesReference("seed=" + seed, request, response);
-            assertThat(response.getStats().getTokensPerExpertList().stream().mapToLong(Long::longValue).sum())
+            assertThat(
+                            response.getStats().getTokensPerExpertList().stream()
+                                    .mapToLong(Long::longValue)
+                                    .sum())
                     .isGreaterThanOrEqualTo((long) tokens * K);
             assertThat(response.getStats().getTokensPerRankCount()).isEqualTo(N);
         }
@@ -117,10 +133,15 @@ class MoeGrpcServiceTest {
 
     @Test
     void shouldAnswerEmptyTensorWhenNoTokens() {
-        ForwardRequest request = ForwardRequest.newBuilder()
-                .setHiddenStates(Tensor.newBuilder().setDtype(moe.a2a.v1.DType.BF16).addShape(0).addShape(H))
-                .setTopk(TopK.newBuilder().setK(K))
-                .build();
+        ForwardRequest request =
+                ForwardRequest.newBuilder()
+                        .setHiddenStates(
+                                Tensor.newBuilder()
+                                        .setDtype(moe.a2a.v1.DType.BF16)
+                                        .addShape(0)
+                                        .addShape(H))
+                        .setTopk(TopK.newBuilder().setK(K))
+                        .build();
         ForwardResponse response = stub.forward(request);
         assertThat(response.getHiddenStates().getShapeList()).containsExactly(0L, (long) H);
         assertThat(response.getHiddenStates().getData().size()).isZero();
@@ -134,23 +155,33 @@ class MoeGrpcServiceTest {
             List<Future<?>> clients = new ArrayList<>();
             for (int c = 0; c < 16; c++) {
                 final int client = c;
-                clients.add(pool.submit(() -> {
-                    ManagedChannel own = InProcessChannelBuilder.forName(serverName).build();
-                    try {
-                        MoeServiceGrpc.MoeServiceBlockingStub s = MoeServiceGrpc.newBlockingStub(own);
-                        for (int round = 0; round < 3; round++) {
-                            long seed = 1000L + client * 10 + round;
-                            DType dtype = client % 2 == 0 ? DType.BF16 : DType.FP32;
-                            Routing routing = Routing.values()[client % 3];
-                            ForwardRequest request = request(new SplittableRandom(seed), client % LAYERS,
-                                    1 + client % 7, dtype, routing);
-                            assertMatchesReference("seed=" + seed, request, s.forward(request));
-                        }
-                    } finally {
-                        own.shutdownNow();
-                    }
-                    return null;
-                }));
+                clients.add(
+                        pool.submit(
+                                () -> {
+                                    ManagedChannel own =
+                                            InProcessChannelBuilder.forName(serverName).build();
+                                    try {
+                                        MoeServiceGrpc.MoeServiceBlockingStub s =
+                                                MoeServiceGrpc.newBlockingStub(own);
+                                        for (int round = 0; round < 3; round++) {
+                                            long seed = 1000L + client * 10 + round;
+                                            DType dtype = client % 2 == 0 ? DType.BF16 : DType.FP32;
+                                            Routing routing = Routing.values()[client % 3];
+                                            ForwardRequest request =
+                                                    request(
+                                                            new SplittableRandom(seed),
+                                                            client % LAYERS,
+                                                            1 + client % 7,
+                                                            dtype,
+                                                            routing);
+                                            assertMatchesReference(
+                                                    "seed=" + seed, request, s.forward(request));
+                                        }
+                                    } finally {
+                                        own.shutdownNow();
+                                    }
+                                    return null;
+                                }));
             }
             for (Future<?> f : clients) {
                 f.get(100, TimeUnit.SECONDS);
@@ -169,8 +200,11 @@ class MoeGrpcServiceTest {
             // expert 0 is hot, so the imbalance is visible
             logits[i] = (float) random.nextGaussian() + (i % E == 0 ? 3f : 0f);
         }
-        RouteResponse route = stub.route(RouteRequest.newBuilder()
-                .setRouterLogits(TensorCodec.tensor(DType.FP32, tokens, E, logits)).build());
+        RouteResponse route =
+                stub.route(
+                        RouteRequest.newBuilder()
+                                .setRouterLogits(TensorCodec.tensor(DType.FP32, tokens, E, logits))
+                                .build());
         int[] ids = new int[tokens * K];
         float[] w = new float[tokens * K];
         Gate.softmaxTopK(logits, tokens, E, K, ids, w);
@@ -193,9 +227,12 @@ class MoeGrpcServiceTest {
         }
         assertThat(route.getTokensPerRankList()).containsExactlyElementsOf(boxed(perRank));
         assertThat(route.getTokensPerExpertList()).containsExactlyElementsOf(boxed(perExpert));
-        assertThat(route.getExpertImbalance()).isCloseTo(
-                java.util.Arrays.stream(perExpert).max().getAsLong() * E / (double) (tokens * K),
-                org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(route.getExpertImbalance())
+                .isCloseTo(
+                        java.util.Arrays.stream(perExpert).max().getAsLong()
+                                * E
+                                / (double) (tokens * K),
+                        org.assertj.core.data.Offset.offset(1e-9));
         assertThat(route.getExpertImbalance()).isGreaterThan(1.0);
     }
 
@@ -214,55 +251,114 @@ class MoeGrpcServiceTest {
 
     @Test
     void shouldReportServingWhenRanksAreUp() {
-        HealthCheckResponse health = HealthGrpc.newBlockingStub(channel)
-                .check(HealthCheckRequest.newBuilder().setService(MoeServiceGrpc.SERVICE_NAME).build());
+        HealthCheckResponse health =
+                HealthGrpc.newBlockingStub(channel)
+                        .check(
+                                HealthCheckRequest.newBuilder()
+                                        .setService(MoeServiceGrpc.SERVICE_NAME)
+                                        .build());
         assertThat(health.getStatus()).isEqualTo(HealthCheckResponse.ServingStatus.SERVING);
     }
 
     static Stream<Arguments> badRequests() {
         return Stream.of(
-                bad("dtype unspecified", b -> b.setHiddenStates(b.getHiddenStates().toBuilder()
-                        .setDtype(moe.a2a.v1.DType.DTYPE_UNSPECIFIED)), "hidden_states.dtype: DTYPE_UNSPECIFIED"),
-                bad("dtype unknown", b -> b.setHiddenStates(b.getHiddenStates().toBuilder().setDtypeValue(42)),
+                bad(
+                        "dtype unspecified",
+                        b ->
+                                b.setHiddenStates(
+                                        b.getHiddenStates().toBuilder()
+                                                .setDtype(moe.a2a.v1.DType.DTYPE_UNSPECIFIED)),
+                        "hidden_states.dtype: DTYPE_UNSPECIFIED"),
+                bad(
+                        "dtype unknown",
+                        b -> b.setHiddenStates(b.getHiddenStates().toBuilder().setDtypeValue(42)),
                         "hidden_states.dtype: unknown value"),
-                bad("shape not [T, H]", b -> b.setHiddenStates(b.getHiddenStates().toBuilder().setShape(1, H + 1)),
+                bad(
+                        "shape not [T, H]",
+                        b -> b.setHiddenStates(b.getHiddenStates().toBuilder().setShape(1, H + 1)),
                         "hidden_states.shape: [4, 33] (expected: [T, 32]"),
-                bad("shape 3-D", b -> b.setHiddenStates(b.getHiddenStates().toBuilder().addShape(1)),
+                bad(
+                        "shape 3-D",
+                        b -> b.setHiddenStates(b.getHiddenStates().toBuilder().addShape(1)),
                         "hidden_states.shape: [4, 32, 1]"),
-                bad("data length", b -> b.setHiddenStates(b.getHiddenStates().toBuilder()
-                        .setData(b.getHiddenStates().getData().substring(1))), "hidden_states.data: 255 bytes (expected: 4 × 32 × 2 = 256)"),
-                bad("k differs", b -> b.setTopk(b.getTopk().toBuilder().setK(3)), "topk.k: 3 (expected: 2"),
-                bad("expert out of range", b -> b.setTopk(b.getTopk().toBuilder().setExpertIds(3, 300)),
+                bad(
+                        "data length",
+                        b ->
+                                b.setHiddenStates(
+                                        b.getHiddenStates().toBuilder()
+                                                .setData(
+                                                        b.getHiddenStates()
+                                                                .getData()
+                                                                .substring(1))),
+                        "hidden_states.data: 255 bytes (expected: 4 × 32 × 2 = 256)"),
+                bad(
+                        "k differs",
+                        b -> b.setTopk(b.getTopk().toBuilder().setK(3)),
+                        "topk.k: 3 (expected: 2"),
+                bad(
+                        "expert out of range",
+                        b -> b.setTopk(b.getTopk().toBuilder().setExpertIds(3, 300)),
                         "topk.expert_ids[1][1]: 300 (expected: in [0, 8))"),
-                bad("expert negative", b -> b.setTopk(b.getTopk().toBuilder().setExpertIds(0, -1)),
+                bad(
+                        "expert negative",
+                        b -> b.setTopk(b.getTopk().toBuilder().setExpertIds(0, -1)),
                         "topk.expert_ids[0][0]: -1"),
-                bad("duplicate experts", b -> b.setTopk(b.getTopk().toBuilder()
-                        .setExpertIds(5, b.getTopk().getExpertIds(4))), "topk.expert_ids[2][1]"),
-                bad("weight NaN", b -> b.setTopk(b.getTopk().toBuilder().setWeights(2, Float.NaN)),
+                bad(
+                        "duplicate experts",
+                        b ->
+                                b.setTopk(
+                                        b.getTopk().toBuilder()
+                                                .setExpertIds(5, b.getTopk().getExpertIds(4))),
+                        "topk.expert_ids[2][1]"),
+                bad(
+                        "weight NaN",
+                        b -> b.setTopk(b.getTopk().toBuilder().setWeights(2, Float.NaN)),
                         "topk.weights[1][0]: NaN (expected: finite)"),
-                bad("weight infinite", b -> b.setTopk(b.getTopk().toBuilder().setWeights(7, Float.POSITIVE_INFINITY)),
+                bad(
+                        "weight infinite",
+                        b ->
+                                b.setTopk(
+                                        b.getTopk().toBuilder()
+                                                .setWeights(7, Float.POSITIVE_INFINITY)),
                         "topk.weights[3][1]: Infinity"),
-                bad("topk too short", b -> b.setTopk(b.getTopk().toBuilder().clearExpertIds().addExpertIds(1)),
+                bad(
+                        "topk too short",
+                        b -> b.setTopk(b.getTopk().toBuilder().clearExpertIds().addExpertIds(1)),
                         "topk.expert_ids: 1 values (expected: T × K = 4 × 2 = 8)"),
-                bad("logits shape", b -> b.setRouterLogits(TensorCodec.tensor(DType.FP32, 4, E - 1, new float[4 * (E - 1)])),
+                bad(
+                        "logits shape",
+                        b ->
+                                b.setRouterLogits(
+                                        TensorCodec.tensor(
+                                                DType.FP32, 4, E - 1, new float[4 * (E - 1)])),
                         "router_logits.shape: [4, 7] (expected: [4, 8]"),
-                bad("logits NaN", b -> b.setRouterLogits(TensorCodec.tensor(DType.FP32, 4, E, nanAt(4 * E, 9))),
+                bad(
+                        "logits NaN",
+                        b ->
+                                b.setRouterLogits(
+                                        TensorCodec.tensor(DType.FP32, 4, E, nanAt(4 * E, 9))),
                         "router_logits[1][1]: NaN"),
-                bad("layer out of range", b -> b.setLayer(LAYERS), "layer: 2 (expected: in [0, 2))"),
+                bad(
+                        "layer out of range",
+                        b -> b.setLayer(LAYERS),
+                        "layer: 2 (expected: in [0, 2))"),
                 bad("layer negative", b -> b.setLayer(-1), "layer: -1"));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("badRequests")
-    void shouldRejectWithInvalidArgumentNamingField(String what, UnaryOperator<ForwardRequest.Builder> breakIt,
-            String message) {
+    void shouldRejectWithInvalidArgumentNamingField(
+            String what, UnaryOperator<ForwardRequest.Builder> breakIt, String message) {
         ForwardRequest good = request(new SplittableRandom(5), 0, 4, DType.BF16, Routing.TOPK);
         ForwardRequest bad = breakIt.apply(good.toBuilder()).build();
         assertThatThrownBy(() -> stub.forward(bad))
-                .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
-                    assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
-                    assertThat(e.getStatus().getDescription()).contains(message);
-                });
+                .isInstanceOfSatisfying(
+                        StatusRuntimeException.class,
+                        e -> {
+                            assertThat(e.getStatus().getCode())
+                                    .isEqualTo(Status.Code.INVALID_ARGUMENT);
+                            assertThat(e.getStatus().getDescription()).contains(message);
+                        });
         // the bad request changed nothing: a good one still gets the reference answer
         assertMatchesReference("after " + what, good, stub.forward(good));
     }
@@ -270,18 +366,32 @@ class MoeGrpcServiceTest {
     @Test
     void shouldRejectWithResourceExhaustedWhenRequestTooLarge() throws Exception {
         // the size limit is enforced where messages are deserialized: over a real socket
-        try (MoeServer netty = MoeServer.start(
-                NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0)),
-                cluster(), weights, settings(), new SimpleMeterRegistry(), true)) {
-            ManagedChannel loopback = NettyChannelBuilder.forAddress("127.0.0.1", netty.port()).usePlaintext().build();
+        try (MoeServer netty =
+                MoeServer.start(
+                        NettyServerBuilder.forAddress(
+                                new InetSocketAddress(InetAddress.getLoopbackAddress(), 0)),
+                        cluster(),
+                        weights,
+                        settings(),
+                        new SimpleMeterRegistry(),
+                        true)) {
+            ManagedChannel loopback =
+                    NettyChannelBuilder.forAddress("127.0.0.1", netty.port())
+                            .usePlaintext()
+                            .build();
             try {
                 MoeServiceGrpc.MoeServiceBlockingStub s = MoeServiceGrpc.newBlockingStub(loopback);
                 int tokens = MAX_REQUEST_BYTES / (H * 4) + 1;
-                ForwardRequest big = request(new SplittableRandom(9), 0, tokens, DType.FP32, Routing.GATE);
+                ForwardRequest big =
+                        request(new SplittableRandom(9), 0, tokens, DType.FP32, Routing.GATE);
                 assertThatThrownBy(() -> s.forward(big))
-                        .isInstanceOfSatisfying(StatusRuntimeException.class,
-                                e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED));
-                ForwardRequest good = request(new SplittableRandom(10), 1, 5, DType.FP32, Routing.GATE);
+                        .isInstanceOfSatisfying(
+                                StatusRuntimeException.class,
+                                e ->
+                                        assertThat(e.getStatus().getCode())
+                                                .isEqualTo(Status.Code.RESOURCE_EXHAUSTED));
+                ForwardRequest good =
+                        request(new SplittableRandom(10), 1, 5, DType.FP32, Routing.GATE);
                 assertMatchesReference("after oversize", good, s.forward(good));
             } finally {
                 loopback.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
@@ -289,7 +399,8 @@ class MoeGrpcServiceTest {
         }
     }
 
-    private void assertMatchesReference(String where, ForwardRequest request, ForwardResponse response) {
+    private void assertMatchesReference(
+            String where, ForwardRequest request, ForwardResponse response) {
         DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
         float[] x = TensorCodec.floats(request.getHiddenStates());
         int tokens = x.length / H;
@@ -303,8 +414,10 @@ class MoeGrpcServiceTest {
         } else {
             float[] logits;
             synchronized (reference) {
-                logits = request.hasRouterLogits() ? TensorCodec.floats(request.getRouterLogits())
-                        : reference.gateLogits(request.getLayer(), x, tokens);
+                logits =
+                        request.hasRouterLogits()
+                                ? TensorCodec.floats(request.getRouterLogits())
+                                : reference.gateLogits(request.getLayer(), x, tokens);
             }
             Gate.softmaxTopK(logits, tokens, E, K, ids, w);
         }
@@ -316,19 +429,29 @@ class MoeGrpcServiceTest {
             expected[i] = dtype.round(expected[i]);
         }
         float[] actual = new float[expected.length];
-        ByteBuffer out = response.getHiddenStates().getData().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer out =
+                response.getHiddenStates()
+                        .getData()
+                        .asReadOnlyByteBuffer()
+                        .order(ByteOrder.LITTLE_ENDIAN);
         assertThat(out.remaining()).as(where).isEqualTo(expected.length * dtype.sizeBytes());
         dtype.decode(out, 0, actual, 0, actual.length);
         LayerCheck.assertClose(where, dtype, actual, expected, H);
     }
 
-    static ForwardRequest request(SplittableRandom random, int layer, int tokens, DType dtype, Routing routing) {
-        ByteBuffer data = ByteBuffer.allocate(tokens * H * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
+    static ForwardRequest request(
+            SplittableRandom random, int layer, int tokens, DType dtype, Routing routing) {
+        ByteBuffer data =
+                ByteBuffer.allocate(tokens * H * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; i < tokens * H; i++) {
             dtype.put(data, i * dtype.sizeBytes(), (float) random.nextGaussian());
         }
-        ForwardRequest.Builder b = ForwardRequest.newBuilder().setLayer(layer)
-                .setHiddenStates(TensorCodec.tensor(dtype, tokens, H, ByteString.copyFrom(data.array())));
+        ForwardRequest.Builder b =
+                ForwardRequest.newBuilder()
+                        .setLayer(layer)
+                        .setHiddenStates(
+                                TensorCodec.tensor(
+                                        dtype, tokens, H, ByteString.copyFrom(data.array())));
         if (routing == Routing.TOPK) {
             TopK.Builder topk = TopK.newBuilder().setK(K);
             for (int t = 0; t < tokens; t++) {
@@ -348,7 +471,8 @@ class MoeGrpcServiceTest {
         return b.build();
     }
 
-    private static Arguments bad(String what, UnaryOperator<ForwardRequest.Builder> breakIt, String message) {
+    private static Arguments bad(
+            String what, UnaryOperator<ForwardRequest.Builder> breakIt, String message) {
         return Arguments.of(what, breakIt, message);
     }
 

@@ -55,43 +55,81 @@ class NcclClusterTest {
 
     final SeededWeights weights = new SeededWeights(11, E, H, I, 1);
     final ModelConfig model = new ModelConfig(E, H, I, K, 1);
-    /** The simulated NCCL groups by unique id: a worker with another id would land in a group of its own. */
+
+    /**
+     * The simulated NCCL groups by unique id: a worker with another id would land in a group of its
+     * own.
+     */
     final Map<NcclUniqueId, FakeNcclGroup> groups = new ConcurrentHashMap<>();
+
     final List<String> joinedTransports = new ArrayList<>();
     final List<NcclUniqueId> madeIds = new ArrayList<>();
 
     @Test
     void shouldServeReferenceAnswersWhenWorkersExchangeOverNccl() throws Exception {
-        ModelSpec spec = ModelSpec.newBuilder().setExperts(E).setHidden(H).setFfn(I).setTopK(K).setLayers(1).setSeed(11)
-                .build();
-        RemoteCluster cluster = new RemoteCluster(model, spec, "test", WORLD, "nccl", TimeUnit.SECONDS.toNanos(10),
-                TimeUnit.SECONDS.toNanos(30), new ClusterListener() {
-                    @Override
-                    public void onServing(long epoch, long formedInNanos) {}
+        ModelSpec spec =
+                ModelSpec.newBuilder()
+                        .setExperts(E)
+                        .setHidden(H)
+                        .setFfn(I)
+                        .setTopK(K)
+                        .setLayers(1)
+                        .setSeed(11)
+                        .build();
+        RemoteCluster cluster =
+                new RemoteCluster(
+                        model,
+                        spec,
+                        "test",
+                        WORLD,
+                        "nccl",
+                        TimeUnit.SECONDS.toNanos(10),
+                        TimeUnit.SECONDS.toNanos(30),
+                        new ClusterListener() {
+                            @Override
+                            public void onServing(long epoch, long formedInNanos) {}
 
-                    @Override
-                    public void onNotServing(String reason) {}
-                });
+                            @Override
+                            public void onNotServing(String reason) {}
+                        });
         String name = InProcessServerBuilder.generateName();
         List<WorkerAgent> agents = new ArrayList<>();
         List<Thread> threads = new ArrayList<>();
-        try (MoeServer server = MoeServer.start(InProcessServerBuilder.forName(name), cluster, weights,
-                new MoeServer.Settings(8192, 64, 1 << 20, 2), new SimpleMeterRegistry(), true,
-                new ClusterGrpcService(cluster))) {
+        try (MoeServer server =
+                MoeServer.start(
+                        InProcessServerBuilder.forName(name),
+                        cluster,
+                        weights,
+                        new MoeServer.Settings(8192, 64, 1 << 20, 2),
+                        new SimpleMeterRegistry(),
+                        true,
+                        new ClusterGrpcService(cluster))) {
             assertThat(server.group().transport()).isEqualTo("nccl");
             ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
             for (int r = 0; r < WORLD; r++) {
-                WorkerAgent agent = new WorkerAgent(channel, new WorkerAgent.Settings("worker-" + r, r, "",
-                        Duration.ofSeconds(10), Duration.ofMillis(200), "simulated NCCL"),
-                        List.of(new NcclDataPlane(new SimulatedNccl())), new SimpleMeterRegistry());
+                WorkerAgent agent =
+                        new WorkerAgent(
+                                channel,
+                                new WorkerAgent.Settings(
+                                        "worker-" + r,
+                                        r,
+                                        "",
+                                        Duration.ofSeconds(10),
+                                        Duration.ofMillis(200),
+                                        "simulated NCCL"),
+                                List.of(new NcclDataPlane(new SimulatedNccl())),
+                                new SimpleMeterRegistry());
                 agents.add(agent);
-                Thread t = new Thread(() -> {
-                    try {
-                        agent.run();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }, "agent-" + r);
+                Thread t =
+                        new Thread(
+                                () -> {
+                                    try {
+                                        agent.run();
+                                    } catch (InterruptedException e) {
+                                        Thread.currentThread().interrupt();
+                                    }
+                                },
+                                "agent-" + r);
                 t.start();
                 threads.add(t);
             }
@@ -99,22 +137,30 @@ class NcclClusterTest {
             while (cluster.healthy() < WORLD && System.nanoTime() < deadline) {
                 Thread.sleep(20);
             }
-            assertThat(cluster.healthy()).as("ranks formed over the simulated NCCL").isEqualTo(WORLD);
+            assertThat(cluster.healthy())
+                    .as("ranks formed over the simulated NCCL")
+                    .isEqualTo(WORLD);
             synchronized (madeIds) {
                 assertThat(madeIds).as("rank 0 made one id").hasSize(1);
-                assertThat(groups.keySet()).as("every rank joined the group of rank 0's id").containsExactly(madeIds.get(0));
+                assertThat(groups.keySet())
+                        .as("every rank joined the group of rank 0's id")
+                        .containsExactly(madeIds.get(0));
             }
             synchronized (joinedTransports) {
                 assertThat(joinedTransports).hasSize(WORLD).allMatch("nccl"::equals);
             }
 
             MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
-            assertThat(stub.describeModel(DescribeModelRequest.getDefaultInstance()).getTransport()).isEqualTo("nccl");
+            assertThat(stub.describeModel(DescribeModelRequest.getDefaultInstance()).getTransport())
+                    .isEqualTo("nccl");
             ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
             for (DType dtype : new DType[] {DType.BF16, DType.FP32}) {
                 for (int round = 0; round < 3; round++) {
-                    SplittableRandom random = new SplittableRandom(500 + round * 7L + dtype.ordinal());
-                    ForwardRequest request = MoeGrpcServiceTest.request(random, 0, 5 + 6 * round, dtype, Routing.TOPK);
+                    SplittableRandom random =
+                            new SplittableRandom(500 + round * 7L + dtype.ordinal());
+                    ForwardRequest request =
+                            MoeGrpcServiceTest.request(
+                                    random, 0, 5 + 6 * round, dtype, Routing.TOPK);
                     ForwardResponse response = stub.forward(request);
                     assertMatchesReference(dtype + " round " + round, reference, request, response);
                 }
@@ -130,7 +176,10 @@ class NcclClusterTest {
         }
     }
 
-    private static void assertMatchesReference(String where, ReferenceMoeLayer reference, ForwardRequest request,
+    private static void assertMatchesReference(
+            String where,
+            ReferenceMoeLayer reference,
+            ForwardRequest request,
             ForwardResponse response) {
         DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
         float[] x = TensorCodec.floats(request.getHiddenStates());
@@ -145,7 +194,8 @@ class NcclClusterTest {
         for (int i = 0; i < expected.length; i++) {
             expected[i] = dtype.round(expected[i]);
         }
-        LayerCheck.assertClose(where, dtype, TensorCodec.floats(response.getHiddenStates()), expected, H);
+        LayerCheck.assertClose(
+                where, dtype, TensorCodec.floats(response.getHiddenStates()), expected, H);
     }
 
     /** NCCL simulated in this JVM, groups keyed by unique id; the ranks run on the CPU. */
@@ -164,15 +214,17 @@ class NcclClusterTest {
         @Override
         public Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
             synchronized (joinedTransports) {
-                Communicator comm = groups.computeIfAbsent(id, k -> new FakeNcclGroup(worldSize)).communicator(rank,
-                        timeoutNs);
+                Communicator comm =
+                        groups.computeIfAbsent(id, k -> new FakeNcclGroup(worldSize))
+                                .communicator(rank, timeoutNs);
                 joinedTransports.add(comm.transport());
                 return comm;
             }
         }
 
         @Override
-        public RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank) {
+        public RankRuntime runtime(
+                ModelConfig model, WeightSource weights, Placement placement, int rank) {
             return new RankWorker(model, weights, placement, rank);
         }
     }

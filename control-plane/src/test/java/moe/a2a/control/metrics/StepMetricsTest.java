@@ -19,16 +19,45 @@ class StepMetricsTest {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         StepMetrics metrics = new StepMetrics(registry, 2, 4, 2, "local");
         new ClusterMetrics(4, () -> 3, () -> 1, () -> 2).bindTo(registry);
-        // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1 -> 5 / 3
+        // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1
+        // -> 5 / 3
         long[][] sent = {{0, 700}, {300, 0}};
         long[][] received = {{0, 300}, {700, 0}};
-        metrics.onStep(new StepStatsSnapshot(0, 1, 2, 4, new long[] {5, 1}, new long[] {6, 1, 1, 0}, sent, received,
-                20_000, 300_000, 4_000_000, 250_000), new long[] {1_000, 2_000});
+        metrics.onStep(
+                new StepStatsSnapshot(
+                        0,
+                        1,
+                        2,
+                        4,
+                        new long[] {5, 1},
+                        new long[] {6, 1, 1, 0},
+                        sent,
+                        received,
+                        20_000,
+                        300_000,
+                        4_000_000,
+                        250_000),
+                new long[] {1_000, 2_000});
         // a worker's view: only its own rank's traffic
-        metrics.onStep(new StepStatsSnapshot(1, 1, 1, 2, new long[] {1, 1}, new long[] {1, 1, 0, 0},
-                new long[][] {null, {50, 0}}, new long[][] {null, {20, 0}}, 1, 1, 1, 1), new long[0]);
-        metrics.onStepFailed(new CompletionException(new ExchangeTimeoutException(3, ExchangePhase.COMBINE, 0, 1,
-                1_000_000)), 96);
+        metrics.onStep(
+                new StepStatsSnapshot(
+                        1,
+                        1,
+                        1,
+                        2,
+                        new long[] {1, 1},
+                        new long[] {1, 1, 0, 0},
+                        new long[][] {null, {50, 0}},
+                        new long[][] {null, {20, 0}},
+                        1,
+                        1,
+                        1,
+                        1),
+                new long[0]);
+        metrics.onStepFailed(
+                new CompletionException(
+                        new ExchangeTimeoutException(3, ExchangePhase.COMBINE, 0, 1, 1_000_000)),
+                96);
         metrics.onStepFailed(new PeerFailedException(1, 0, "connection reset"), 4);
         metrics.onStepFailed(new IllegalStateException("not a transport error"), 0);
         String scrape = registry.scrape();
@@ -42,14 +71,19 @@ class StepMetricsTest {
                 .contains("moe_a2a_rank_routed_tokens_total{layer=\"1\",rank=\"0\"} 6.0")
                 .contains("moe_a2a_expert_imbalance{layer=\"1\"} 2.0")
                 .contains("moe_a2a_rank_imbalance{layer=\"1\"} 1.0")
-                .contains("moe_a2a_transport_sent_bytes_total{peer=\"1\",rank=\"0\",transport=\"local\"} 700.0")
-                .contains("moe_a2a_transport_sent_bytes_total{peer=\"0\",rank=\"1\",transport=\"local\"} 350.0")
-                .contains("moe_a2a_transport_received_bytes_total{peer=\"0\",rank=\"1\",transport=\"local\"} 720.0")
+                .contains(
+                        "moe_a2a_transport_sent_bytes_total{peer=\"1\",rank=\"0\",transport=\"local\"} 700.0")
+                .contains(
+                        "moe_a2a_transport_sent_bytes_total{peer=\"0\",rank=\"1\",transport=\"local\"} 350.0")
+                .contains(
+                        "moe_a2a_transport_received_bytes_total{peer=\"0\",rank=\"1\",transport=\"local\"} 720.0")
                 .doesNotContain("moe_a2a_transport_sent_bytes_total{peer=\"0\",rank=\"0\"")
                 .contains("moe_a2a_failed_steps_total 3.0")
                 .contains("moe_a2a_dropped_tokens_total 100.0")
-                .contains("moe_a2a_transport_errors_total{kind=\"timeout\",transport=\"local\"} 1.0")
-                .contains("moe_a2a_transport_errors_total{kind=\"peer_failed\",transport=\"local\"} 1.0")
+                .contains(
+                        "moe_a2a_transport_errors_total{kind=\"timeout\",transport=\"local\"} 1.0")
+                .contains(
+                        "moe_a2a_transport_errors_total{kind=\"peer_failed\",transport=\"local\"} 1.0")
                 .contains("moe_a2a_transport_errors_total{kind=\"other\",transport=\"local\"} 0.0")
                 .contains("moe_a2a_cluster_size_ranks 4.0")
                 .contains("moe_a2a_cluster_joined_ranks 3.0")
@@ -57,13 +91,21 @@ class StepMetricsTest {
                 .contains("moe_a2a_communicator_rebuilds_total 2.0");
         // every documented meter is registered, under its documented name
         for (A2aMeters meter : A2aMeters.values()) {
-            assertThat(registry.getMeters()).as(meter.name())
+            assertThat(registry.getMeters())
+                    .as(meter.name())
                     .anyMatch(m -> m.getId().getName().equals(meter.meterName()));
         }
         // histogram buckets reach down to ~10 µs so quantiles work on fast exchanges
-        assertThat(Arrays.stream(scrape.split("\n"))
-                .filter(l -> l.startsWith("moe_a2a_exchange_seconds_bucket{phase=\"dispatch\""))
-                .anyMatch(l -> l.contains("le=\"1.0E-5\"") || l.contains("le=\"1.1E-5\"")))
+        assertThat(
+                        Arrays.stream(scrape.split("\n"))
+                                .filter(
+                                        l ->
+                                                l.startsWith(
+                                                        "moe_a2a_exchange_seconds_bucket{phase=\"dispatch\""))
+                                .anyMatch(
+                                        l ->
+                                                l.contains("le=\"1.0E-5\"")
+                                                        || l.contains("le=\"1.1E-5\"")))
                 .isTrue();
     }
 

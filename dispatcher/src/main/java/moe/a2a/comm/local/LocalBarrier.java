@@ -50,7 +50,8 @@ final class LocalBarrier {
                 throwIfFailed(rank);
                 if (remainingNs <= 0) {
                     ExchangeTimeoutException timeout =
-                            new ExchangeTimeoutException(step, phase, rank, firstMissing(gen), timeoutNs);
+                            new ExchangeTimeoutException(
+                                    step, phase, rank, firstMissing(gen), timeoutNs);
                     breakLocked(timeout);
                     throw timeout;
                 }

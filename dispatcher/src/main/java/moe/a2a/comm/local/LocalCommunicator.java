@@ -9,8 +9,8 @@ import moe.a2a.comm.SegmentWriter;
 
 /**
  * In-process communicator: a rank copies each outgoing segment straight into the peer's receive
- * buffer, so every row is copied once. Each collective is two barrier rounds: one after the
- * receive buffers are published, one after every rank has written.
+ * buffer, so every row is copied once. Each collective is two barrier rounds: one after the receive
+ * buffers are published, one after every rank has written.
  *
  * <p>Owned by one rank thread.
  */
@@ -45,7 +45,8 @@ public final class LocalCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+    public void allToAllCounts(
+            long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
         final int n = group.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
@@ -59,7 +60,12 @@ public final class LocalCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts) {
         checkLength("sendCounts", sendCounts, group.size());
         copier.send = send;
@@ -91,14 +97,24 @@ public final class LocalCommunicator implements Communicator {
 
     /** Each segment is written once, by this rank, straight into the peer's receive buffer. */
     @Override
-    public void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            SegmentWriter writer,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts) {
         exchange(step, phase, writer, sendCounts, recv, recvCounts);
     }
 
     /** Each source's segment is read where the source wrote it: nothing is copied. */
     @Override
-    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            SegmentReader reader,
             long[] recvCounts) {
         final int n = group.size();
         checkLength("sendCounts", sendCounts, n);
@@ -109,7 +125,8 @@ public final class LocalCommunicator implements Communicator {
         try {
             for (int src = 0; src < n; src++) {
                 if (group.sendLengths[src][rank] != recvCounts[src]) {
-                    throw LocalGroup.countMismatch(src, rank, group.sendLengths[src][rank], recvCounts[src]);
+                    throw LocalGroup.countMismatch(
+                            src, rank, group.sendLengths[src][rank], recvCounts[src]);
                 }
                 readSegments[src] = group.sendBuffers[src];
                 readOffsets[src] = group.sendOffsets[src][rank];
@@ -123,15 +140,25 @@ public final class LocalCommunicator implements Communicator {
         group.await(rank, step, phase);
     }
 
-    private void exchange(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+    private void exchange(
+            long step,
+            ExchangePhase phase,
+            SegmentWriter writer,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts) {
         final int n = group.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
         final long offset = publish(recvCounts, group.recvOffsets[rank], group.recvLengths[rank]);
         if (offset > recv.capacity()) {
-            throw new A2aException("receive buffer too small: rank=" + rank + ", needBytes="
-                    + offset + ", capacityBytes=" + recv.capacity());
+            throw new A2aException(
+                    "receive buffer too small: rank="
+                            + rank
+                            + ", needBytes="
+                            + offset
+                            + ", capacityBytes="
+                            + recv.capacity());
         }
         group.recvBuffers[rank] = recv;
         group.await(rank, step, phase);
@@ -170,7 +197,10 @@ public final class LocalCommunicator implements Communicator {
         group.fail(new A2aException("communicator closed: rank=" + rank));
     }
 
-    /** Publishes where each peer's segment lies (exclusive prefix sums of {@code counts}); returns the total. */
+    /**
+     * Publishes where each peer's segment lies (exclusive prefix sums of {@code counts}); returns
+     * the total.
+     */
     private static long publish(long[] counts, long[] offsets, long[] lengths) {
         long offset = 0;
         for (int p = 0; p < counts.length; p++) {

@@ -5,9 +5,9 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 
 /**
- * The shared state of one in-process group of {@code size} ranks: where each rank's receive
- * buffer is published for its peers to write into, the counts matrix, and the barrier. Create one
- * per group and hand {@link #communicator(int)} to each rank's thread.
+ * The shared state of one in-process group of {@code size} ranks: where each rank's receive buffer
+ * is published for its peers to write into, the counts matrix, and the barrier. Create one per
+ * group and hand {@link #communicator(int)} to each rank's thread.
  */
 public final class LocalGroup {
     /** Default time a rank waits for its peers in one collective. */
@@ -17,18 +17,28 @@ public final class LocalGroup {
     private final long timeoutNs;
     private final LocalBarrier barrier;
     private final LocalCommunicator[] communicators;
+
     /** counts[src][dst]: published by src, read by dst between two barriers. */
     final long[][] counts;
+
     /** recvBuffers[dst]: published by dst, written by every src between two barriers. */
     final ByteBuffer[] recvBuffers;
+
     /** recvOffsets[dst][src]: where src's segment starts in dst's receive buffer. */
     final long[][] recvOffsets;
+
     /** recvLengths[dst][src]: how many bytes dst expects from src. */
     final long[][] recvLengths;
+
     /** sendBuffers[src]: published by src for its peers to read from, between two barriers. */
     final ByteBuffer[] sendBuffers;
-    /** sendOffsets[src][dst], sendLengths[src][dst]: where src's segment for dst lies in sendBuffers[src]. */
+
+    /**
+     * sendOffsets[src][dst], sendLengths[src][dst]: where src's segment for dst lies in
+     * sendBuffers[src].
+     */
     final long[][] sendOffsets;
+
     final long[][] sendLengths;
 
     public LocalGroup(int size, long timeoutNs) {
@@ -85,7 +95,14 @@ public final class LocalGroup {
     }
 
     static A2aException countMismatch(int src, int dst, long sent, long expected) {
-        return new A2aException("all-to-all-v counts disagree: src=" + src + ", dst=" + dst
-                + ", sentBytes=" + sent + ", expectedBytes=" + expected);
+        return new A2aException(
+                "all-to-all-v counts disagree: src="
+                        + src
+                        + ", dst="
+                        + dst
+                        + ", sentBytes="
+                        + sent
+                        + ", expectedBytes="
+                        + expected);
     }
 }

@@ -9,9 +9,9 @@ import io.netty.handler.codec.TooLongFrameException;
 
 /**
  * Splits the byte stream into {@link Frame}s. Payloads are not copied: the socket's buffers are
- * sliced and gathered into a composite buffer, so a large DATA frame streams through to the
- * rank, which copies it once into its receive buffer. A bad magic, an unknown kind or a length
- * over the limit is an exception (the connection is then closed). One per channel.
+ * sliced and gathered into a composite buffer, so a large DATA frame streams through to the rank,
+ * which copies it once into its receive buffer. A bad magic, an unknown kind or a length over the
+ * limit is an exception (the connection is then closed). One per channel.
  */
 final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private final long maxFrameBytes;
@@ -47,7 +47,9 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
         try {
             while (in.isReadable()) {
                 if (remaining < 0) {
-                    int take = Math.min(in.readableBytes(), FrameHeader.BYTES - header.readableBytes());
+                    int take =
+                            Math.min(
+                                    in.readableBytes(), FrameHeader.BYTES - header.readableBytes());
                     header.writeBytes(in, take);
                     if (header.readableBytes() == FrameHeader.BYTES) {
                         startFrame(ctx);
@@ -79,8 +81,12 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
         long length = header.readLong();
         header.clear();
         if (magic != FrameHeader.MAGIC) {
-            throw new CorruptedFrameException("bad frame magic: magic=0x" + Integer.toHexString(magic)
-                    + " (expected: 0x" + Integer.toHexString(FrameHeader.MAGIC) + ")");
+            throw new CorruptedFrameException(
+                    "bad frame magic: magic=0x"
+                            + Integer.toHexString(magic)
+                            + " (expected: 0x"
+                            + Integer.toHexString(FrameHeader.MAGIC)
+                            + ")");
         }
         long limit;
         switch (kind) {
@@ -100,8 +106,14 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                 throw new CorruptedFrameException("unknown frame kind: kind=" + kind);
         }
         if (length < 0 || length > limit) {
-            throw new TooLongFrameException("frame length out of range: kind=" + FrameHeader.kindName(kind)
-                    + ", length=" + length + " (expected: in [0, " + limit + "])");
+            throw new TooLongFrameException(
+                    "frame length out of range: kind="
+                            + FrameHeader.kindName(kind)
+                            + ", length="
+                            + length
+                            + " (expected: in [0, "
+                            + limit
+                            + "])");
         }
         payload = ctx.alloc().compositeDirectBuffer(Integer.MAX_VALUE);
         remaining = length;

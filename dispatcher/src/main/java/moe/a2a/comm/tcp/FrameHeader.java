@@ -3,8 +3,8 @@ package moe.a2a.comm.tcp;
 import io.netty.buffer.ByteBuf;
 
 /**
- * The fixed header in front of every frame on a data connection. Integers are big-endian
- * (Netty's default); the payload follows immediately.
+ * The fixed header in front of every frame on a data connection. Integers are big-endian (Netty's
+ * default); the payload follows immediately.
  *
  * <pre>
  *   0         4      5       6          8               16              24              32
@@ -33,7 +33,13 @@ final class FrameHeader {
     private FrameHeader() {}
 
     static void write(ByteBuf out, byte kind, int phase, long step, long op, long length) {
-        out.writeInt(MAGIC).writeByte(kind).writeByte(phase).writeZero(2).writeLong(step).writeLong(op).writeLong(length);
+        out.writeInt(MAGIC)
+                .writeByte(kind)
+                .writeByte(phase)
+                .writeZero(2)
+                .writeLong(step)
+                .writeLong(op)
+                .writeLong(length);
     }
 
     static String kindName(byte kind) {

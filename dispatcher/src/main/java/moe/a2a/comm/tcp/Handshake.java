@@ -12,16 +12,18 @@ import org.slf4j.LoggerFactory;
 /**
  * The first exchange on a data connection: the connecting rank (the higher one) sends HELLO with
  * the group id, its rank and the world size; the accepting rank checks them and answers with its
- * own HELLO, which the connecting rank checks in turn. Anything else (garbage, a foreign group,
- * a duplicate rank, silence past the timeout) is logged and the connection closed; the group is
- * not affected. One per connection, replaced by a {@link PeerHandler} on success.
+ * own HELLO, which the connecting rank checks in turn. Anything else (garbage, a foreign group, a
+ * duplicate rank, silence past the timeout) is logged and the connection closed; the group is not
+ * affected. One per connection, replaced by a {@link PeerHandler} on success.
  */
 final class Handshake extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = LoggerFactory.getLogger(Handshake.class);
 
     private final TcpCommunicator comm;
+
     /** The rank this side connected to, or -1 on the accepting side. */
     private final int expectedPeer;
+
     private ScheduledFuture<?> timeout;
 
     Handshake(TcpCommunicator comm, int expectedPeer) {
@@ -31,8 +33,12 @@ final class Handshake extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
-        timeout = ctx.executor().schedule(() -> refuse(ctx, "no HELLO within the timeout"),
-                comm.config().timeoutNs(), TimeUnit.NANOSECONDS);
+        timeout =
+                ctx.executor()
+                        .schedule(
+                                () -> refuse(ctx, "no HELLO within the timeout"),
+                                comm.config().timeoutNs(),
+                                TimeUnit.NANOSECONDS);
         if (expectedPeer >= 0) {
             ctx.writeAndFlush(hello(ctx));
         }
@@ -44,7 +50,11 @@ final class Handshake extends ChannelInboundHandlerAdapter {
         Frame frame = (Frame) msg;
         try {
             if (frame.kind() != FrameHeader.HELLO) {
-                refuse(ctx, "first frame is " + FrameHeader.kindName(frame.kind()) + " (expected: HELLO)");
+                refuse(
+                        ctx,
+                        "first frame is "
+                                + FrameHeader.kindName(frame.kind())
+                                + " (expected: HELLO)");
                 return;
             }
             ByteBuf p = frame.payload();
@@ -66,7 +76,8 @@ final class Handshake extends ChannelInboundHandlerAdapter {
                 return;
             }
             timeout.cancel(false);
-            ctx.pipeline().replace(this, "peer", new PeerHandler(config.rank(), peer, comm.inbox(peer)));
+            ctx.pipeline()
+                    .replace(this, "peer", new PeerHandler(config.rank(), peer, comm.inbox(peer)));
             if (accepting) {
                 ctx.writeAndFlush(hello(ctx));
             }
@@ -91,8 +102,11 @@ final class Handshake extends ChannelInboundHandlerAdapter {
     private void refuse(ChannelHandlerContext ctx, String reason) {
         Channel ch = ctx.channel();
         if (ch.isOpen()) {
-            LOG.warn("refused data connection: rank={}, remote={}, reason={}", comm.config().rank(),
-                    ch.remoteAddress(), reason);
+            LOG.warn(
+                    "refused data connection: rank={}, remote={}, reason={}",
+                    comm.config().rank(),
+                    ch.remoteAddress(),
+                    reason);
             ch.close();
         }
     }

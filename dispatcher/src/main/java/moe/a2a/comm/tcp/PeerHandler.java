@@ -8,8 +8,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The last handler of an established peer connection: hands frames to the peer's inbox, and
- * turns an ABORT frame, a protocol error or a closed connection into the peer's failure.
+ * The last handler of an established peer connection: hands frames to the peer's inbox, and turns
+ * an ABORT frame, a protocol error or a closed connection into the peer's failure.
  *
  * <pre>
  *   socket ─► FrameDecoder ─► (AcceptHandshake | ConnectHandshake) ─► PeerHandler ─► PeerInbox
@@ -54,8 +54,12 @@ final class PeerHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        LOG.warn("closing data connection: rank={}, peer={}, remote={}, cause={}", rank, peer,
-                ctx.channel().remoteAddress(), cause.toString());
+        LOG.warn(
+                "closing data connection: rank={}, peer={}, remote={}, cause={}",
+                rank,
+                peer,
+                ctx.channel().remoteAddress(),
+                cause.toString());
         inbox.fail(new PeerFailedException(rank, peer, "protocol error: " + cause.getMessage()));
         ctx.close();
     }

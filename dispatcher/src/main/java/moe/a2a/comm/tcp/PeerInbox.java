@@ -7,13 +7,14 @@ import java.util.concurrent.locks.ReentrantLock;
 import moe.a2a.comm.A2aException;
 
 /**
- * Frames received from one peer, in arrival order, until the rank thread takes them. A peer is
- * at most one collective ahead (each collective needs this rank's frames), so the queue stays
- * short. Written by the peer's event loop, read by the rank thread.
+ * Frames received from one peer, in arrival order, until the rank thread takes them. A peer is at
+ * most one collective ahead (each collective needs this rank's frames), so the queue stays short.
+ * Written by the peer's event loop, read by the rank thread.
  */
 final class PeerInbox {
     /** Result of {@link #poll} when the deadline passed first. */
-    static final Frame TIMED_OUT = new Frame((byte) 0, 0, -1, -1, io.netty.buffer.Unpooled.EMPTY_BUFFER);
+    static final Frame TIMED_OUT =
+            new Frame((byte) 0, 0, -1, -1, io.netty.buffer.Unpooled.EMPTY_BUFFER);
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition arrived = lock.newCondition();
@@ -64,7 +65,9 @@ final class PeerInbox {
         }
     }
 
-    /** The next frame, or {@link #TIMED_OUT} once {@code deadlineNanos} (System.nanoTime) passes. */
+    /**
+     * The next frame, or {@link #TIMED_OUT} once {@code deadlineNanos} (System.nanoTime) passes.
+     */
     Frame poll(long deadlineNanos) {
         lock.lock();
         try {

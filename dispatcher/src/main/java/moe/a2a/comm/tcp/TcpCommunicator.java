@@ -20,22 +20,22 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
-import moe.a2a.comm.SegmentReader;
-import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
+import moe.a2a.comm.SegmentReader;
+import moe.a2a.comm.SegmentWriter;
 
 /**
  * A rank of a group whose ranks are processes, over one TCP connection per pair of ranks. Each
  * collective sends one frame to every peer and waits, to the group's deadline, for one frame from
- * every peer. Outgoing rows are written straight from the caller's buffer (no copy); incoming
- * rows are copied once, from the socket's buffers into the receive buffer. A collective returns
- * only when its writes are done, so a rank never has more than one collective's data queued
- * per connection. Any failure (timeout, closed connection, protocol error, abort) aborts the
- * whole group: every peer learns of it at once instead of waiting out its own timeout.
+ * every peer. Outgoing rows are written straight from the caller's buffer (no copy); incoming rows
+ * are copied once, from the socket's buffers into the receive buffer. A collective returns only
+ * when its writes are done, so a rank never has more than one collective's data queued per
+ * connection. Any failure (timeout, closed connection, protocol error, abort) aborts the whole
+ * group: every peer learns of it at once instead of waiting out its own timeout.
  *
- * <p>Lifecycle: {@link #bind} (listen), hand {@link #localAddress()} to the peers out of band,
- * then {@link #connect} with everyone's address. Collectives are owned by one rank thread.
+ * <p>Lifecycle: {@link #bind} (listen), hand {@link #localAddress()} to the peers out of band, then
+ * {@link #connect} with everyone's address. Collectives are owned by one rank thread.
  */
 public final class TcpCommunicator implements Communicator {
     /** Socket buffers large enough that one rank's rows for a peer move in few system calls. */
@@ -81,23 +81,28 @@ public final class TcpCommunicator implements Communicator {
     /** Starts listening on {@code config.bindAddress()} (port 0 picks a free port). */
     public static TcpCommunicator bind(TcpTransport transport, TcpConfig config) {
         TcpCommunicator self = new TcpCommunicator(config, transport);
-        self.server = new ServerBootstrap()
-                .group(transport.group())
-                .channel(transport.serverChannel())
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childOption(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
-                .childOption(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
-                .childOption(ChannelOption.RECVBUF_ALLOCATOR, readSizes())
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast("frames", new FrameDecoder(config.maxFrameBytes()))
-                                .addLast("handshake", new Handshake(self, -1));
-                    }
-                })
-                .bind(config.bindAddress())
-                .syncUninterruptibly()
-                .channel();
+        self.server =
+                new ServerBootstrap()
+                        .group(transport.group())
+                        .channel(transport.serverChannel())
+                        .childOption(ChannelOption.TCP_NODELAY, true)
+                        .childOption(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+                        .childOption(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+                        .childOption(ChannelOption.RECVBUF_ALLOCATOR, readSizes())
+                        .childHandler(
+                                new ChannelInitializer<SocketChannel>() {
+                                    @Override
+                                    protected void initChannel(SocketChannel ch) {
+                                        ch.pipeline()
+                                                .addLast(
+                                                        "frames",
+                                                        new FrameDecoder(config.maxFrameBytes()))
+                                                .addLast("handshake", new Handshake(self, -1));
+                                    }
+                                })
+                        .bind(config.bindAddress())
+                        .syncUninterruptibly()
+                        .channel();
         return self;
     }
 
@@ -114,7 +119,8 @@ public final class TcpCommunicator implements Communicator {
      */
     public void connect(List<InetSocketAddress> addresses) {
         if (addresses.size() != config.size()) {
-            throw new IllegalArgumentException("addresses.size: " + addresses.size() + " (expected: " + config.size() + ")");
+            throw new IllegalArgumentException(
+                    "addresses.size: " + addresses.size() + " (expected: " + config.size() + ")");
         }
         final long deadline = System.nanoTime() + config.timeoutNs();
         for (int p = 0; p < config.rank(); p++) {
@@ -122,8 +128,13 @@ public final class TcpCommunicator implements Communicator {
         }
         try {
             if (!connected.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                ExchangeTimeoutException e = new ExchangeTimeoutException(-1, ExchangePhase.DISPATCH, config.rank(),
-                        firstMissingPeer(), config.timeoutNs());
+                ExchangeTimeoutException e =
+                        new ExchangeTimeoutException(
+                                -1,
+                                ExchangePhase.DISPATCH,
+                                config.rank(),
+                                firstMissingPeer(),
+                                config.timeoutNs());
                 abort(e);
                 throw e;
             }
@@ -135,27 +146,35 @@ public final class TcpCommunicator implements Communicator {
     }
 
     private void connectTo(int peer, InetSocketAddress address, long deadline) {
-        Bootstrap bootstrap = new Bootstrap()
-                .group(transport.group())
-                .channel(transport.socketChannel())
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
-                .option(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
-                .option(ChannelOption.RECVBUF_ALLOCATOR, readSizes())
-                .handler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast("frames", new FrameDecoder(config.maxFrameBytes()))
-                                .addLast("handshake", new Handshake(TcpCommunicator.this, peer));
-                    }
-                });
+        Bootstrap bootstrap =
+                new Bootstrap()
+                        .group(transport.group())
+                        .channel(transport.socketChannel())
+                        .option(ChannelOption.TCP_NODELAY, true)
+                        .option(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+                        .option(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+                        .option(ChannelOption.RECVBUF_ALLOCATOR, readSizes())
+                        .handler(
+                                new ChannelInitializer<SocketChannel>() {
+                                    @Override
+                                    protected void initChannel(SocketChannel ch) {
+                                        ch.pipeline()
+                                                .addLast(
+                                                        "frames",
+                                                        new FrameDecoder(config.maxFrameBytes()))
+                                                .addLast(
+                                                        "handshake",
+                                                        new Handshake(TcpCommunicator.this, peer));
+                                    }
+                                });
         while (true) {
             ChannelFuture f = bootstrap.connect(address).awaitUninterruptibly();
             if (f.isSuccess()) {
                 return;
             }
             if (System.nanoTime() > deadline) {
-                throw new PeerFailedException(config.rank(), peer, "cannot connect to " + address + ": " + f.cause());
+                throw new PeerFailedException(
+                        config.rank(), peer, "cannot connect to " + address + ": " + f.cause());
             }
             sleepMillis(50);
         }
@@ -194,7 +213,8 @@ public final class TcpCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+    public void allToAllCounts(
+            long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
         final int n = config.size();
         checkLength("sendCounts", sendCounts, n);
         checkLength("recvCounts", recvCounts, n);
@@ -219,7 +239,12 @@ public final class TcpCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts) {
         final int n = config.size();
         final int me = config.rank();
@@ -237,8 +262,13 @@ public final class TcpCommunicator implements Communicator {
             r += recvCounts[p];
         }
         if (r > recv.capacity()) {
-            throw new A2aException("receive buffer too small: rank=" + me + ", needBytes=" + r
-                    + ", capacityBytes=" + recv.capacity());
+            throw new A2aException(
+                    "receive buffer too small: rank="
+                            + me
+                            + ", needBytes="
+                            + r
+                            + ", capacityBytes="
+                            + recv.capacity());
         }
         for (int i = 1; i < n; i++) {
             int p = (me + i) % n;
@@ -248,8 +278,16 @@ public final class TcpCommunicator implements Communicator {
             writes[p] = peers[p].writeAndFlush(Unpooled.wrappedBuffer(header, body));
         }
         if (sendCounts[me] != recvCounts[me]) {
-            fail(new A2aException("all-to-all-v counts disagree: src=" + me + ", dst=" + me
-                    + ", sentBytes=" + sendCounts[me] + ", expectedBytes=" + recvCounts[me]));
+            fail(
+                    new A2aException(
+                            "all-to-all-v counts disagree: src="
+                                    + me
+                                    + ", dst="
+                                    + me
+                                    + ", sentBytes="
+                                    + sendCounts[me]
+                                    + ", expectedBytes="
+                                    + recvCounts[me]));
         }
         recv.put((int) recvOffsets[me], send, (int) sendOffsets[me], (int) sendCounts[me]);
         for (int i = 1; i < n; i++) {
@@ -258,10 +296,19 @@ public final class TcpCommunicator implements Communicator {
             try {
                 int len = frame.payload().readableBytes();
                 if (len != recvCounts[p]) {
-                    fail(new A2aException("all-to-all-v counts disagree: src=" + p + ", dst=" + me
-                            + ", sentBytes=" + len + ", expectedBytes=" + recvCounts[p]));
+                    fail(
+                            new A2aException(
+                                    "all-to-all-v counts disagree: src="
+                                            + p
+                                            + ", dst="
+                                            + me
+                                            + ", sentBytes="
+                                            + len
+                                            + ", expectedBytes="
+                                            + recvCounts[p]));
                 }
-                frame.payload().getBytes(frame.payload().readerIndex(), slice(recv, recvOffsets[p], len));
+                frame.payload()
+                        .getBytes(frame.payload().readerIndex(), slice(recv, recvOffsets[p], len));
             } finally {
                 frame.release();
             }
@@ -276,14 +323,20 @@ public final class TcpCommunicator implements Communicator {
 
     /** Stages the segments in a buffer of its own (reused), then sends them as usual. */
     @Override
-    public void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            SegmentWriter writer,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts) {
         long total = 0;
         for (long c : sendCounts) {
             total += c;
         }
         if (staging.capacity() < total) {
-            staging = ByteBuffer.allocateDirect((int) total).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            staging =
+                    ByteBuffer.allocateDirect((int) total).order(java.nio.ByteOrder.LITTLE_ENDIAN);
         }
         long offset = 0;
         for (int p = 0; p < sendCounts.length; p++) {
@@ -297,7 +350,12 @@ public final class TcpCommunicator implements Communicator {
 
     /** Receives into a buffer of its own (reused), then hands it to {@code reader}. */
     @Override
-    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            SegmentReader reader,
             long[] recvCounts) {
         long total = 0;
         for (int p = 0; p < recvCounts.length; p++) {
@@ -305,7 +363,8 @@ public final class TcpCommunicator implements Communicator {
             total += recvCounts[p];
         }
         if (inbound.capacity() < total) {
-            inbound = ByteBuffer.allocateDirect((int) total).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            inbound =
+                    ByteBuffer.allocateDirect((int) total).order(java.nio.ByteOrder.LITTLE_ENDIAN);
         }
         allToAllV(step, phase, send, sendCounts, inbound, recvCounts);
         java.util.Arrays.fill(readSegments, inbound);
@@ -319,7 +378,8 @@ public final class TcpCommunicator implements Communicator {
 
     @Override
     public void abort(Throwable cause) {
-        A2aException reason = cause instanceof A2aException a ? a : new A2aException("aborted: " + cause, cause);
+        A2aException reason =
+                cause instanceof A2aException a ? a : new A2aException("aborted: " + cause, cause);
         synchronized (this) {
             if (failure != null) {
                 return;
@@ -332,7 +392,8 @@ public final class TcpCommunicator implements Communicator {
             if (ch != null && ch.isActive()) {
                 ByteBuf frame = ch.alloc().buffer(FrameHeader.BYTES + len);
                 FrameHeader.write(frame, FrameHeader.ABORT, 0, -1, op, len);
-                ch.writeAndFlush(frame.writeBytes(text, 0, len)).addListener(ChannelFutureListener.CLOSE);
+                ch.writeAndFlush(frame.writeBytes(text, 0, len))
+                        .addListener(ChannelFutureListener.CLOSE);
             }
         }
         for (int p = 0; p < inboxes.length; p++) {
@@ -355,7 +416,8 @@ public final class TcpCommunicator implements Communicator {
         }
     }
 
-    private Frame await(int peer, long step, ExchangePhase phase, long seq, byte kind, long deadline) {
+    private Frame await(
+            int peer, long step, ExchangePhase phase, long seq, byte kind, long deadline) {
         Frame frame;
         try {
             frame = inboxes[peer].poll(deadline);
@@ -364,16 +426,40 @@ public final class TcpCommunicator implements Communicator {
             throw e;
         }
         if (frame == PeerInbox.TIMED_OUT) {
-            ExchangeTimeoutException e = new ExchangeTimeoutException(step, phase, config.rank(), peer, config.timeoutNs());
+            ExchangeTimeoutException e =
+                    new ExchangeTimeoutException(
+                            step, phase, config.rank(), peer, config.timeoutNs());
             abort(e);
             throw e;
         }
-        if (frame.op() != seq || frame.kind() != kind || frame.step() != step || frame.phase() != phase.ordinal()) {
+        if (frame.op() != seq
+                || frame.kind() != kind
+                || frame.step() != step
+                || frame.phase() != phase.ordinal()) {
             frame.release();
-            fail(new A2aException("protocol error: rank=" + config.rank() + ", peer=" + peer + ", step=" + frame.step()
-                    + ", phase=" + frame.phase() + ", op=" + frame.op() + ", kind=" + FrameHeader.kindName(frame.kind())
-                    + " (expected: step=" + step + ", phase=" + phase.ordinal() + ", op=" + seq + ", kind="
-                    + FrameHeader.kindName(kind) + ")"));
+            fail(
+                    new A2aException(
+                            "protocol error: rank="
+                                    + config.rank()
+                                    + ", peer="
+                                    + peer
+                                    + ", step="
+                                    + frame.step()
+                                    + ", phase="
+                                    + frame.phase()
+                                    + ", op="
+                                    + frame.op()
+                                    + ", kind="
+                                    + FrameHeader.kindName(frame.kind())
+                                    + " (expected: step="
+                                    + step
+                                    + ", phase="
+                                    + phase.ordinal()
+                                    + ", op="
+                                    + seq
+                                    + ", kind="
+                                    + FrameHeader.kindName(kind)
+                                    + ")"));
         }
         return frame;
     }
@@ -382,7 +468,9 @@ public final class TcpCommunicator implements Communicator {
         ChannelFuture write = writes[peer];
         long waitNs = Math.max(0, deadline - System.nanoTime());
         if (!write.awaitUninterruptibly(waitNs, TimeUnit.NANOSECONDS)) {
-            fail(new ExchangeTimeoutException(step, phase, config.rank(), peer, config.timeoutNs()));
+            fail(
+                    new ExchangeTimeoutException(
+                            step, phase, config.rank(), peer, config.timeoutNs()));
         }
         if (!write.isSuccess()) {
             fail(new PeerFailedException(config.rank(), peer, "write failed: " + write.cause()));
@@ -418,12 +506,17 @@ public final class TcpCommunicator implements Communicator {
     }
 
     private static ByteBuffer slice(ByteBuffer buffer, long offset, long length) {
-        return buffer.duplicate().clear().position((int) offset).limit((int) (offset + length)).slice();
+        return buffer.duplicate()
+                .clear()
+                .position((int) offset)
+                .limit((int) (offset + length))
+                .slice();
     }
 
     private static void checkLength(String name, long[] counts, int n) {
         if (counts.length != n) {
-            throw new IllegalArgumentException(name + ".length: " + counts.length + " (expected: " + n + ")");
+            throw new IllegalArgumentException(
+                    name + ".length: " + counts.length + " (expected: " + n + ")");
         }
     }
 

@@ -9,12 +9,17 @@ import java.net.InetSocketAddress;
  * @param size world size
  * @param groupId shared by the members of one group (one epoch of a cluster); a connection that
  *     presents another is refused, so a stale or foreign process cannot join
- * @param bindAddress where this rank listens; every rank accepts the connections of the ranks
- *     above it and connects to the ranks below it
+ * @param bindAddress where this rank listens; every rank accepts the connections of the ranks above
+ *     it and connects to the ranks below it
  * @param timeoutNs how long a collective (and connecting) may wait for a peer
  * @param maxFrameBytes DATA frames claiming more are refused and their connection closed
  */
-public record TcpConfig(int rank, int size, long groupId, InetSocketAddress bindAddress, long timeoutNs,
+public record TcpConfig(
+        int rank,
+        int size,
+        long groupId,
+        InetSocketAddress bindAddress,
+        long timeoutNs,
         long maxFrameBytes) {
     /** Default frame limit: the largest receive buffer a rank can hold. */
     public static final long DEFAULT_MAX_FRAME_BYTES = Integer.MAX_VALUE;
@@ -24,13 +29,15 @@ public record TcpConfig(int rank, int size, long groupId, InetSocketAddress bind
             throw new IllegalArgumentException("size: " + size + " (expected: > 0)");
         }
         if (rank < 0 || rank >= size) {
-            throw new IllegalArgumentException("rank: " + rank + " (expected: in [0, " + size + "))");
+            throw new IllegalArgumentException(
+                    "rank: " + rank + " (expected: in [0, " + size + "))");
         }
         if (timeoutNs <= 0) {
             throw new IllegalArgumentException("timeoutNs: " + timeoutNs + " (expected: > 0)");
         }
         if (maxFrameBytes <= 0) {
-            throw new IllegalArgumentException("maxFrameBytes: " + maxFrameBytes + " (expected: > 0)");
+            throw new IllegalArgumentException(
+                    "maxFrameBytes: " + maxFrameBytes + " (expected: > 0)");
         }
     }
 }

@@ -15,8 +15,8 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The Netty event loops shared by the TCP communicators of one process: the native epoll
- * transport where it loads, NIO otherwise ({@link #description()} says which and why). Thread-safe.
+ * The Netty event loops shared by the TCP communicators of one process: the native epoll transport
+ * where it loads, NIO otherwise ({@link #description()} says which and why). Thread-safe.
  */
 public final class TcpTransport implements AutoCloseable {
     private final EventLoopGroup group;
@@ -27,7 +27,8 @@ public final class TcpTransport implements AutoCloseable {
         this.epoll = Epoll.isAvailable();
         IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.group = new MultiThreadIoEventLoopGroup(threads, factory);
-        this.description = epoll ? "epoll" : "nio (epoll unavailable: " + Epoll.unavailabilityCause() + ")";
+        this.description =
+                epoll ? "epoll" : "nio (epoll unavailable: " + Epoll.unavailabilityCause() + ")";
     }
 
     /** {@code epoll}, or {@code nio (...)} with the reason epoll did not load. */

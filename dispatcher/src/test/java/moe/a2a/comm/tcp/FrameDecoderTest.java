@@ -32,7 +32,9 @@ class FrameDecoderTest {
             EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
             SplittableRandom cuts = new SplittableRandom(seed + 1000);
             while (stream.isReadable()) {
-                ch.writeInbound(stream.readRetainedSlice(Math.min(stream.readableBytes(), cuts.nextInt(1, 700))));
+                ch.writeInbound(
+                        stream.readRetainedSlice(
+                                Math.min(stream.readableBytes(), cuts.nextInt(1, 700))));
             }
             stream.release();
             assertFrames(ch, new SplittableRandom(seed));
@@ -43,9 +45,12 @@ class FrameDecoderTest {
     @Test
     void shouldFailWhenMagicIsWrong() {
         EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
-        ByteBuf garbage = Unpooled.buffer().writeBytes("GET / HTTP/1.1\r\nHost: example.org\r\n\r\n".getBytes());
+        ByteBuf garbage =
+                Unpooled.buffer()
+                        .writeBytes("GET / HTTP/1.1\r\nHost: example.org\r\n\r\n".getBytes());
         assertThatThrownBy(() -> ch.writeInbound(garbage))
-                .isInstanceOf(CorruptedFrameException.class).hasMessageContaining("bad frame magic");
+                .isInstanceOf(CorruptedFrameException.class)
+                .hasMessageContaining("bad frame magic");
         ch.finishAndReleaseAll();
     }
 
@@ -65,11 +70,14 @@ class FrameDecoderTest {
         EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
         ByteBuf header = Unpooled.buffer();
         FrameHeader.write(header, (byte) 9, 0, 0, 0, 0);
-        assertThatThrownBy(() -> ch.writeInbound(header)).hasMessageContaining("unknown frame kind: kind=9");
+        assertThatThrownBy(() -> ch.writeInbound(header))
+                .hasMessageContaining("unknown frame kind: kind=9");
         ch.finishAndReleaseAll();
     }
 
-    /** COUNT, DATA of random length (zero included), DATA, ABORT: contents derived from the seed. */
+    /**
+     * COUNT, DATA of random length (zero included), DATA, ABORT: contents derived from the seed.
+     */
     private static ByteBuf stream(SplittableRandom random) {
         ByteBuf out = Unpooled.buffer();
         FrameHeader.write(out, FrameHeader.COUNT, 1, 9, 1, 8);
@@ -102,13 +110,15 @@ class FrameDecoderTest {
             assertThat(data.step()).isEqualTo(10 + i);
             assertThat(data.payload().readableBytes()).isEqualTo(len);
             for (int b = 0; b < len; b++) {
-                assertThat(data.payload().readUnsignedByte()).isEqualTo((short) random.nextInt(256));
+                assertThat(data.payload().readUnsignedByte())
+                        .isEqualTo((short) random.nextInt(256));
             }
             data.release();
         }
         Frame abort = ch.readInbound();
         assertThat(abort.kind()).isEqualTo(FrameHeader.ABORT);
-        assertThat(abort.payload().toString(java.nio.charset.StandardCharsets.UTF_8)).isEqualTo("bye");
+        assertThat(abort.payload().toString(java.nio.charset.StandardCharsets.UTF_8))
+                .isEqualTo("bye");
         abort.release();
         Object rest = ch.readInbound();
         assertThat(rest).isNull();

@@ -40,7 +40,8 @@ class HostileTrafficTest {
 
     @Test
     void shouldDropGarbageBytes() throws Exception {
-        assertClosedAfterSending(Unpooled.wrappedBuffer("\u0000\u0001garbage garbage garbage".getBytes()));
+        assertClosedAfterSending(
+                Unpooled.wrappedBuffer("\u0000\u0001garbage garbage garbage".getBytes()));
         assertGroupStillExchanges();
     }
 
@@ -97,14 +98,22 @@ class HostileTrafficTest {
     }
 
     private void assertGroupStillExchanges() throws Exception {
-        RankThreads.run(2, rank -> {
-            ByteBuffer send = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
-            send.putInt(0, rank * 10).putInt(4, rank * 10 + 1);
-            ByteBuffer recv = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
-            group[rank].allToAllV(0, ExchangePhase.DISPATCH, send, new long[] {4, 4}, recv, new long[] {4, 4});
-            assertThat(recv.getInt(0)).isEqualTo(rank);
-            assertThat(recv.getInt(4)).isEqualTo(10 + rank);
-            return rank;
-        });
+        RankThreads.run(
+                2,
+                rank -> {
+                    ByteBuffer send = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+                    send.putInt(0, rank * 10).putInt(4, rank * 10 + 1);
+                    ByteBuffer recv = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+                    group[rank].allToAllV(
+                            0,
+                            ExchangePhase.DISPATCH,
+                            send,
+                            new long[] {4, 4},
+                            recv,
+                            new long[] {4, 4});
+                    assertThat(recv.getInt(0)).isEqualTo(rank);
+                    assertThat(recv.getInt(4)).isEqualTo(10 + rank);
+                    return rank;
+                });
     }
 }

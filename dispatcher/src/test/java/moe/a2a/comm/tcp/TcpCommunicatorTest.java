@@ -30,19 +30,30 @@ class TcpCommunicatorTest extends AbstractCommunicatorTest {
     }
 
     /** {@code size} ranks on loopback, connected to each other. */
-    static TcpCommunicator[] group(TcpTransport transport, int size, long timeoutNs) throws Exception {
+    static TcpCommunicator[] group(TcpTransport transport, int size, long timeoutNs)
+            throws Exception {
         long groupId = ThreadLocalRandom.current().nextLong();
         TcpCommunicator[] comms = new TcpCommunicator[size];
         List<InetSocketAddress> addresses = new ArrayList<>();
         for (int r = 0; r < size; r++) {
-            comms[r] = TcpCommunicator.bind(transport, new TcpConfig(r, size, groupId,
-                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), timeoutNs, TcpConfig.DEFAULT_MAX_FRAME_BYTES));
+            comms[r] =
+                    TcpCommunicator.bind(
+                            transport,
+                            new TcpConfig(
+                                    r,
+                                    size,
+                                    groupId,
+                                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                                    timeoutNs,
+                                    TcpConfig.DEFAULT_MAX_FRAME_BYTES));
             addresses.add(comms[r].localAddress());
         }
-        RankThreads.run(size, rank -> {
-            comms[rank].connect(addresses);
-            return rank;
-        });
+        RankThreads.run(
+                size,
+                rank -> {
+                    comms[rank].connect(addresses);
+                    return rank;
+                });
         return comms;
     }
 }

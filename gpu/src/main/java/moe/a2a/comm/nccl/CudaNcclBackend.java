@@ -65,7 +65,8 @@ final class CudaNcclBackend implements NcclBackend {
     private boolean aborted;
     private boolean closed;
 
-    private CudaNcclBackend(int rank, int size, int device, int version, ncclComm comm, CUstream_st stream) {
+    private CudaNcclBackend(
+            int rank, int size, int device, int version, ncclComm comm, CUstream_st stream) {
         this.rank = rank;
         this.size = size;
         this.device = device;
@@ -74,23 +75,41 @@ final class CudaNcclBackend implements NcclBackend {
         this.stream = stream;
     }
 
-    /** Creates this rank's communicator, waiting at most {@code timeoutNs} for the others to join. */
-    static CudaNcclBackend create(NcclUniqueId id, int rank, int size, int device, long timeoutNs,
+    /**
+     * Creates this rank's communicator, waiting at most {@code timeoutNs} for the others to join.
+     */
+    static CudaNcclBackend create(
+            NcclUniqueId id,
+            int rank,
+            int size,
+            int device,
+            long timeoutNs,
             NcclWatchdog watchdog) {
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         int[] v = new int[1];
         check(ncclGetVersion(v), "ncclGetVersion", rank);
         CUstream_st stream = new CUstream_st();
-        CudaCheck.check(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        CudaCheck.check(
+                cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking),
+                "cudaStreamCreateWithFlags");
         ncclUniqueId uid = new ncclUniqueId();
         uid.internal().put(id.toByteArray());
         ncclComm comm = new ncclComm();
         if (v[0] >= NCCL_VERSION_CODE) {
-            check(ncclCommInitRankConfig(comm, size, uid, rank, NcclInit.nonBlockingConfig()), "ncclCommInitRankConfig",
+            check(
+                    ncclCommInitRankConfig(comm, size, uid, rank, NcclInit.nonBlockingConfig()),
+                    "ncclCommInitRankConfig",
                     rank);
             CudaNcclBackend backend = new CudaNcclBackend(rank, size, device, v[0], comm, stream);
-            // The non-blocking init runs in the background until the async error leaves ncclInProgress.
-            watchdog.await(backend.initProgress(), timeoutNs, -1, ExchangePhase.BARRIER, rank, "ncclCommInitRankConfig");
+            // The non-blocking init runs in the background until the async error leaves
+            // ncclInProgress.
+            watchdog.await(
+                    backend.initProgress(),
+                    timeoutNs,
+                    -1,
+                    ExchangePhase.BARRIER,
+                    rank,
+                    "ncclCommInitRankConfig");
             return backend;
         }
         NcclInit.blocking(comm, size, uid, rank, device, timeoutNs);
@@ -150,7 +169,8 @@ final class CudaNcclBackend implements NcclBackend {
     }
 
     @Override
-    public synchronized int exchange(long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes) {
+    public synchronized int exchange(
+            long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes) {
         if (aborted) {
             return ncclSystemError;
         }
@@ -160,19 +180,31 @@ final class CudaNcclBackend implements NcclBackend {
         sendDevice.ensure(sendTotal);
         recvDevice.ensure(recvTotal);
         if (sendTotal > 0) {
-            CudaCheck.check(cudaMemcpyAsync(sendDevice.at(0), sendHost.at(0), sendTotal, cudaMemcpyHostToDevice, stream),
+            CudaCheck.check(
+                    cudaMemcpyAsync(
+                            sendDevice.at(0),
+                            sendHost.at(0),
+                            sendTotal,
+                            cudaMemcpyHostToDevice,
+                            stream),
                     "cudaMemcpyAsync(host to device)");
         }
         int result = group(sendDevice, sendOffsets, sendBytes, recvDevice, recvOffsets, recvBytes);
-        // On a non-blocking communicator the group may still be launching (ncclInProgress): the copy
+        // On a non-blocking communicator the group may still be launching (ncclInProgress): the
+        // copy
         // back may only be enqueued once NCCL has put its kernels on the stream (see isIdle).
         pendingCopyBack = recvTotal;
         return result;
     }
 
     @Override
-    public synchronized int exchangeDevice(CudaMemory send, long[] sendOffsets, long[] sendBytes, CudaMemory recv,
-            long[] recvOffsets, long[] recvBytes) {
+    public synchronized int exchangeDevice(
+            CudaMemory send,
+            long[] sendOffsets,
+            long[] sendBytes,
+            CudaMemory recv,
+            long[] recvOffsets,
+            long[] recvBytes) {
         if (aborted) {
             return ncclSystemError;
         }
@@ -185,8 +217,15 @@ final class CudaNcclBackend implements NcclBackend {
         return stream;
     }
 
-    /** One NCCL group: a send to and a receive from every peer with bytes to move (self included). */
-    private int group(CudaMemory send, long[] sendOffsets, long[] sendBytes, CudaMemory recv, long[] recvOffsets,
+    /**
+     * One NCCL group: a send to and a receive from every peer with bytes to move (self included).
+     */
+    private int group(
+            CudaMemory send,
+            long[] sendOffsets,
+            long[] sendBytes,
+            CudaMemory recv,
+            long[] recvOffsets,
             long[] recvBytes) {
         int result = ncclGroupStart();
         if (result != ncclSuccess) {
@@ -194,14 +233,16 @@ final class CudaNcclBackend implements NcclBackend {
         }
         for (int p = 0; p < size; p++) {
             if (sendBytes[p] > 0) {
-                result = ncclSend(send.at(sendOffsets[p]), sendBytes[p], ncclUint8, p, comm, stream);
+                result =
+                        ncclSend(send.at(sendOffsets[p]), sendBytes[p], ncclUint8, p, comm, stream);
                 if (NcclResults.isError(result)) {
                     ncclGroupEnd();
                     return result;
                 }
             }
             if (recvBytes[p] > 0) {
-                result = ncclRecv(recv.at(recvOffsets[p]), recvBytes[p], ncclUint8, p, comm, stream);
+                result =
+                        ncclRecv(recv.at(recvOffsets[p]), recvBytes[p], ncclUint8, p, comm, stream);
                 if (NcclResults.isError(result)) {
                     ncclGroupEnd();
                     return result;
@@ -223,8 +264,14 @@ final class CudaNcclBackend implements NcclBackend {
         }
         if (pendingCopyBack >= 0) {
             if (pendingCopyBack > 0) {
-                CudaCheck.check(cudaMemcpyAsync(recvHost.at(0), recvDevice.at(0), pendingCopyBack,
-                        cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync(device to host)");
+                CudaCheck.check(
+                        cudaMemcpyAsync(
+                                recvHost.at(0),
+                                recvDevice.at(0),
+                                pendingCopyBack,
+                                cudaMemcpyDeviceToHost,
+                                stream),
+                        "cudaMemcpyAsync(device to host)");
             }
             pendingCopyBack = -1;
         }
@@ -274,7 +321,8 @@ final class CudaNcclBackend implements NcclBackend {
             ncclCommFinalize(comm);
             int[] state = {ncclInProgress};
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (state[0] == ncclInProgress && System.nanoTime() < deadline
+            while (state[0] == ncclInProgress
+                    && System.nanoTime() < deadline
                     && ncclCommGetAsyncError(comm, state) == ncclSuccess) {
                 Thread.onSpinWait();
             }

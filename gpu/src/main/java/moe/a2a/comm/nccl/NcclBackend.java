@@ -6,8 +6,8 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
  * One rank's NCCL communicator, CUDA stream and staging memory, reduced to what {@link
- * NcclCommunicator} needs. {@link #exchange} only enqueues; {@link NcclWatchdog} waits for it.
- * Used by the rank's thread only.
+ * NcclCommunicator} needs. {@link #exchange} only enqueues; {@link NcclWatchdog} waits for it. Used
+ * by the rank's thread only.
  */
 interface NcclBackend extends NcclWatchdog.Progress, AutoCloseable {
     int rank();
@@ -16,8 +16,8 @@ interface NcclBackend extends NcclWatchdog.Progress, AutoCloseable {
 
     /**
      * The host buffer that {@link #exchange} sends from: pinned (page-locked) memory of at least
-     * {@code bytes}, reused and grown as needed, little-endian, from index 0. Valid until the
-     * next call that grows it.
+     * {@code bytes}, reused and grown as needed, little-endian, from index 0. Valid until the next
+     * call that grows it.
      */
     ByteBuffer sendStaging(long bytes);
 
@@ -35,10 +35,15 @@ interface NcclBackend extends NcclWatchdog.Progress, AutoCloseable {
     int exchange(long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes);
 
     /**
-     * Enqueues one NCCL group between device buffers, as {@link #exchange} without the host
-     * copies. Only backends on a GPU have device memory.
+     * Enqueues one NCCL group between device buffers, as {@link #exchange} without the host copies.
+     * Only backends on a GPU have device memory.
      */
-    int exchangeDevice(CudaMemory send, long[] sendOffsets, long[] sendBytes, CudaMemory recv, long[] recvOffsets,
+    int exchangeDevice(
+            CudaMemory send,
+            long[] sendOffsets,
+            long[] sendBytes,
+            CudaMemory recv,
+            long[] recvOffsets,
             long[] recvBytes);
 
     /** The rank's CUDA stream, for kernels that must run in order with the exchanges. */

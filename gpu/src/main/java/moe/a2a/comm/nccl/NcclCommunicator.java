@@ -62,13 +62,19 @@ public final class NcclCommunicator implements Communicator {
      * device}; waits at most {@code timeoutNs} for the other ranks, here and in every collective.
      * Needs a GPU: check {@link moe.a2a.gpu.GpuProbe} first.
      */
-    public static NcclCommunicator create(NcclUniqueId id, int rank, int size, int device, long timeoutNs) {
+    public static NcclCommunicator create(
+            NcclUniqueId id, int rank, int size, int device, long timeoutNs) {
         NcclWatchdog watchdog = NcclWatchdog.system();
-        return new NcclCommunicator(CudaNcclBackend.create(id, rank, size, device, timeoutNs, watchdog), watchdog,
+        return new NcclCommunicator(
+                CudaNcclBackend.create(id, rank, size, device, timeoutNs, watchdog),
+                watchdog,
                 timeoutNs);
     }
 
-    /** A fresh {@code ncclUniqueId} for a new group (rank 0 makes it; the others receive it). Needs libnccl. */
+    /**
+     * A fresh {@code ncclUniqueId} for a new group (rank 0 makes it; the others receive it). Needs
+     * libnccl.
+     */
     public static NcclUniqueId newUniqueId() {
         return CudaNcclBackend.newUniqueId();
     }
@@ -89,7 +95,8 @@ public final class NcclCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllCounts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+    public void allToAllCounts(
+            long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
         checkLength("sendCounts", sendCounts);
         checkLength("recvCounts", recvCounts);
         checkOpen();
@@ -105,7 +112,12 @@ public final class NcclCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, ByteBuffer recv,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts) {
         long sendTotal = prepare(sendCounts, recvCounts);
         backend.sendStaging(sendTotal).put(0, send, 0, (int) sendTotal);
@@ -114,7 +126,12 @@ public final class NcclCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllV(long step, ExchangePhase phase, SegmentWriter writer, long[] sendCounts, ByteBuffer recv,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            SegmentWriter writer,
+            long[] sendCounts,
+            ByteBuffer recv,
             long[] recvCounts) {
         long sendTotal = prepare(sendCounts, recvCounts);
         ByteBuffer staging = backend.sendStaging(sendTotal);
@@ -128,7 +145,12 @@ public final class NcclCommunicator implements Communicator {
     }
 
     @Override
-    public void allToAllV(long step, ExchangePhase phase, ByteBuffer send, long[] sendCounts, SegmentReader reader,
+    public void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            SegmentReader reader,
             long[] recvCounts) {
         long sendTotal = prepare(sendCounts, recvCounts);
         backend.sendStaging(sendTotal).put(0, send, 0, (int) sendTotal);
@@ -143,13 +165,21 @@ public final class NcclCommunicator implements Communicator {
      * {@code recv} at this rank's segment. Counts as for {@link #allToAllV(long, ExchangePhase,
      * ByteBuffer, long[], ByteBuffer, long[])}; the buffers must hold their totals.
      */
-    public void allToAllVDevice(long step, ExchangePhase phase, CudaMemory send, long[] sendCounts, CudaMemory recv,
+    public void allToAllVDevice(
+            long step,
+            ExchangePhase phase,
+            CudaMemory send,
+            long[] sendCounts,
+            CudaMemory recv,
             long[] recvCounts) {
         prepare(sendCounts, recvCounts);
         try {
-            int launched = backend.exchangeDevice(send, sendOffsets, sendCounts, recv, recvOffsets, recvCounts);
+            int launched =
+                    backend.exchangeDevice(
+                            send, sendOffsets, sendCounts, recv, recvOffsets, recvCounts);
             if (NcclResults.isError(launched)) {
-                throw NcclResults.failure(launched, "device all-to-all-v (ncclGroupEnd)", rank, backend.lastError());
+                throw NcclResults.failure(
+                        launched, "device all-to-all-v (ncclGroupEnd)", rank, backend.lastError());
             }
             watchdog.await(backend, timeoutNs, step, phase, rank, "device all-to-all-v");
         } catch (A2aException e) {
@@ -170,7 +200,10 @@ public final class NcclCommunicator implements Communicator {
     @Override
     public void abort(Throwable cause) {
         if (failure == null) {
-            failure = cause instanceof A2aException a ? a : new A2aException("aborted: " + cause, cause);
+            failure =
+                    cause instanceof A2aException a
+                            ? a
+                            : new A2aException("aborted: " + cause, cause);
             backend.abort();
         }
     }
@@ -188,8 +221,14 @@ public final class NcclCommunicator implements Communicator {
         long sendTotal = prefix(sendCounts, sendOffsets, "sendCounts");
         long recvTotal = prefix(recvCounts, recvOffsets, "recvCounts");
         if (sendTotal > Integer.MAX_VALUE || recvTotal > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("exchange of " + sendTotal + " bytes out, " + recvTotal
-                    + " in (expected: at most " + Integer.MAX_VALUE + " each way per rank)");
+            throw new IllegalArgumentException(
+                    "exchange of "
+                            + sendTotal
+                            + " bytes out, "
+                            + recvTotal
+                            + " in (expected: at most "
+                            + Integer.MAX_VALUE
+                            + " each way per rank)");
         }
         return sendTotal;
     }
@@ -200,8 +239,14 @@ public final class NcclCommunicator implements Communicator {
         return recvOffsets[size - 1] + recvCounts[size - 1];
     }
 
-    private void run(long step, ExchangePhase phase, long[] sendOff, long[] sendBytes, long[] recvOff,
-            long[] recvBytes, String what) {
+    private void run(
+            long step,
+            ExchangePhase phase,
+            long[] sendOff,
+            long[] sendBytes,
+            long[] recvOff,
+            long[] recvBytes,
+            String what) {
         try {
             int launched = backend.exchange(sendOff, sendBytes, recvOff, recvBytes);
             if (NcclResults.isError(launched)) {
@@ -231,7 +276,8 @@ public final class NcclCommunicator implements Communicator {
         long at = 0;
         for (int p = 0; p < counts.length; p++) {
             if (counts[p] < 0) {
-                throw new IllegalArgumentException(field + "[" + p + "]: " + counts[p] + " (expected: >= 0)");
+                throw new IllegalArgumentException(
+                        field + "[" + p + "]: " + counts[p] + " (expected: >= 0)");
             }
             offsets[p] = at;
             at += counts[p];
@@ -241,7 +287,8 @@ public final class NcclCommunicator implements Communicator {
 
     private void checkLength(String field, long[] counts) {
         if (counts.length != size) {
-            throw new IllegalArgumentException(field + ".length: " + counts.length + " (expected: " + size + ")");
+            throw new IllegalArgumentException(
+                    field + ".length: " + counts.length + " (expected: " + size + ")");
         }
     }
 
@@ -253,6 +300,7 @@ public final class NcclCommunicator implements Communicator {
     }
 
     private A2aException broken(A2aException cause) {
-        return new A2aException("nccl group of rank " + rank + " is broken: " + cause.getMessage(), cause);
+        return new A2aException(
+                "nccl group of rank " + rank + " is broken: " + cause.getMessage(), cause);
     }
 }

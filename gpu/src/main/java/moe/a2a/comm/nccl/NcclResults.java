@@ -13,9 +13,9 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.PeerFailedException;
 
 /**
- * What an {@code ncclResult_t} means for a collective. The constants are compile-time constants
- * of the presets, inlined by javac: using them loads no native library, so this class works (and
- * is tested) on machines without NCCL.
+ * What an {@code ncclResult_t} means for a collective. The constants are compile-time constants of
+ * the presets, inlined by javac: using them loads no native library, so this class works (and is
+ * tested) on machines without NCCL.
  */
 final class NcclResults {
     private NcclResults() {}
@@ -35,7 +35,9 @@ final class NcclResults {
         };
     }
 
-    /** Neither success nor "still running" (what non-blocking communicators return while they work). */
+    /**
+     * Neither success nor "still running" (what non-blocking communicators return while they work).
+     */
     static boolean isError(int result) {
         return result != ncclSuccess && result != ncclInProgress;
     }
@@ -46,8 +48,14 @@ final class NcclResults {
      * {@link A2aException}. {@code detail} is NCCL's last error text, or empty.
      */
     static A2aException failure(int result, String call, int rank, String detail) {
-        String what = call + " returned " + name(result) + " (" + result + ")"
-                + (detail.isEmpty() ? "" : ": " + detail);
+        String what =
+                call
+                        + " returned "
+                        + name(result)
+                        + " ("
+                        + result
+                        + ")"
+                        + (detail.isEmpty() ? "" : ": " + detail);
         if (result == ncclRemoteError) {
             return new PeerFailedException(rank, new A2aException("nccl: " + what));
         }

@@ -23,8 +23,13 @@ public final class NcclUniqueId {
      */
     public static NcclUniqueId of(byte[] bytes, String field) {
         if (bytes.length != BYTES) {
-            throw new IllegalArgumentException(field + ": " + bytes.length + " bytes (expected: " + BYTES
-                    + ", an ncclUniqueId)");
+            throw new IllegalArgumentException(
+                    field
+                            + ": "
+                            + bytes.length
+                            + " bytes (expected: "
+                            + BYTES
+                            + ", an ncclUniqueId)");
         }
         return new NcclUniqueId(bytes.clone());
     }

@@ -1,16 +1,16 @@
 package moe.a2a.comm.nccl;
 
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongConsumer;
 import java.util.function.LongSupplier;
-import java.util.concurrent.locks.LockSupport;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 
 /**
  * Waits for a rank's enqueued NCCL work without ever hanging: it polls the communicator's
- * asynchronous error and the stream until the work is done, and aborts the communicator
- * ({@code ncclCommAbort}) when an error shows up or the deadline passes, so a dead peer becomes an
+ * asynchronous error and the stream until the work is done, and aborts the communicator ({@code
+ * ncclCommAbort}) when an error shows up or the deadline passes, so a dead peer becomes an
  * exception on this rank. NCCL cannot tell which peer is missing, so a timeout names none.
  *
  * <p>The clock and the pause between polls are injected so the logic is tested without a GPU.
@@ -44,13 +44,15 @@ final class NcclWatchdog {
 
     /** Real time: spins briefly (most small exchanges finish within microseconds), then parks. */
     static NcclWatchdog system() {
-        return new NcclWatchdog(System::nanoTime, waitedNs -> {
-            if (waitedNs < SPIN_NS) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(PARK_NS);
-            }
-        });
+        return new NcclWatchdog(
+                System::nanoTime,
+                waitedNs -> {
+                    if (waitedNs < SPIN_NS) {
+                        Thread.onSpinWait();
+                    } else {
+                        LockSupport.parkNanos(PARK_NS);
+                    }
+                });
     }
 
     /**
@@ -58,7 +60,13 @@ final class NcclWatchdog {
      * up or {@code timeoutNs} passes. {@code step}, {@code phase}, {@code rank} and {@code call}
      * name the failure.
      */
-    void await(Progress progress, long timeoutNs, long step, ExchangePhase phase, int rank, String call) {
+    void await(
+            Progress progress,
+            long timeoutNs,
+            long step,
+            ExchangePhase phase,
+            int rank,
+            String call) {
         final long start = clock.getAsLong();
         while (true) {
             int error = progress.asyncError();
@@ -73,12 +81,14 @@ final class NcclWatchdog {
             long waited = clock.getAsLong() - start;
             if (waited > timeoutNs) {
                 progress.abort();
-                throw new ExchangeTimeoutException(step, phase, rank, ExchangeTimeoutException.UNKNOWN_PEER, timeoutNs);
+                throw new ExchangeTimeoutException(
+                        step, phase, rank, ExchangeTimeoutException.UNKNOWN_PEER, timeoutNs);
             }
             if (Thread.interrupted()) {
                 progress.abort();
                 Thread.currentThread().interrupt();
-                throw new A2aException("interrupted while waiting for " + call + " on rank " + rank);
+                throw new A2aException(
+                        "interrupted while waiting for " + call + " on rank " + rank);
             }
             pause.accept(waited);
         }

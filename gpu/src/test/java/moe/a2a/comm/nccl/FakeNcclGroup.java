@@ -12,11 +12,11 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
  * NCCL simulated in one JVM for tests without a GPU: each rank's grouped send/recv posts its
- * segments to mailboxes keyed by (exchange number, source, destination); a rank is idle once
- * every segment it expects has been posted, and then copies them into its receive staging. Like
- * NCCL, a missing peer is not an error, only never idle; unlike NCCL (which would hang or corrupt
- * memory), mismatched counts show up as an asynchronous error. An abort is local to its rank, as
- * {@code ncclCommAbort} is.
+ * segments to mailboxes keyed by (exchange number, source, destination); a rank is idle once every
+ * segment it expects has been posted, and then copies them into its receive staging. Like NCCL, a
+ * missing peer is not an error, only never idle; unlike NCCL (which would hang or corrupt memory),
+ * mismatched counts show up as an asynchronous error. An abort is local to its rank, as {@code
+ * ncclCommAbort} is.
  */
 public final class FakeNcclGroup {
     private final int size;
@@ -77,7 +77,8 @@ public final class FakeNcclGroup {
         }
 
         @Override
-        public synchronized int exchange(long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes) {
+        public synchronized int exchange(
+                long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes) {
             if (closed) {
                 throw new IllegalStateException("exchange after close");
             }
@@ -119,8 +120,13 @@ public final class FakeNcclGroup {
         }
 
         @Override
-        public int exchangeDevice(CudaMemory send, long[] sendOffsets, long[] sendBytes, CudaMemory recv,
-                long[] recvOffsets, long[] recvBytes) {
+        public int exchangeDevice(
+                CudaMemory send,
+                long[] sendOffsets,
+                long[] sendBytes,
+                CudaMemory recv,
+                long[] recvOffsets,
+                long[] recvBytes) {
             throw new UnsupportedOperationException("no device memory without a GPU");
         }
 
@@ -136,7 +142,9 @@ public final class FakeNcclGroup {
 
         @Override
         public String lastError() {
-            return error == ncclInvalidUsage ? "fake: counts differ between sender and receiver" : "";
+            return error == ncclInvalidUsage
+                    ? "fake: counts differ between sender and receiver"
+                    : "";
         }
 
         @Override

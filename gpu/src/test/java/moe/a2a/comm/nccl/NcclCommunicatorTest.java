@@ -35,7 +35,10 @@ class NcclCommunicatorTest extends AbstractCommunicatorTest {
         return false;
     }
 
-    /** ncclCommAbort is local: the other ranks learn of it at their deadline (or from the control plane). */
+    /**
+     * ncclCommAbort is local: the other ranks learn of it at their deadline (or from the control
+     * plane).
+     */
     @Override
     protected boolean propagatesAbort() {
         return false;
@@ -44,20 +47,31 @@ class NcclCommunicatorTest extends AbstractCommunicatorTest {
     @Test
     void shouldFailBothRanksWhenCountsDisagree() throws Exception {
         Communicator[] group = newGroup(2, TimeUnit.SECONDS.toNanos(10));
-        List<Throwable> failures = RankThreads.run(2, rank -> {
-            long[] send = {4, 4};
-            long[] recv = rank == 0 ? new long[] {4, 5} : new long[] {4, 4};
-            try {
-                group[rank].allToAllV(0, ExchangePhase.DISPATCH, ByteBuffer.allocateDirect(8), send,
-                        ByteBuffer.allocateDirect(9), recv);
-                return null;
-            } catch (A2aException e) {
-                return e;
-            }
-        });
-        assertThat(failures.get(0)).isInstanceOf(A2aException.class)
-                .hasMessageContaining("ncclInvalidUsage").hasMessageContaining("rank 0");
-        assertThatThrownBy(() -> group[0].barrier()).isInstanceOf(A2aException.class)
+        List<Throwable> failures =
+                RankThreads.run(
+                        2,
+                        rank -> {
+                            long[] send = {4, 4};
+                            long[] recv = rank == 0 ? new long[] {4, 5} : new long[] {4, 4};
+                            try {
+                                group[rank].allToAllV(
+                                        0,
+                                        ExchangePhase.DISPATCH,
+                                        ByteBuffer.allocateDirect(8),
+                                        send,
+                                        ByteBuffer.allocateDirect(9),
+                                        recv);
+                                return null;
+                            } catch (A2aException e) {
+                                return e;
+                            }
+                        });
+        assertThat(failures.get(0))
+                .isInstanceOf(A2aException.class)
+                .hasMessageContaining("ncclInvalidUsage")
+                .hasMessageContaining("rank 0");
+        assertThatThrownBy(() -> group[0].barrier())
+                .isInstanceOf(A2aException.class)
                 .hasMessageContaining("broken");
         for (Communicator c : group) {
             c.close();

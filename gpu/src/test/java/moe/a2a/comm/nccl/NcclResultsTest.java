@@ -10,8 +10,16 @@ import org.junit.jupiter.api.Test;
 class NcclResultsTest {
     @Test
     void shouldNameEveryResultCodeAsTheHeaderDoes() {
-        String[] names = {"ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
-            "ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress"};
+        String[] names = {
+            "ncclSuccess",
+            "ncclUnhandledCudaError",
+            "ncclSystemError",
+            "ncclInternalError",
+            "ncclInvalidArgument",
+            "ncclInvalidUsage",
+            "ncclRemoteError",
+            "ncclInProgress"
+        };
         for (int code = 0; code < names.length; code++) {
             assertThat(NcclResults.name(code)).isEqualTo(names[code]);
         }
@@ -30,10 +38,14 @@ class NcclResultsTest {
     @Test
     void shouldMapRemoteErrorToPeerFailureAndOthersToGroupFailure() {
         A2aException remote = NcclResults.failure(6, "ncclGroupEnd", 1, "peer 3 exited");
-        assertThat(remote).isInstanceOf(PeerFailedException.class)
-                .hasMessageContaining("rank=1").hasMessageContaining("ncclRemoteError (6): peer 3 exited");
+        assertThat(remote)
+                .isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("rank=1")
+                .hasMessageContaining("ncclRemoteError (6): peer 3 exited");
         A2aException cuda = NcclResults.failure(1, "ncclSend", 0, "");
-        assertThat(cuda).isNotInstanceOf(PeerFailedException.class)
-                .hasMessage("nccl call failed on rank 0: ncclSend returned ncclUnhandledCudaError (1)");
+        assertThat(cuda)
+                .isNotInstanceOf(PeerFailedException.class)
+                .hasMessage(
+                        "nccl call failed on rank 0: ncclSend returned ncclUnhandledCudaError (1)");
     }
 }

@@ -17,7 +17,9 @@ class NcclWatchdogTest {
     private long now;
     private final NcclWatchdog watchdog = new NcclWatchdog(() -> now, waited -> now += 1_000_000);
 
-    /** Idle after {@code idleAfter} polls; reports {@code errorAt} from poll {@code errorAfter} on. */
+    /**
+     * Idle after {@code idleAfter} polls; reports {@code errorAt} from poll {@code errorAfter} on.
+     */
     private static final class Script implements NcclWatchdog.Progress {
         final int idleAfter;
         final int errorAfter;
@@ -68,13 +70,23 @@ class NcclWatchdogTest {
     @Test
     void shouldAbortAndThrowTimeoutWhenDeadlinePasses() {
         Script work = new Script(Integer.MAX_VALUE, Integer.MAX_VALUE, ncclSuccess);
-        assertThatThrownBy(() -> watchdog.await(work, 3_500_000, 7, ExchangePhase.COMBINE, 2, "all-to-all-v"))
-                .isInstanceOfSatisfying(ExchangeTimeoutException.class, e -> {
-                    assertThat(e.step()).isEqualTo(7);
-                    assertThat(e.phase()).isEqualTo(ExchangePhase.COMBINE);
-                    assertThat(e.rank()).isEqualTo(2);
-                    assertThat(e.peer()).isEqualTo(ExchangeTimeoutException.UNKNOWN_PEER);
-                })
+        assertThatThrownBy(
+                        () ->
+                                watchdog.await(
+                                        work,
+                                        3_500_000,
+                                        7,
+                                        ExchangePhase.COMBINE,
+                                        2,
+                                        "all-to-all-v"))
+                .isInstanceOfSatisfying(
+                        ExchangeTimeoutException.class,
+                        e -> {
+                            assertThat(e.step()).isEqualTo(7);
+                            assertThat(e.phase()).isEqualTo(ExchangePhase.COMBINE);
+                            assertThat(e.rank()).isEqualTo(2);
+                            assertThat(e.peer()).isEqualTo(ExchangeTimeoutException.UNKNOWN_PEER);
+                        })
                 .hasMessageContaining("peer=unknown");
         assertThat(work.aborts).isEqualTo(1);
         assertThat(now).isEqualTo(4_000_000);
@@ -83,17 +95,34 @@ class NcclWatchdogTest {
     @Test
     void shouldAbortAndNamePeerFailureOnRemoteError() {
         Script work = new Script(Integer.MAX_VALUE, 3, ncclRemoteError);
-        assertThatThrownBy(() -> watchdog.await(work, 1_000_000_000, 0, ExchangePhase.DISPATCH, 3, "counts exchange"))
+        assertThatThrownBy(
+                        () ->
+                                watchdog.await(
+                                        work,
+                                        1_000_000_000,
+                                        0,
+                                        ExchangePhase.DISPATCH,
+                                        3,
+                                        "counts exchange"))
                 .isInstanceOf(PeerFailedException.class)
                 .hasMessageContaining("rank=3")
-                .hasMessageContaining("counts exchange returned ncclRemoteError (6): socket closed by peer");
+                .hasMessageContaining(
+                        "counts exchange returned ncclRemoteError (6): socket closed by peer");
         assertThat(work.aborts).isEqualTo(1);
     }
 
     @Test
     void shouldAbortOnSystemErrorEvenWhenStreamLooksIdle() {
         Script work = new Script(0, 0, ncclSystemError);
-        assertThatThrownBy(() -> watchdog.await(work, 1_000_000_000, 0, ExchangePhase.DISPATCH, 0, "all-to-all-v"))
+        assertThatThrownBy(
+                        () ->
+                                watchdog.await(
+                                        work,
+                                        1_000_000_000,
+                                        0,
+                                        ExchangePhase.DISPATCH,
+                                        0,
+                                        "all-to-all-v"))
                 .hasMessageContaining("ncclSystemError (2)")
                 .isNotInstanceOf(PeerFailedException.class);
         assertThat(work.aborts).isEqualTo(1);
@@ -104,7 +133,15 @@ class NcclWatchdogTest {
         Script work = new Script(Integer.MAX_VALUE, Integer.MAX_VALUE, ncclSuccess);
         Thread.currentThread().interrupt();
         try {
-            assertThatThrownBy(() -> watchdog.await(work, 1_000_000_000, 0, ExchangePhase.DISPATCH, 0, "all-to-all-v"))
+            assertThatThrownBy(
+                            () ->
+                                    watchdog.await(
+                                            work,
+                                            1_000_000_000,
+                                            0,
+                                            ExchangePhase.DISPATCH,
+                                            0,
+                                            "all-to-all-v"))
                     .hasMessageContaining("interrupted");
             assertThat(work.aborts).isEqualTo(1);
         } finally {
