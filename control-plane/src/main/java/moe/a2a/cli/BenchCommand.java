@@ -299,8 +299,13 @@ final class BenchCommand implements Callable<Integer> {
         if (System.console() != null) {
             int filled = done * BAR_WIDTH / Math.max(1, total);
             System.err.printf(
+                    Locale.ROOT,
                     "\r[%s%s] %d/%d running %s",
-                    "#".repeat(filled), " ".repeat(BAR_WIDTH - filled), done, total, current);
+                    "#".repeat(filled),
+                    " ".repeat(BAR_WIDTH - filled),
+                    done,
+                    total,
+                    current);
             System.err.flush();
         }
     }

@@ -121,6 +121,7 @@ final class ClientCommand implements Callable<Integer> {
             MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
             ModelInfo model = stub.describeModel(DescribeModelRequest.getDefaultInstance());
             System.out.printf(
+                    Locale.ROOT,
                     "server: %d experts, hidden %d, ffn %d, top-%d, %d layers, %d ranks, transport %s, weights %s%n",
                     model.getExperts(),
                     model.getHidden(),
@@ -230,7 +231,10 @@ final class ClientCommand implements Callable<Integer> {
             }
             if (System.console() != null) {
                 System.err.printf(
-                        "\rchecking answer %d/%d against the reference", checked + 1, kept.size());
+                        Locale.ROOT,
+                        "\rchecking answer %d/%d against the reference",
+                        checked + 1,
+                        kept.size());
             }
             double ratio = check.worstRatio(workload.request(i), kept.get(i));
             worst = Math.max(worst, ratio);

@@ -40,6 +40,7 @@ final class RemoteBench {
                 BenchEvent event = events.next();
                 if (event.hasProgress()) {
                     System.out.printf(
+                            Locale.ROOT,
                             "[%d/%d] running %s on %s%n",
                             event.getProgress().getIndex(),
                             event.getProgress().getTotal(),
@@ -49,7 +50,8 @@ final class RemoteBench {
                 }
                 BenchResult r = event.getResult();
                 if (!r.getRan()) {
-                    System.out.printf("  %-18s skipped: %s%n", r.getWorkload(), r.getReason());
+                    System.out.printf(
+                            Locale.ROOT, "  %-18s skipped: %s%n", r.getWorkload(), r.getReason());
                     continue;
                 }
                 ok &= r.getOk();

@@ -1,5 +1,7 @@
 package moe.a2a.bench;
 
+import java.util.Locale;
+
 /**
  * The routing of a {@link BenchWorkload}, exactly as the shared benchmark definition draws it
  * (splitmix64 streams per rank, Zipf table, Fisher-Yates permutation), so that peer harnesses in
@@ -70,7 +72,7 @@ public final class BenchRouting {
                 }
             }
         }
-        return String.format("%016x", h);
+        return String.format(Locale.ROOT, "%016x", h);
     }
 
     /** The payload value of (src, token, column), before rounding to bf16. */

@@ -1,5 +1,6 @@
 package moe.a2a.experts;
 
+import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -41,22 +42,22 @@ public enum WeightNaming {
 
     /** {@code W1} ({@code [I, H]}): the gated projection. */
     public String w1(int layer, int expert) {
-        return String.format(expertPrefix, layer, expert) + gateProj + ".weight";
+        return String.format(Locale.ROOT, expertPrefix, layer, expert) + gateProj + ".weight";
     }
 
     /** {@code W3} ({@code [I, H]}): the up projection. */
     public String w3(int layer, int expert) {
-        return String.format(expertPrefix, layer, expert) + upProj + ".weight";
+        return String.format(Locale.ROOT, expertPrefix, layer, expert) + upProj + ".weight";
     }
 
     /** {@code W2} ({@code [H, I]}): the down projection. */
     public String w2(int layer, int expert) {
-        return String.format(expertPrefix, layer, expert) + downProj + ".weight";
+        return String.format(Locale.ROOT, expertPrefix, layer, expert) + downProj + ".weight";
     }
 
     /** The router weight ({@code [E, H]}). */
     public String gate(int layer) {
-        return String.format(gate, layer);
+        return String.format(Locale.ROOT, gate, layer);
     }
 
     /** For a W1 tensor name of this scheme, {@code {layer, expert}}; otherwise null. */

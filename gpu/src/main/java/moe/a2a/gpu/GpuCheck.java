@@ -53,7 +53,7 @@ public final class GpuCheck {
             GpuCpuComparison.run(comm, kernels, table);
             GpuTimings.run(comm, kernels, table);
         } catch (RuntimeException e) {
-            e.printStackTrace();
+            e.printStackTrace(System.err);
             table.row("run", "failed: " + e, false);
         }
         table.print();

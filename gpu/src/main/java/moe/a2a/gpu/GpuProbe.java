@@ -2,6 +2,7 @@ package moe.a2a.gpu;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Locale;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.javacpp.Loader;
@@ -47,7 +48,7 @@ public final class GpuProbe {
 
         /** One line: what was found, or why not. */
         public String describe() {
-            String took = String.format("%.1f ms", tookNanos / 1e6);
+            String took = String.format(Locale.ROOT, "%.1f ms", tookNanos / 1e6);
             if (usable()) {
                 return "GPU: "
                         + devices

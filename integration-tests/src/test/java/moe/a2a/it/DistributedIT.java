@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
@@ -166,6 +167,7 @@ class DistributedIT {
             awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             runClients(channel, 8, 2, 200);
             System.out.printf(
+                    Locale.ROOT,
                     "recovery: replacement worker started -> serving and answering in %d ms%n",
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - replacedAt));
             assertThat(workers[0].isAlive() && workers[1].isAlive() && workers[3].isAlive())
@@ -180,6 +182,7 @@ class DistributedIT {
             awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             runClients(channel, 4, 2, 300);
             System.out.printf(
+                    Locale.ROOT,
                     "control plane restart: serving again in %d ms%n",
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt));
         } finally {

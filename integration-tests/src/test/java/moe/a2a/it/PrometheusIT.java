@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -115,8 +116,10 @@ class PrometheusIT {
                 double skewed =
                         value(query(api, "max(moe_a2a_expert_imbalance{layer=\"0\"})").get(0));
                 System.out.printf(
+                        Locale.ROOT,
                         "PrometheusIT: expert imbalance uniform %.3f, skew 1.2 %.3f%n",
-                        uniform, skewed);
+                        uniform,
+                        skewed);
                 assertThat(skewed).isGreaterThan(uniform + 1.0);
 
                 assertMoving(api, "sum(rate(moe_a2a_expert_routed_tokens_total[1m]))");
@@ -130,7 +133,7 @@ class PrometheusIT {
                                     + phase
                                     + "\"}[1m])))";
                     double v = value(query(api, p99).get(0));
-                    System.out.printf("PrometheusIT: %s = %.6f s%n", p99, v);
+                    System.out.printf(Locale.ROOT, "PrometheusIT: %s = %.6f s%n", p99, v);
                     assertThat(v).as(p99).isFinite().isPositive();
                 }
                 assertThat(value(query(api, "max(moe_a2a_cluster_healthy_ranks)").get(0)))

@@ -8,6 +8,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
+import java.nio.charset.StandardCharsets;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
@@ -47,7 +48,9 @@ class FrameDecoderTest {
         EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
         ByteBuf garbage =
                 Unpooled.buffer()
-                        .writeBytes("GET / HTTP/1.1\r\nHost: example.org\r\n\r\n".getBytes());
+                        .writeBytes(
+                                "GET / HTTP/1.1\r\nHost: example.org\r\n\r\n"
+                                        .getBytes(StandardCharsets.US_ASCII));
         assertThatThrownBy(() -> ch.writeInbound(garbage))
                 .isInstanceOf(CorruptedFrameException.class)
                 .hasMessageContaining("bad frame magic");

@@ -10,6 +10,7 @@ import java.net.Socket;
 import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
@@ -41,7 +42,8 @@ class HostileTrafficTest {
     @Test
     void shouldDropGarbageBytes() throws Exception {
         assertClosedAfterSending(
-                Unpooled.wrappedBuffer("\u0000\u0001garbage garbage garbage".getBytes()));
+                Unpooled.wrappedBuffer(
+                        "\u0000\u0001garbage garbage garbage".getBytes(StandardCharsets.US_ASCII)));
         assertGroupStillExchanges();
     }
 
