@@ -35,16 +35,16 @@ public enum A2aMeters {
             "moe.a2a.rank.routed",
             "tokens",
             "Tokens dispatched to each rank, each token once per rank"),
-    /** max/mean of tokens per expert over the last step of a layer (tag {@code layer}). */
+    /** max/mean of tokens per expert over the last 16 steps of a layer (tag {@code layer}). */
     EXPERT_IMBALANCE(
             "moe.a2a.expert.imbalance",
             null,
-            "Max over mean of tokens per expert, last step of the layer"),
-    /** max/mean of tokens per rank over the last step of a layer (tag {@code layer}). */
+            "Max over mean of tokens per expert, summed over the layer's last 16 steps"),
+    /** max/mean of tokens per rank over the last 16 steps of a layer (tag {@code layer}). */
     RANK_IMBALANCE(
             "moe.a2a.rank.imbalance",
             null,
-            "Max over mean of tokens per rank, last step of the layer"),
+            "Max over mean of tokens per rank, summed over the layer's last 16 steps"),
     /** Tokens of steps that failed: their requests were answered with an error, not rows. */
     TOKENS_DROPPED(
             "moe.a2a.dropped",

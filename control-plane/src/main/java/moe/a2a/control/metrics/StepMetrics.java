@@ -12,7 +12,6 @@ import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
 import moe.a2a.control.cluster.StepListener;
 import moe.a2a.control.cluster.StepStatsSnapshot;
-import moe.a2a.control.grpc.Imbalance;
 
 /**
  * Records every step into Micrometer. Meters are kept in arrays indexed by layer, expert and rank,
@@ -21,6 +20,9 @@ import moe.a2a.control.grpc.Imbalance;
  * data-plane thread); gauges are read by the scrape thread.
  */
 public final class StepMetrics implements StepListener {
+    /** Steps of a layer the imbalance gauges look back over. */
+    public static final int IMBALANCE_WINDOW_STEPS = 16;
+
     private final Timer dispatchExchange;
     private final Timer combineExchange;
     private final Timer queueStage;
@@ -32,6 +34,8 @@ public final class StepMetrics implements StepListener {
     private final Counter[][] rankRouted;
     private final AtomicLong[] expertImbalanceBits;
     private final AtomicLong[] rankImbalanceBits;
+    private final ImbalanceWindow[] expertWindows;
+    private final ImbalanceWindow[] rankWindows;
     private final Counter failures;
     private final Counter dropped;
     private final Counter timeouts;
@@ -57,6 +61,8 @@ public final class StepMetrics implements StepListener {
         rankRouted = new Counter[layers][worldSize];
         expertImbalanceBits = new AtomicLong[layers];
         rankImbalanceBits = new AtomicLong[layers];
+        expertWindows = new ImbalanceWindow[layers];
+        rankWindows = new ImbalanceWindow[layers];
         for (int l = 0; l < layers; l++) {
             String layer = Integer.toString(l);
             for (int e = 0; e < experts; e++) {
@@ -75,6 +81,8 @@ public final class StepMetrics implements StepListener {
             }
             expertImbalanceBits[l] = gauge(registry, A2aMeters.EXPERT_IMBALANCE, layer);
             rankImbalanceBits[l] = gauge(registry, A2aMeters.RANK_IMBALANCE, layer);
+            expertWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, experts);
+            rankWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, worldSize);
         }
         failures = counter(registry, A2aMeters.STEP_FAILURES).register(registry);
         dropped = counter(registry, A2aMeters.TOKENS_DROPPED).register(registry);
@@ -104,9 +112,9 @@ public final class StepMetrics implements StepListener {
             rankRouted[l][r].increment(stats.tokensPerRank()[r]);
         }
         expertImbalanceBits[l].set(
-                Double.doubleToLongBits(Imbalance.maxOverMean(stats.tokensPerExpert())));
+                Double.doubleToLongBits(expertWindows[l].add(stats.tokensPerExpert())));
         rankImbalanceBits[l].set(
-                Double.doubleToLongBits(Imbalance.maxOverMean(stats.tokensPerRank())));
+                Double.doubleToLongBits(rankWindows[l].add(stats.tokensPerRank())));
         recordTraffic(A2aMeters.BYTES_SENT, bytesSent, stats.bytesSent());
         recordTraffic(A2aMeters.BYTES_RECEIVED, bytesReceived, stats.bytesReceived());
     }

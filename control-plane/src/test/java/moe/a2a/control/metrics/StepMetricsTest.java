@@ -69,8 +69,8 @@ class StepMetricsTest {
                 .contains("moe_a2a_expert_routed_tokens_total{expert=\"0\",layer=\"1\"} 7.0")
                 .contains("moe_a2a_expert_routed_tokens_total{expert=\"0\",layer=\"0\"} 0.0")
                 .contains("moe_a2a_rank_routed_tokens_total{layer=\"1\",rank=\"0\"} 6.0")
-                .contains("moe_a2a_expert_imbalance{layer=\"1\"} 2.0")
-                .contains("moe_a2a_rank_imbalance{layer=\"1\"} 1.0")
+                .contains("moe_a2a_expert_imbalance{layer=\"1\"} 2.8")
+                .contains("moe_a2a_rank_imbalance{layer=\"1\"} 1.5")
                 .contains(
                         "moe_a2a_transport_sent_bytes_total{peer=\"1\",rank=\"0\",transport=\"local\"} 700.0")
                 .contains(
