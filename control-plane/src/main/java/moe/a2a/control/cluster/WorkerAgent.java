@@ -1,54 +1,33 @@
 package moe.a2a.control.cluster;
 
-import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
-import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
-import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.BenchWorkload;
-import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
-import moe.a2a.control.grpc.TensorCodec;
 import moe.a2a.control.metrics.StepMetrics;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
-import moe.a2a.experts.RankRuntime;
-import moe.a2a.experts.RankStepResult;
-import moe.a2a.experts.RoutingInput;
-import moe.a2a.experts.SafetensorsWeights;
-import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Accepted;
-import moe.a2a.v1.BenchRankResult;
 import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ClusterServiceGrpc;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.GroupReady;
-import moe.a2a.v1.Heartbeat;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.PrepareGroup;
-import moe.a2a.v1.StepFailure;
-import moe.a2a.v1.StepResult;
 import moe.a2a.v1.StepTask;
 import moe.a2a.v1.WorkerMessage;
 import org.slf4j.Logger;
@@ -64,7 +43,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class WorkerAgent implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerAgent.class);
-    private static final long[] NO_QUEUE = new long[0];
 
     /**
      * How this worker joins.
@@ -98,18 +76,13 @@ public final class WorkerAgent implements AutoCloseable {
     private volatile boolean closed;
     private volatile int rank = -1;
     // Owned by the data-plane thread:
-    private RankRuntime worker;
-    private String loadedTransport = "";
-    private StepListener metrics;
-    private ModelConfig model;
-    private ModelSpec loadedSpec;
-    private int loadedRank = -1;
+    private final RankTasks tasks = new RankTasks();
+    private LoadedRank loaded;
     private int worldSize;
     private DataPlane plane;
     private Communicator comm;
     private long commEpoch = -1;
     private long boundEpoch = -1;
-    private ByteBuffer tokens = ByteBuffer.allocateDirect(0);
 
     /**
      * @param dataPlanes the transports this worker can run, by name; the control plane picks one
@@ -167,36 +140,10 @@ public final class WorkerAgent implements AutoCloseable {
     private record SessionOutcome(boolean accepted, Status status) {}
 
     private SessionOutcome session() throws InterruptedException {
-        CountDownLatch ended = new CountDownLatch(1);
-        AtomicReference<Status> end = new AtomicReference<>(Status.OK);
-        boolean[] accepted = new boolean[1];
-        Sender sender = new Sender();
-        StreamObserver<WorkerMessage> requests =
-                stub.session(
-                        new StreamObserver<>() {
-                            @Override
-                            public void onNext(ControlMessage message) {
-                                if (message.hasAccepted()) {
-                                    accepted[0] = true;
-                                }
-                                dataPlane.execute(() -> handle(message, sender));
-                            }
-
-                            @Override
-                            public void onError(Throwable t) {
-                                end.set(Status.fromThrowable(t));
-                                ended.countDown();
-                            }
-
-                            @Override
-                            public void onCompleted() {
-                                end.set(
-                                        Status.UNAVAILABLE.withDescription(
-                                                "control plane ended the session"));
-                                ended.countDown();
-                            }
-                        });
-        sender.attach(requests);
+        SessionSender sender = new SessionSender();
+        SessionAdapter responses =
+                new SessionAdapter(message -> dataPlane.execute(() -> handle(message, sender)));
+        sender.attach(stub.session(responses));
         sender.send(
                 WorkerMessage.newBuilder()
                         .setJoin(
@@ -208,30 +155,17 @@ public final class WorkerAgent implements AutoCloseable {
                                         .addAllTransports(dataPlanes.keySet())
                                         .setGpuProbe(settings.gpuProbe()))
                         .build());
-        long periodMs = settings.heartbeatInterval().toMillis();
-        ScheduledFuture<?> heartbeats =
-                timer.scheduleAtFixedRate(
-                        () ->
-                                sender.send(
-                                        WorkerMessage.newBuilder()
-                                                .setHeartbeat(
-                                                        Heartbeat.newBuilder()
-                                                                .setSentUnixMs(
-                                                                        System.currentTimeMillis()))
-                                                .build()),
-                        periodMs,
-                        periodMs,
-                        TimeUnit.MILLISECONDS);
-        while (!ended.await(100, TimeUnit.MILLISECONDS)) {
+        ScheduledFuture<?> heartbeats = sender.heartbeats(timer, settings.heartbeatInterval());
+        while (!responses.awaitEnd(100, TimeUnit.MILLISECONDS)) {
             if (closed) {
                 sender.cancel();
             }
         }
         heartbeats.cancel(false);
-        return new SessionOutcome(accepted[0], end.get());
+        return new SessionOutcome(responses.accepted(), responses.end());
     }
 
-    private void handle(ControlMessage message, Sender sender) {
+    private void handle(ControlMessage message, SessionSender sender) {
         try {
             switch (message.getKindCase()) {
                 case ACCEPTED:
@@ -287,55 +221,41 @@ public final class WorkerAgent implements AutoCloseable {
         ModelSpec spec = accepted.getModel();
         rank = accepted.getRank();
         worldSize = accepted.getWorldSize();
-        if (worker != null
-                && loadedRank == accepted.getRank()
-                && spec.equals(loadedSpec)
-                && transport.equals(loadedTransport)) {
+        if (loaded != null && loaded.serves(rank, spec, transport)) {
             LOG.info("rejoined as rank {} of {}", rank, worldSize);
             return;
         }
         long start = System.nanoTime();
-        WeightSource weights =
-                spec.getWeightsPath().isEmpty()
-                        ? new SeededWeights(
-                                spec.getSeed(),
-                                spec.getExperts(),
-                                spec.getHidden(),
-                                spec.getFfn(),
-                                spec.getLayers())
-                        : SafetensorsWeights.open(Path.of(spec.getWeightsPath()));
-        model =
-                new ModelConfig(
-                        spec.getExperts(),
-                        spec.getHidden(),
-                        spec.getFfn(),
-                        spec.getTopK(),
-                        spec.getLayers());
+        WeightSource weights = LoadedRank.weights(spec);
+        ModelConfig model = LoadedRank.model(spec);
         closeRuntime();
-        worker =
-                plane.runtime(
-                        model, weights, Placement.contiguous(model.experts(), worldSize), rank);
-        loadedTransport = transport;
-        metrics = new StepMetrics(registry, model.layers(), model.experts(), worldSize, transport);
-        loadedSpec = spec;
-        loadedRank = rank;
+        Placement placement = Placement.contiguous(model.experts(), worldSize);
+        loaded =
+                new LoadedRank(
+                        rank,
+                        spec,
+                        transport,
+                        model,
+                        plane.runtime(model, weights, placement, rank),
+                        new StepMetrics(
+                                registry, model.layers(), model.experts(), worldSize, transport));
         LOG.info(
                 "joined as rank {} of {}: loaded {} experts of {} in {} ms",
                 rank,
                 worldSize,
-                Placement.contiguous(model.experts(), worldSize).localExperts(rank),
+                placement.localExperts(rank),
                 weights.description(),
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
     }
 
-    private void prepare(PrepareGroup prepare, Sender sender) {
+    private void prepare(PrepareGroup prepare, SessionSender sender) {
         dropGroup("new group epoch " + prepare.getEpoch());
         Bound bound = plane.bind(rank, worldSize, prepare);
         boundEpoch = prepare.getEpoch();
         sender.send(WorkerMessage.newBuilder().setBound(bound).build());
     }
 
-    private void form(FormGroup form, Sender sender) {
+    private void form(FormGroup form, SessionSender sender) {
         if (boundEpoch < 0 || form.getEpoch() != boundEpoch) {
             return;
         }
@@ -343,7 +263,7 @@ public final class WorkerAgent implements AutoCloseable {
         boundEpoch = -1;
         comm = plane.form(form);
         commEpoch = epoch;
-        worker.rebind(comm);
+        loaded.runtime().rebind(comm);
         LOG.info("group epoch {} connected: rank {} of {}", epoch, rank, worldSize);
         sender.send(
                 WorkerMessage.newBuilder()
@@ -351,132 +271,28 @@ public final class WorkerAgent implements AutoCloseable {
                         .build());
     }
 
-    private void step(StepTask task, Sender sender) {
+    private void step(StepTask task, SessionSender sender) {
         if (comm == null || task.getEpoch() != commEpoch) {
             sender.send(
-                    failure(
+                    TaskCodec.stepFailure(
                             task.getStepId(),
                             "rank " + rank + " is not in group epoch " + task.getEpoch()));
             return;
         }
-        try {
-            DType dtype = TensorCodec.dtype(task.getDtype(), "step.dtype");
-            int n = task.getNumTokens();
-            if (tokens.capacity() < task.getTokens().size()) {
-                tokens =
-                        ByteBuffer.allocateDirect(task.getTokens().size())
-                                .order(ByteOrder.LITTLE_ENDIAN);
-            }
-            task.getTokens().copyTo(tokens.clear());
-            RankStepResult r =
-                    worker.step(task.getLayer(), dtype, tokens.clear(), n, routing(task, n));
-            int bytes = n * model.hidden() * dtype.sizeBytes();
-            StepResult.Builder out =
-                    StepResult.newBuilder()
-                            .setStepId(task.getStepId())
-                            .setOutput(
-                                    ByteString.copyFrom(
-                                            r.output().duplicate().clear().limit(bytes)))
-                            .setRecvTokens(r.recvTokens())
-                            .setRouteNs(r.routeNs())
-                            .setDispatchNs(r.dispatchNs())
-                            .setExpertNs(r.expertNs())
-                            .setCombineNs(r.combineNs());
-            for (long v : r.tokensPerRank()) {
-                out.addTokensPerRank(v);
-            }
-            for (long v : r.tokensPerExpert()) {
-                out.addTokensPerExpert(v);
-            }
-            for (int p = 0; p < r.bytesSent().length; p++) {
-                out.addBytesSent(r.bytesSent()[p]).addBytesReceived(r.bytesReceived()[p]);
-            }
-            sender.send(WorkerMessage.newBuilder().setResult(out).build());
-            // This rank's view of the step: its own tokens' counts and its own stage times.
-            long[][] sent = new long[worldSize][];
-            long[][] received = new long[worldSize][];
-            sent[loadedRank] = r.bytesSent();
-            received[loadedRank] = r.bytesReceived();
-            metrics.onStep(
-                    new StepStatsSnapshot(
-                            task.getStepId(),
-                            task.getLayer(),
-                            1,
-                            n,
-                            r.tokensPerRank(),
-                            r.tokensPerExpert(),
-                            sent,
-                            received,
-                            r.routeNs(),
-                            r.dispatchNs(),
-                            r.expertNs(),
-                            r.combineNs()),
-                    NO_QUEUE);
-        } catch (RuntimeException e) {
-            comm.abort(e);
-            sender.send(failure(task.getStepId(), e.getMessage()));
-            metrics.onStepFailed(e, task.getNumTokens());
-        }
+        tasks.step(task, loaded, comm, worldSize, sender);
     }
 
-    private void bench(BenchTask task, Sender sender) {
-        BenchRankResult.Builder out = BenchRankResult.newBuilder().setBenchId(task.getBenchId());
+    private void bench(BenchTask task, SessionSender sender) {
         if (comm == null) {
             sender.send(
                     WorkerMessage.newBuilder()
-                            .setBenchResult(out.setError("rank " + rank + " has no group"))
+                            .setBenchResult(
+                                    TaskCodec.benchFailure(
+                                            task.getBenchId(), "rank " + rank + " has no group"))
                             .build());
             return;
         }
-        try {
-            RankTimes times =
-                    BenchRun.rank(
-                            BenchWorkload.named(task.getWorkload()),
-                            BenchScope.valueOf(task.getScope()),
-                            comm,
-                            task.getWarmup(),
-                            task.getIters());
-            out.setOk(times.ok());
-            for (long v : times.dispatchNs()) {
-                out.addDispatchNs(v);
-            }
-            for (long v : times.combineNs()) {
-                out.addCombineNs(v);
-            }
-            for (long v : times.barrierNs()) {
-                out.addBarrierNs(v);
-            }
-        } catch (RuntimeException e) {
-            comm.abort(e);
-            out.setError(String.valueOf(e.getMessage()));
-        }
-        sender.send(WorkerMessage.newBuilder().setBenchResult(out).build());
-    }
-
-    private RoutingInput routing(StepTask task, int n) {
-        if (task.hasTopk()) {
-            int k = task.getTopk().getK();
-            int[] ids = new int[n * k];
-            float[] weights = new float[n * k];
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = task.getTopk().getExpertIds(i);
-                weights[i] = task.getTopk().getWeights(i);
-            }
-            return new RoutingInput.TopK(ids, weights);
-        }
-        if (task.hasRouterLogits()) {
-            return new RoutingInput.Logits(TensorCodec.floats(task.getRouterLogits()));
-        }
-        return new RoutingInput.ModelGate();
-    }
-
-    private static WorkerMessage failure(long stepId, String message) {
-        return WorkerMessage.newBuilder()
-                .setFailure(
-                        StepFailure.newBuilder()
-                                .setStepId(stepId)
-                                .setMessage(String.valueOf(message)))
-                .build();
+        tasks.bench(task, comm, sender);
     }
 
     private void dropGroup(String reason) {
@@ -492,16 +308,19 @@ public final class WorkerAgent implements AutoCloseable {
         }
     }
 
-    /** Frees what the rank's runtime holds outside the heap (device memory on a GPU). */
+    /**
+     * Frees what the rank's runtime holds outside the heap (device memory on a GPU), and forgets
+     * what was loaded.
+     */
     private void closeRuntime() {
-        if (worker instanceof AutoCloseable closeable) {
+        if (loaded != null && loaded.runtime() instanceof AutoCloseable closeable) {
             try {
                 closeable.close();
             } catch (Exception e) {
                 LOG.warn("closing the rank runtime: {}", e.toString());
             }
         }
-        worker = null;
+        loaded = null;
     }
 
     @Override
@@ -514,45 +333,5 @@ public final class WorkerAgent implements AutoCloseable {
                 });
         dataPlane.shutdown();
         timer.shutdownNow();
-    }
-
-    /**
-     * Serializes messages onto the session's request stream, from the data-plane and timer threads.
-     */
-    private static final class Sender {
-        private StreamObserver<WorkerMessage> requests;
-        private boolean done;
-
-        synchronized void attach(StreamObserver<WorkerMessage> requests) {
-            this.requests = requests;
-        }
-
-        synchronized void send(WorkerMessage message) {
-            if (!done) {
-                try {
-                    requests.onNext(message);
-                } catch (RuntimeException e) {
-                    done = true;
-                }
-            }
-        }
-
-        synchronized void fail(Throwable cause) {
-            if (!done) {
-                done = true;
-                requests.onError(
-                        Status.INTERNAL.withDescription(cause.toString()).asRuntimeException());
-            }
-        }
-
-        synchronized void cancel() {
-            if (!done) {
-                done = true;
-                requests.onError(
-                        Status.CANCELLED
-                                .withDescription("worker shutting down")
-                                .asRuntimeException());
-            }
-        }
     }
 }

@@ -1,0 +1,138 @@
+package moe.a2a.control.cluster;
+
+import com.google.protobuf.ByteString;
+import java.security.SecureRandom;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.v1.AbortGroup;
+import moe.a2a.v1.Bound;
+import moe.a2a.v1.ControlMessage;
+import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.PrepareGroup;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The control plane's side of forming the rank group, one epoch at a time: PrepareGroup goes to
+ * every rank, each answers Bound with its data address (over NCCL, rank 0's also carries the
+ * group's unique id), FormGroup goes out once every rank is bound, and each answers GroupReady once
+ * connected. A new epoch starts over; answers that name another epoch are stale and ignored. Not
+ * thread-safe: guarded by {@link RemoteCluster}'s lock.
+ */
+final class GroupFormation {
+    /** {@code NCCL_UNIQUE_ID_BYTES}. */
+    static final int NCCL_UNIQUE_ID_BYTES = 128;
+
+    private final Membership members;
+    private final boolean nccl;
+    private final long exchangeTimeoutNs;
+    private final SecureRandom random = new SecureRandom();
+    private final @Nullable String[] bound;
+    private final boolean[] ready;
+
+    /** 0 until the first PrepareGroup; an answer naming 0 is ignored like a stale one. */
+    private long epoch;
+
+    private @Nullable ByteString ncclUniqueId;
+    private int boundCount;
+    private int readyCount;
+    private long formStartNanos;
+
+    GroupFormation(Membership members, int worldSize, String transport, long exchangeTimeoutNs) {
+        this.members = members;
+        this.nccl = transport.equals("nccl");
+        this.exchangeTimeoutNs = exchangeTimeoutNs;
+        this.bound = new String[worldSize];
+        this.ready = new boolean[worldSize];
+    }
+
+    long epoch() {
+        return epoch;
+    }
+
+    /**
+     * Starts the next epoch, with no rank bound or ready yet, and sends every rank PrepareGroup.
+     */
+    void prepare() {
+        epoch++;
+        Arrays.fill(bound, null);
+        ncclUniqueId = null;
+        boundCount = 0;
+        Arrays.fill(ready, false);
+        readyCount = 0;
+        formStartNanos = System.nanoTime();
+        PrepareGroup prepare =
+                PrepareGroup.newBuilder()
+                        .setEpoch(epoch)
+                        .setGroupId(random.nextLong())
+                        .setExchangeTimeoutMs(TimeUnit.NANOSECONDS.toMillis(exchangeTimeoutNs))
+                        .build();
+        members.broadcast(ControlMessage.newBuilder().setPrepare(prepare).build());
+    }
+
+    /**
+     * Records {@code rank}'s data address, and sends every rank FormGroup once all are bound.
+     *
+     * @return why the epoch must break (rank 0's NCCL unique id is malformed), or null
+     */
+    @Nullable String onBound(int rank, Bound b) {
+        if (epoch == 0 || b.getEpoch() != epoch || bound[rank] != null) {
+            return null;
+        }
+        if (nccl && rank == 0) {
+            if (b.getNcclUniqueId().size() != NCCL_UNIQUE_ID_BYTES) {
+                return "rank 0's bound.nccl_unique_id: "
+                        + b.getNcclUniqueId().size()
+                        + " bytes (expected: "
+                        + NCCL_UNIQUE_ID_BYTES
+                        + ")";
+            }
+            ncclUniqueId = b.getNcclUniqueId();
+        }
+        bound[rank] = b.getDataAddress();
+        if (++boundCount == bound.length) {
+            FormGroup.Builder form =
+                    FormGroup.newBuilder().setEpoch(epoch).addAllPeers(List.of(bound));
+            if (ncclUniqueId != null) {
+                form.setNcclUniqueId(ncclUniqueId);
+            }
+            members.broadcast(ControlMessage.newBuilder().setForm(form).build());
+        }
+        return null;
+    }
+
+    /**
+     * Records {@code rank}'s GroupReady for epoch {@code e}.
+     *
+     * @return true when this one made every rank ready, so the group can serve
+     */
+    boolean onReady(int rank, long e) {
+        if (epoch == 0 || e != epoch || ready[rank]) {
+            return false;
+        }
+        ready[rank] = true;
+        return ++readyCount == ready.length;
+    }
+
+    /** Tells every rank to drop this epoch's group. */
+    void abort(String reason) {
+        members.broadcast(
+                ControlMessage.newBuilder()
+                        .setAbort(AbortGroup.newBuilder().setEpoch(epoch).setReason(reason))
+                        .build());
+    }
+
+    int readyCount() {
+        return readyCount;
+    }
+
+    /** Whether any rank answered in this epoch, so that breaking it counts as a rebuild. */
+    boolean started() {
+        return readyCount > 0 || boundCount > 0;
+    }
+
+    /** Time since this epoch's PrepareGroup. */
+    long formingNanos() {
+        return System.nanoTime() - formStartNanos;
+    }
+}

@@ -1,0 +1,102 @@
+package moe.a2a.control.cluster;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.RankTimes;
+import moe.a2a.comm.Communicator;
+import moe.a2a.control.grpc.TensorCodec;
+import moe.a2a.dispatch.DType;
+import moe.a2a.experts.RankStepResult;
+import moe.a2a.v1.BenchRankResult;
+import moe.a2a.v1.BenchTask;
+import moe.a2a.v1.StepTask;
+import moe.a2a.v1.WorkerMessage;
+
+/**
+ * Runs a worker's share of steps and benchmark runs on its formed group, answers each on the
+ * session, and records each step in the rank's meters. A failure aborts the communicator, so that
+ * the peers waiting on this rank fail at once instead of at their exchange timeout. Owned by the
+ * worker's data-plane thread, like the staging buffer it reuses across steps.
+ */
+final class RankTasks {
+    private static final long[] NO_QUEUE = new long[0];
+    private ByteBuffer tokens = ByteBuffer.allocateDirect(0);
+
+    /** Runs one step; {@code worldSize} is the current group's. */
+    void step(
+            StepTask task,
+            LoadedRank loaded,
+            Communicator comm,
+            int worldSize,
+            SessionSender sender) {
+        try {
+            DType dtype = TensorCodec.dtype(task.getDtype(), "step.dtype");
+            int n = task.getNumTokens();
+            if (tokens.capacity() < task.getTokens().size()) {
+                tokens =
+                        ByteBuffer.allocateDirect(task.getTokens().size())
+                                .order(ByteOrder.LITTLE_ENDIAN);
+            }
+            task.getTokens().copyTo(tokens.clear());
+            RankStepResult r =
+                    loaded.runtime()
+                            .step(
+                                    task.getLayer(),
+                                    dtype,
+                                    tokens.clear(),
+                                    n,
+                                    TaskCodec.routing(task, n));
+            int bytes = n * loaded.model().hidden() * dtype.sizeBytes();
+            sender.send(
+                    WorkerMessage.newBuilder()
+                            .setResult(TaskCodec.stepResult(task.getStepId(), r, bytes))
+                            .build());
+            // This rank's view of the step: its own tokens' counts and its own stage times.
+            long[][] sent = new long[worldSize][];
+            long[][] received = new long[worldSize][];
+            sent[loaded.rank()] = r.bytesSent();
+            received[loaded.rank()] = r.bytesReceived();
+            loaded.metrics()
+                    .onStep(
+                            new StepStatsSnapshot(
+                                    task.getStepId(),
+                                    task.getLayer(),
+                                    1,
+                                    n,
+                                    r.tokensPerRank(),
+                                    r.tokensPerExpert(),
+                                    sent,
+                                    received,
+                                    r.routeNs(),
+                                    r.dispatchNs(),
+                                    r.expertNs(),
+                                    r.combineNs()),
+                            NO_QUEUE);
+        } catch (RuntimeException e) {
+            comm.abort(e);
+            sender.send(TaskCodec.stepFailure(task.getStepId(), e.getMessage()));
+            loaded.metrics().onStepFailed(e, task.getNumTokens());
+        }
+    }
+
+    /** Runs this rank's part of one benchmark run. */
+    void bench(BenchTask task, Communicator comm, SessionSender sender) {
+        BenchRankResult out;
+        try {
+            RankTimes times =
+                    BenchRun.rank(
+                            BenchWorkload.named(task.getWorkload()),
+                            BenchScope.valueOf(task.getScope()),
+                            comm,
+                            task.getWarmup(),
+                            task.getIters());
+            out = TaskCodec.benchResult(task.getBenchId(), times);
+        } catch (RuntimeException e) {
+            comm.abort(e);
+            out = TaskCodec.benchFailure(task.getBenchId(), String.valueOf(e.getMessage()));
+        }
+        sender.send(WorkerMessage.newBuilder().setBenchResult(out).build());
+    }
+}

@@ -1,0 +1,186 @@
+package moe.a2a.control.cluster;
+
+import com.google.protobuf.ByteString;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.List;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.RankTimes;
+import moe.a2a.control.grpc.TensorCodec;
+import moe.a2a.dispatch.DType;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankStepResult;
+import moe.a2a.experts.RoutingInput;
+import moe.a2a.v1.BenchRankResult;
+import moe.a2a.v1.BenchTask;
+import moe.a2a.v1.StepFailure;
+import moe.a2a.v1.StepResult;
+import moe.a2a.v1.StepTask;
+import moe.a2a.v1.Tensor;
+import moe.a2a.v1.TopK;
+import moe.a2a.v1.WorkerMessage;
+
+/**
+ * Steps and benchmark runs as the ClusterService messages that carry them, on both ends of a
+ * worker's session: the control plane encodes StepTask and BenchTask and decodes the ranks'
+ * answers; the worker decodes the tasks and encodes StepResult, BenchRankResult and StepFailure.
+ * Each pair lives here so that both ends read a field the way the other wrote it.
+ */
+final class TaskCodec {
+    private TaskCodec() {}
+
+    /** One rank's share of a step: its first {@code count} rows of {@code tokens}. */
+    static StepTask stepTask(
+            long stepId,
+            long epoch,
+            int layer,
+            DType dtype,
+            ByteBuffer tokens,
+            int count,
+            RoutingInput routing,
+            ModelConfig model) {
+        int bytes = count * model.hidden() * dtype.sizeBytes();
+        StepTask.Builder b =
+                StepTask.newBuilder()
+                        .setStepId(stepId)
+                        .setEpoch(epoch)
+                        .setLayer(layer)
+                        .setDtype(TensorCodec.wire(dtype))
+                        .setNumTokens(count)
+                        .setTokens(ByteString.copyFrom(tokens.duplicate().clear().limit(bytes)));
+        if (routing instanceof RoutingInput.TopK topk) {
+            TopK.Builder t = TopK.newBuilder().setK(model.topK());
+            for (int i = 0; i < count * model.topK(); i++) {
+                t.addExpertIds(topk.ids()[i]).addWeights(topk.weights()[i]);
+            }
+            b.setTopk(t);
+        } else if (routing instanceof RoutingInput.Logits logits) {
+            ByteBuffer raw =
+                    ByteBuffer.allocate(count * model.experts() * Float.BYTES)
+                            .order(ByteOrder.LITTLE_ENDIAN);
+            raw.asFloatBuffer().put(logits.logits(), 0, count * model.experts());
+            b.setRouterLogits(
+                    Tensor.newBuilder()
+                            .setDtype(moe.a2a.v1.DType.FP32)
+                            .addShape(count)
+                            .addShape(model.experts())
+                            .setData(ByteString.copyFrom(raw.array())));
+        }
+        return b.build();
+    }
+
+    /** The routing a step task carries for its {@code n} tokens; none means the model's gate. */
+    static RoutingInput routing(StepTask task, int n) {
+        if (task.hasTopk()) {
+            int k = task.getTopk().getK();
+            int[] ids = new int[n * k];
+            float[] weights = new float[n * k];
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] = task.getTopk().getExpertIds(i);
+                weights[i] = task.getTopk().getWeights(i);
+            }
+            return new RoutingInput.TopK(ids, weights);
+        }
+        if (task.hasRouterLogits()) {
+            return new RoutingInput.Logits(TensorCodec.floats(task.getRouterLogits()));
+        }
+        return new RoutingInput.ModelGate();
+    }
+
+    /** A rank's answer to a step, with the first {@code outputBytes} of its output. */
+    static StepResult stepResult(long stepId, RankStepResult r, int outputBytes) {
+        StepResult.Builder out =
+                StepResult.newBuilder()
+                        .setStepId(stepId)
+                        .setOutput(
+                                ByteString.copyFrom(
+                                        r.output().duplicate().clear().limit(outputBytes)))
+                        .setRecvTokens(r.recvTokens())
+                        .setRouteNs(r.routeNs())
+                        .setDispatchNs(r.dispatchNs())
+                        .setExpertNs(r.expertNs())
+                        .setCombineNs(r.combineNs());
+        for (long v : r.tokensPerRank()) {
+            out.addTokensPerRank(v);
+        }
+        for (long v : r.tokensPerExpert()) {
+            out.addTokensPerExpert(v);
+        }
+        for (int p = 0; p < r.bytesSent().length; p++) {
+            out.addBytesSent(r.bytesSent()[p]).addBytesReceived(r.bytesReceived()[p]);
+        }
+        return out.build();
+    }
+
+    /** The step result as the scheduler joins it; the output stays a view of the message. */
+    static RankStepResult rankStepResult(StepResult res) {
+        return new RankStepResult(
+                res.getOutput().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
+                toArray(res.getTokensPerRankList()),
+                toArray(res.getTokensPerExpertList()),
+                res.getRecvTokens(),
+                toArray(res.getBytesSentList()),
+                toArray(res.getBytesReceivedList()),
+                res.getRouteNs(),
+                res.getDispatchNs(),
+                res.getExpertNs(),
+                res.getCombineNs());
+    }
+
+    static WorkerMessage stepFailure(long stepId, String message) {
+        return WorkerMessage.newBuilder()
+                .setFailure(
+                        StepFailure.newBuilder()
+                                .setStepId(stepId)
+                                .setMessage(String.valueOf(message)))
+                .build();
+    }
+
+    static BenchTask benchTask(
+            long benchId, BenchWorkload workload, BenchScope scope, int warmup, int iters) {
+        return BenchTask.newBuilder()
+                .setBenchId(benchId)
+                .setWorkload(workload.name())
+                .setScope(scope.name())
+                .setWarmup(warmup)
+                .setIters(iters)
+                .build();
+    }
+
+    static BenchRankResult benchResult(long benchId, RankTimes times) {
+        BenchRankResult.Builder out =
+                BenchRankResult.newBuilder().setBenchId(benchId).setOk(times.ok());
+        for (long v : times.dispatchNs()) {
+            out.addDispatchNs(v);
+        }
+        for (long v : times.combineNs()) {
+            out.addCombineNs(v);
+        }
+        for (long v : times.barrierNs()) {
+            out.addBarrierNs(v);
+        }
+        return out.build();
+    }
+
+    /** A rank's benchmark run that did not happen or broke; the control plane breaks the group. */
+    static BenchRankResult benchFailure(long benchId, String error) {
+        return BenchRankResult.newBuilder().setBenchId(benchId).setError(error).build();
+    }
+
+    static RankTimes rankTimes(BenchRankResult res) {
+        return new RankTimes(
+                toArray(res.getDispatchNsList()),
+                toArray(res.getCombineNsList()),
+                toArray(res.getBarrierNsList()),
+                res.getOk());
+    }
+
+    private static long[] toArray(List<Long> values) {
+        long[] out = new long[values.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = values.get(i);
+        }
+        return out;
+    }
+}
