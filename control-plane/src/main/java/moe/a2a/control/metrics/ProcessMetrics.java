@@ -27,6 +27,11 @@ public final class ProcessMetrics {
 
     static final String NETTY_MEMORY = "netty.allocator.memory.used";
 
+    static final String A2A_PREFIX = "moe.a2a";
+
+    /** Most distinct values of one moe-a2a tag (experts, ranks, peers, layers). */
+    static final int MAX_TAG_VALUES = 4096;
+
     private ProcessMetrics() {}
 
     /** Binds all of them; call before any gRPC server records into {@code registry}. */
@@ -36,6 +41,20 @@ public final class ProcessMetrics {
                 .meterFilter(MeterFilter.renameTag("grpc.server", "statusCode", "status_code"))
                 .meterFilter(MeterFilter.denyNameStartsWith("process.cpu.time"))
                 .meterFilter(MeterFilter.denyNameStartsWith("system.cpu.count"))
+                // Label values are bounded by the model and the world size; these caps keep a bug
+                // (or a gigantic model) from flooding Prometheus with series.
+                .meterFilter(
+                        MeterFilter.maximumAllowableTags(
+                                A2A_PREFIX, "expert", MAX_TAG_VALUES, MeterFilter.deny()))
+                .meterFilter(
+                        MeterFilter.maximumAllowableTags(
+                                A2A_PREFIX, "rank", MAX_TAG_VALUES, MeterFilter.deny()))
+                .meterFilter(
+                        MeterFilter.maximumAllowableTags(
+                                A2A_PREFIX, "peer", MAX_TAG_VALUES, MeterFilter.deny()))
+                .meterFilter(
+                        MeterFilter.maximumAllowableTags(
+                                A2A_PREFIX, "layer", MAX_TAG_VALUES, MeterFilter.deny()))
                 .meterFilter(
                         new MeterFilter() {
                             @Override
