@@ -87,6 +87,21 @@ public final class DispatchLayout {
         return tokensPerRank[rank];
     }
 
+    /**
+     * A copy of {@link #tokensPerRank(int)} for every rank, for results that outlive the layout.
+     */
+    public long[] tokensPerRankCopy() {
+        return tokensPerRank.clone();
+    }
+
+    /**
+     * A copy of {@link #tokensPerExpert(int)} for every expert, for results that outlive the
+     * layout.
+     */
+    public long[] tokensPerExpertCopy() {
+        return tokensPerExpert.clone();
+    }
+
     /** Token×k assignments routed to {@code expert}. */
     public long tokensPerExpert(int expert) {
         return tokensPerExpert[expert];

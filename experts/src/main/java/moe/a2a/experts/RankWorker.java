@@ -76,14 +76,8 @@ public final class RankWorker implements RankRuntime {
         long t4 = System.nanoTime();
 
         DispatchLayout layout = result.handle().layout();
-        long[] perRank = new long[placement.worldSize()];
-        for (int r = 0; r < perRank.length; r++) {
-            perRank[r] = layout.tokensPerRank(r);
-        }
-        long[] perExpert = new long[model.experts()];
-        for (int e = 0; e < perExpert.length; e++) {
-            perExpert[e] = layout.tokensPerExpert(e);
-        }
+        long[] perRank = layout.tokensPerRankCopy();
+        long[] perExpert = layout.tokensPerExpertCopy();
         // Dispatch moves full rows (payload, slots, weights); combine returns payloads only.
         DispatchHandle handle = result.handle();
         int rowBytes = handle.rowLayout().rowBytes();

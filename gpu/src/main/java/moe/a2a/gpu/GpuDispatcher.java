@@ -109,14 +109,13 @@ public final class GpuDispatcher implements AutoCloseable {
                         + (long) Integer.BYTES
                                 * (2L * totalSend + 2L * numGrouped + numRecv + numTokens + 2)
                         + (long) Float.BYTES * numGrouped);
-        long packIndex = indexes.ints(RoutePlan.packOrder(layout), totalSend);
+        long packIndex = indexes.ints(plan.packOrder(layout), totalSend);
         long groupIndex = indexes.ints(plan.groupedOrder(), numGrouped);
         weightedStart = indexes.ints(plan.combineStart(), numRecv + 1);
         weightedRow = indexes.ints(plan.combineRow(), numGrouped);
         weightedWeight = indexes.floats(plan.combineWeight(), numGrouped);
-        int[] returnedStart = new int[numTokens + 1];
-        accumulateIndex = indexes.ints(RoutePlan.returnedRows(layout, returnedStart), totalSend);
-        accumulateStart = indexes.ints(returnedStart, numTokens + 1);
+        accumulateIndex = indexes.ints(plan.returnedRows(layout), totalSend);
+        accumulateStart = indexes.ints(plan.returnedStart(), numTokens + 1);
         indexes.upload(comm.stream());
 
         send.ensure(Math.max(1, (long) totalSend * rowBytes));

@@ -142,8 +142,8 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
 
         return new RankStepResult(
                 output,
-                tokensPerRank(gpu.layout()),
-                tokensPerExpert(gpu.layout()),
+                gpu.layout().tokensPerRankCopy(),
+                gpu.layout().tokensPerExpertCopy(),
                 gpu.numReceived(),
                 bytes(gpu, true),
                 bytes(gpu, false),
@@ -171,22 +171,6 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
             }
         }
         return bytes;
-    }
-
-    private long[] tokensPerRank(DispatchLayout layout) {
-        long[] perRank = new long[placement.worldSize()];
-        for (int r = 0; r < perRank.length; r++) {
-            perRank[r] = layout.tokensPerRank(r);
-        }
-        return perRank;
-    }
-
-    private long[] tokensPerExpert(DispatchLayout layout) {
-        long[] perExpert = new long[model.experts()];
-        for (int e = 0; e < perExpert.length; e++) {
-            perExpert[e] = layout.tokensPerExpert(e);
-        }
-        return perExpert;
     }
 
     private static long elapsedNs(CUevent_st from, CUevent_st to) {

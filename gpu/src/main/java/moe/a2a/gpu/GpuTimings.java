@@ -45,8 +45,8 @@ final class GpuTimings {
         layout.compute(BenchRouting.topkIds(prefill, 0), prefill.tokens(), prefill.topK());
         int rows = layout.rankOffsets(prefill.worldSize());
         long bytes = (long) rows * rowBytes;
-        int[] pack = RoutePlan.packOrder(layout);
         RoutePlan unpack = receivedByRankZero(prefill);
+        int[] pack = unpack.packOrder(layout);
         int grouped = unpack.numGrouped();
         long recvBytes = (long) unpack.numReceived() * rowBytes;
         CUstream_st stream = comm.stream();
@@ -71,24 +71,11 @@ final class GpuTimings {
                     16L * 4 + (long) Integer.BYTES * (2L * rows + prefill.tokens() + 1 + grouped));
             long groupAt = index.ints(unpack.groupedOrder(), grouped);
             long packAt = index.ints(pack, rows);
-            int[] start = new int[prefill.tokens() + 1];
-            int[] returned = RoutePlan.returnedRows(layout, start);
-            long returnedAt = index.ints(returned, rows);
-            long startAt = index.ints(start, start.length);
+            long returnedAt = index.ints(unpack.returnedRows(layout), rows);
+            long startAt = index.ints(unpack.returnedStart(), prefill.tokens() + 1);
             index.upload(stream);
 
-            double copy =
-                    medianMs(
-                            stream,
-                            () ->
-                                    CudaCheck.check(
-                                            cudaMemcpyAsync(
-                                                    dst.at(0),
-                                                    src.at(0),
-                                                    bytes,
-                                                    cudaMemcpyDeviceToDevice,
-                                                    stream),
-                                            "cudaMemcpyAsync(D2D)"));
+            double copy = copyMs(stream, src, dst, bytes);
             table.row("device-to-device copy (baseline)", timing(copy, bytes, copy), true);
             double packMs =
                     medianMs(
@@ -117,18 +104,7 @@ final class GpuTimings {
                                             grouped,
                                             stream));
             long groupedBytes = (long) grouped * rowBytes;
-            double copyGrouped =
-                    medianMs(
-                            stream,
-                            () ->
-                                    CudaCheck.check(
-                                            cudaMemcpyAsync(
-                                                    groupedCopy.at(0),
-                                                    groupedRows.at(0),
-                                                    groupedBytes,
-                                                    cudaMemcpyDeviceToDevice,
-                                                    stream),
-                                            "cudaMemcpyAsync(D2D)"));
+            double copyGrouped = copyMs(stream, groupedRows, groupedCopy, groupedBytes);
             table.row(
                     "unpack kernel (group by expert), prefill rank 0 (" + grouped + " rows)",
                     timing(unpackMs, groupedBytes, copyGrouped),
@@ -189,6 +165,21 @@ final class GpuTimings {
         }
         plan.group(routes, numRecv);
         return plan;
+    }
+
+    /** The baseline: median milliseconds of a device-to-device copy of {@code bytes}. */
+    private static double copyMs(CUstream_st stream, CudaMemory from, CudaMemory to, long bytes) {
+        return medianMs(
+                stream,
+                () ->
+                        CudaCheck.check(
+                                cudaMemcpyAsync(
+                                        to.at(0),
+                                        from.at(0),
+                                        bytes,
+                                        cudaMemcpyDeviceToDevice,
+                                        stream),
+                                "cudaMemcpyAsync(D2D)"));
     }
 
     /** Median milliseconds of {@code op} on {@code stream}, timed with CUDA events. */

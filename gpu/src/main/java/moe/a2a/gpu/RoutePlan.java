@@ -22,11 +22,17 @@ final class RoutePlan {
     private final int rank;
     private final int topK;
     private final int[] rowsPerSlot;
+    private final int[] slotCursor;
+    private final int[] rankCursor;
     private int[] grouped = new int[0];
     private float[] groupedWeight = new float[0];
     private int[] start = new int[1];
     private int[] row = new int[0];
     private float[] weight = new float[0];
+    private int[] fill = new int[0];
+    private int[] pack = new int[0];
+    private int[] returned = new int[0];
+    private int[] returnedStart = new int[1];
     private int numGrouped;
     private int numRecv;
 
@@ -35,6 +41,8 @@ final class RoutePlan {
         this.rank = rank;
         this.topK = topK;
         this.rowsPerSlot = new int[placement.localExperts(rank)];
+        this.slotCursor = new int[rowsPerSlot.length];
+        this.rankCursor = new int[placement.worldSize()];
     }
 
     /** Bytes of routing per sent row. */
@@ -92,18 +100,18 @@ final class RoutePlan {
                 }
             }
         }
-        int[] cursor = new int[rowsPerSlot.length];
-        for (int slot = 1; slot < rowsPerSlot.length; slot++) {
-            cursor[slot] = cursor[slot - 1] + rowsPerSlot[slot - 1];
+        numGrouped = 0;
+        for (int slot = 0; slot < rowsPerSlot.length; slot++) {
+            slotCursor[slot] = numGrouped;
+            numGrouped += rowsPerSlot[slot];
         }
-        numGrouped = Arrays.stream(rowsPerSlot).sum();
         grouped = grow(grouped, numGrouped);
         groupedWeight = numGrouped > groupedWeight.length ? new float[numGrouped] : groupedWeight;
         for (int j = 0; j < numRecv; j++) {
             for (int k = 0; k < topK; k++) {
                 int slot = routes.getInt(j * routeRow + k * ROUTE_BYTES);
                 if (slot >= 0) {
-                    int i = cursor[slot]++;
+                    int i = slotCursor[slot]++;
                     grouped[i] = j;
                     groupedWeight[i] =
                             routes.getFloat(j * routeRow + k * ROUTE_BYTES + Integer.BYTES);
@@ -120,7 +128,8 @@ final class RoutePlan {
         }
         row = grow(row, numGrouped);
         weight = numGrouped > weight.length ? new float[numGrouped] : weight;
-        int[] fill = Arrays.copyOf(start, numRecv);
+        fill = grow(fill, numRecv);
+        System.arraycopy(start, 0, fill, 0, numRecv);
         for (int i = 0; i < numGrouped; i++) {
             int at = fill[grouped[i]]++;
             row[at] = i;
@@ -165,40 +174,52 @@ final class RoutePlan {
         return weight;
     }
 
-    /** The send order of {@code layout}'s rows: token index per packed row. */
-    static int[] packOrder(DispatchLayout layout) {
+    /**
+     * The send order of {@code layout}'s rows: token index per packed row (reused array, may be
+     * longer).
+     */
+    int[] packOrder(DispatchLayout layout) {
         int total = layout.rankOffsets(layout.worldSize());
-        int[] order = new int[total];
+        pack = grow(pack, total);
         for (int i = 0; i < total; i++) {
-            order[i] = layout.packOrder(i);
+            pack[i] = layout.packOrder(i);
         }
-        return order;
+        return pack;
     }
 
     /**
-     * For each token, the rows that come back to it in combine, in rank order (as the CPU path sums
-     * them): rank {@code r}'s rows return in its pack order, from its offset. Fills {@code start}
-     * ({@code T + 1} entries) and returns the row indexes.
+     * For each token of {@code layout}, the rows that come back to it in combine, in rank order (as
+     * the CPU path sums them): rank {@code r}'s rows return in its pack order, from its offset.
+     * Returns the row indexes; token {@code t}'s are at {@code [returnedStart()[t],
+     * returnedStart()[t+1])}. Reused arrays, possibly longer than needed.
      */
-    static int[] returnedRows(DispatchLayout layout, int[] start) {
+    int[] returnedRows(DispatchLayout layout) {
         int worldSize = layout.worldSize();
         int tokens = layout.numTokens();
-        int[] cursor = new int[worldSize];
         for (int r = 0; r < worldSize; r++) {
-            cursor[r] = layout.rankOffsets(r);
+            rankCursor[r] = layout.rankOffsets(r);
         }
-        int[] index = new int[layout.rankOffsets(worldSize)];
+        returned = grow(returned, layout.rankOffsets(worldSize));
+        returnedStart = grow(returnedStart, tokens + 1);
         int n = 0;
         for (int t = 0; t < tokens; t++) {
-            start[t] = n;
+            returnedStart[t] = n;
             for (int r = 0; r < worldSize; r++) {
                 if (layout.tokenInRank(t, r)) {
-                    index[n++] = cursor[r]++;
+                    returned[n++] = rankCursor[r]++;
                 }
             }
         }
-        start[tokens] = n;
-        return index;
+        returnedStart[tokens] = n;
+        return returned;
+    }
+
+    /**
+     * Starts of each token's entries in {@link #returnedRows}'s last answer ({@code T + 1} of
+     * them).
+     */
+    int[] returnedStart() {
+        return returnedStart;
     }
 
     private static int[] grow(int[] a, int n) {

@@ -114,7 +114,7 @@ class RoutePlanTest {
                     ByteBuffer send =
                             gatherRows(
                                     tokens,
-                                    RoutePlan.packOrder(layout),
+                                    plan.packOrder(layout),
                                     layout.rankOffsets(n),
                                     rowBytes);
                     ByteBuffer recv =
@@ -149,10 +149,8 @@ class RoutePlanTest {
                             scaled(recvRows, rowBytes),
                             combineRecv,
                             scaled(sendRows, rowBytes));
-                    int[] start = new int[TOKENS + 1];
-                    float[] out =
-                            accumulateBf16(
-                                    combineRecv, start, RoutePlan.returnedRows(layout, start));
+                    int[] returned = plan.returnedRows(layout);
+                    float[] out = accumulateBf16(combineRecv, plan.returnedStart(), returned);
                     for (int i = 0; i < out.length; i++) {
                         if (Float.floatToRawIntBits(out[i]) != Float.floatToRawIntBits(cpuOut[i])) {
                             throw new AssertionError(

@@ -10,7 +10,6 @@ import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.NettyChannelBuilder;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -65,7 +64,7 @@ class DistributedIT {
 
     @Test
     void shouldServeFailCleanlyAndRecoverWhenWorkersAndControlPlaneDie() throws Exception {
-        int port = freePort();
+        int port = CliProcess.freePort();
         List<CliProcess> processes = new ArrayList<>();
         ManagedChannel channel =
                 NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
@@ -386,12 +385,5 @@ class DistributedIT {
         }
         throw new AssertionError(
                 "health " + last + " (expected: " + wanted + ") after " + timeout + logs);
-    }
-
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
-        }
     }
 }

@@ -8,7 +8,6 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -54,7 +53,7 @@ class PrometheusIT {
                 "prometheus and promtool are not installed (apt-get install prometheus)");
         checkDeployFiles();
 
-        int metricsPort = freePort();
+        int metricsPort = CliProcess.freePort();
         try (CliProcess serve =
                 CliProcess.moeA2a(
                         dir,
@@ -82,7 +81,7 @@ class PrometheusIT {
             assertThat(check.exit).as(check.output).isZero();
             assertThat(check.output.strip()).as("promtool check metrics findings").isEmpty();
 
-            int promPort = freePort();
+            int promPort = CliProcess.freePort();
             try (CliProcess prometheus = startPrometheus(metricsPort, promPort)) {
                 String api = "http://127.0.0.1:" + promPort;
                 awaitTrue(
@@ -324,26 +323,22 @@ class PrometheusIT {
     }
 
     private static JsonObject api(String url) throws Exception {
-        HttpResponse<String> response =
-                HTTP.send(
-                        HttpRequest.newBuilder(URI.create(url))
-                                .GET()
-                                .timeout(Duration.ofSeconds(10))
-                                .build(),
-                        HttpResponse.BodyHandlers.ofString());
-        return JsonParser.parseString(response.body()).getAsJsonObject();
+        return JsonParser.parseString(send(url).body()).getAsJsonObject();
     }
 
     private static String get(String url) throws Exception {
-        HttpResponse<String> response =
-                HTTP.send(
-                        HttpRequest.newBuilder(URI.create(url))
-                                .GET()
-                                .timeout(Duration.ofSeconds(10))
-                                .build(),
-                        HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = send(url);
         assertThat(response.statusCode()).isEqualTo(200);
         return response.body();
+    }
+
+    private static HttpResponse<String> send(String url) throws Exception {
+        return HTTP.send(
+                HttpRequest.newBuilder(URI.create(url))
+                        .GET()
+                        .timeout(Duration.ofSeconds(10))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 
     interface Condition {
@@ -388,11 +383,5 @@ class PrometheusIT {
             }
         }
         return false;
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
     }
 }

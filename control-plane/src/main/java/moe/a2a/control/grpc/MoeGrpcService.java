@@ -182,15 +182,13 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         for (int i = 0; i < ids.length; i++) {
             out.addExpertIds(ids[i]).addWeights(weights[i]).addRanks(placement.rankOf(ids[i]));
         }
-        long[] perRank = new long[placement.worldSize()];
-        for (int r = 0; r < perRank.length; r++) {
-            perRank[r] = layout.tokensPerRank(r);
-            out.addTokensPerRank(perRank[r]);
+        long[] perRank = layout.tokensPerRankCopy();
+        long[] perExpert = layout.tokensPerExpertCopy();
+        for (long v : perRank) {
+            out.addTokensPerRank(v);
         }
-        long[] perExpert = new long[model.experts()];
-        for (int e = 0; e < perExpert.length; e++) {
-            perExpert[e] = layout.tokensPerExpert(e);
-            out.addTokensPerExpert(perExpert[e]);
+        for (long v : perExpert) {
+            out.addTokensPerExpert(v);
         }
         return out.setRankImbalance(Imbalance.maxOverMean(perRank))
                 .setExpertImbalance(Imbalance.maxOverMean(perExpert))

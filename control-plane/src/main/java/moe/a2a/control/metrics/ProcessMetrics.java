@@ -13,6 +13,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetric;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
 import java.time.Duration;
+import java.util.List;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -32,6 +33,8 @@ public final class ProcessMetrics {
     /** Most distinct values of one moe-a2a tag (experts, ranks, peers, layers). */
     static final int MAX_TAG_VALUES = 4096;
 
+    private static final List<String> BOUNDED_TAGS = List.of("expert", "rank", "peer", "layer");
+
     private ProcessMetrics() {}
 
     /** Binds all of them; call before any gRPC server records into {@code registry}. */
@@ -41,20 +44,6 @@ public final class ProcessMetrics {
                 .meterFilter(MeterFilter.renameTag("grpc.server", "statusCode", "status_code"))
                 .meterFilter(MeterFilter.denyNameStartsWith("process.cpu.time"))
                 .meterFilter(MeterFilter.denyNameStartsWith("system.cpu.count"))
-                // Label values are bounded by the model and the world size; these caps keep a bug
-                // (or a gigantic model) from flooding Prometheus with series.
-                .meterFilter(
-                        MeterFilter.maximumAllowableTags(
-                                A2A_PREFIX, "expert", MAX_TAG_VALUES, MeterFilter.deny()))
-                .meterFilter(
-                        MeterFilter.maximumAllowableTags(
-                                A2A_PREFIX, "rank", MAX_TAG_VALUES, MeterFilter.deny()))
-                .meterFilter(
-                        MeterFilter.maximumAllowableTags(
-                                A2A_PREFIX, "peer", MAX_TAG_VALUES, MeterFilter.deny()))
-                .meterFilter(
-                        MeterFilter.maximumAllowableTags(
-                                A2A_PREFIX, "layer", MAX_TAG_VALUES, MeterFilter.deny()))
                 .meterFilter(
                         new MeterFilter() {
                             @Override
@@ -73,6 +62,14 @@ public final class ProcessMetrics {
                                         .merge(config);
                             }
                         });
+        // Label values are bounded by the model and the world size; these caps keep a bug (or a
+        // gigantic model) from flooding Prometheus with series.
+        for (String tag : BOUNDED_TAGS) {
+            registry.config()
+                    .meterFilter(
+                            MeterFilter.maximumAllowableTags(
+                                    A2A_PREFIX, tag, MAX_TAG_VALUES, MeterFilter.deny()));
+        }
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);

@@ -6,6 +6,7 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
+import moe.a2a.comm.Segments;
 
 /**
  * In-process communicator: a rank copies each outgoing segment straight into the peer's receive
@@ -48,8 +49,8 @@ public final class LocalCommunicator implements Communicator {
     public void allToAllCounts(
             long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
         final int n = group.size();
-        checkLength("sendCounts", sendCounts, n);
-        checkLength("recvCounts", recvCounts, n);
+        Segments.checkLength("sendCounts", sendCounts, n);
+        Segments.checkLength("recvCounts", recvCounts, n);
         System.arraycopy(sendCounts, 0, group.counts[rank], 0, n);
         group.await(rank, step, phase);
         for (int src = 0; src < n; src++) {
@@ -67,14 +68,9 @@ public final class LocalCommunicator implements Communicator {
             long[] sendCounts,
             ByteBuffer recv,
             long[] recvCounts) {
-        checkLength("sendCounts", sendCounts, group.size());
+        Segments.checkLength("sendCounts", sendCounts, group.size());
         copier.send = send;
-        long offset = 0;
-        for (int dst = 0; dst < sendCounts.length; dst++) {
-            copier.offsets[dst] = offset;
-            copier.lengths[dst] = sendCounts[dst];
-            offset += sendCounts[dst];
-        }
+        publish(sendCounts, copier.offsets, copier.lengths);
         exchange(step, phase, copier, sendCounts, recv, recvCounts);
     }
 
@@ -117,8 +113,8 @@ public final class LocalCommunicator implements Communicator {
             SegmentReader reader,
             long[] recvCounts) {
         final int n = group.size();
-        checkLength("sendCounts", sendCounts, n);
-        checkLength("recvCounts", recvCounts, n);
+        Segments.checkLength("sendCounts", sendCounts, n);
+        Segments.checkLength("recvCounts", recvCounts, n);
         publish(sendCounts, group.sendOffsets[rank], group.sendLengths[rank]);
         group.sendBuffers[rank] = send;
         group.await(rank, step, phase);
@@ -148,8 +144,8 @@ public final class LocalCommunicator implements Communicator {
             ByteBuffer recv,
             long[] recvCounts) {
         final int n = group.size();
-        checkLength("sendCounts", sendCounts, n);
-        checkLength("recvCounts", recvCounts, n);
+        Segments.checkLength("sendCounts", sendCounts, n);
+        Segments.checkLength("recvCounts", recvCounts, n);
         final long offset = publish(recvCounts, group.recvOffsets[rank], group.recvLengths[rank]);
         if (offset > recv.capacity()) {
             throw new A2aException(
@@ -202,19 +198,7 @@ public final class LocalCommunicator implements Communicator {
      * the total.
      */
     private static long publish(long[] counts, long[] offsets, long[] lengths) {
-        long offset = 0;
-        for (int p = 0; p < counts.length; p++) {
-            offsets[p] = offset;
-            lengths[p] = counts[p];
-            offset += counts[p];
-        }
-        return offset;
-    }
-
-    private static void checkLength(String name, long[] counts, int n) {
-        if (counts.length != n) {
-            throw new IllegalArgumentException(
-                    name + ".length: " + counts.length + " (expected: " + n + ")");
-        }
+        System.arraycopy(counts, 0, lengths, 0, counts.length);
+        return Segments.offsets(counts, offsets);
     }
 }

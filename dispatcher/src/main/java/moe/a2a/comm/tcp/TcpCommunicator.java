@@ -24,6 +24,7 @@ import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
+import moe.a2a.comm.Segments;
 
 /**
  * A rank of a group whose ranks are processes, over one TCP connection per pair of ranks. Each
@@ -216,8 +217,8 @@ public final class TcpCommunicator implements Communicator {
     public void allToAllCounts(
             long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
         final int n = config.size();
-        checkLength("sendCounts", sendCounts, n);
-        checkLength("recvCounts", recvCounts, n);
+        Segments.checkLength("sendCounts", sendCounts, n);
+        Segments.checkLength("recvCounts", recvCounts, n);
         throwIfFailed();
         final long seq = op++;
         final long deadline = System.nanoTime() + config.timeoutNs();
@@ -248,8 +249,8 @@ public final class TcpCommunicator implements Communicator {
             long[] recvCounts) {
         final int n = config.size();
         final int me = config.rank();
-        checkLength("sendCounts", sendCounts, n);
-        checkLength("recvCounts", recvCounts, n);
+        Segments.checkLength("sendCounts", sendCounts, n);
+        Segments.checkLength("recvCounts", recvCounts, n);
         throwIfFailed();
         final long seq = op++;
         final long deadline = System.nanoTime() + config.timeoutNs();
@@ -511,13 +512,6 @@ public final class TcpCommunicator implements Communicator {
                 .position((int) offset)
                 .limit((int) (offset + length))
                 .slice();
-    }
-
-    private static void checkLength(String name, long[] counts, int n) {
-        if (counts.length != n) {
-            throw new IllegalArgumentException(
-                    name + ".length: " + counts.length + " (expected: " + n + ")");
-        }
     }
 
     private static void sleepMillis(long millis) {

@@ -7,6 +7,7 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
+import moe.a2a.comm.Segments;
 import moe.a2a.gpu.CudaMemory;
 import org.bytedeco.cuda.cudart.CUstream_st;
 
@@ -36,6 +37,7 @@ public final class NcclCommunicator implements Communicator {
     private final long[] countOffsets;
     private final long[] countBytes;
     private final long[] barrierCounts;
+    private final long[] barrierReceived;
     private final ByteBuffer[] readSegments;
     private volatile A2aException failure;
 
@@ -50,6 +52,7 @@ public final class NcclCommunicator implements Communicator {
         this.countOffsets = new long[size];
         this.countBytes = new long[size];
         this.barrierCounts = new long[size];
+        this.barrierReceived = new long[size];
         this.readSegments = new ByteBuffer[size];
         for (int p = 0; p < size; p++) {
             countOffsets[p] = (long) p * COUNT_BYTES;
@@ -97,8 +100,8 @@ public final class NcclCommunicator implements Communicator {
     @Override
     public void allToAllCounts(
             long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
-        checkLength("sendCounts", sendCounts);
-        checkLength("recvCounts", recvCounts);
+        Segments.checkLength("sendCounts", sendCounts, size);
+        Segments.checkLength("recvCounts", recvCounts, size);
         checkOpen();
         ByteBuffer out = backend.sendStaging((long) size * COUNT_BYTES);
         for (int p = 0; p < size; p++) {
@@ -194,7 +197,7 @@ public final class NcclCommunicator implements Communicator {
 
     @Override
     public void barrier() {
-        allToAllCounts(-1, ExchangePhase.BARRIER, barrierCounts, new long[size]);
+        allToAllCounts(-1, ExchangePhase.BARRIER, barrierCounts, barrierReceived);
     }
 
     @Override
@@ -215,8 +218,8 @@ public final class NcclCommunicator implements Communicator {
 
     /** Checks the counts and lays out both sides' segments; returns the bytes to send. */
     private long prepare(long[] sendCounts, long[] recvCounts) {
-        checkLength("sendCounts", sendCounts);
-        checkLength("recvCounts", recvCounts);
+        Segments.checkLength("sendCounts", sendCounts, size);
+        Segments.checkLength("recvCounts", recvCounts, size);
         checkOpen();
         long sendTotal = prefix(sendCounts, sendOffsets, "sendCounts");
         long recvTotal = prefix(recvCounts, recvOffsets, "recvCounts");
@@ -272,24 +275,15 @@ public final class NcclCommunicator implements Communicator {
         return e;
     }
 
+    /** Lays out {@code counts} (NCCL takes unsigned sizes, so a negative one is refused here). */
     private static long prefix(long[] counts, long[] offsets, String field) {
-        long at = 0;
         for (int p = 0; p < counts.length; p++) {
             if (counts[p] < 0) {
                 throw new IllegalArgumentException(
                         field + "[" + p + "]: " + counts[p] + " (expected: >= 0)");
             }
-            offsets[p] = at;
-            at += counts[p];
         }
-        return at;
-    }
-
-    private void checkLength(String field, long[] counts) {
-        if (counts.length != size) {
-            throw new IllegalArgumentException(
-                    field + ".length: " + counts.length + " (expected: " + size + ")");
-        }
+        return Segments.offsets(counts, offsets);
     }
 
     private void checkOpen() {
