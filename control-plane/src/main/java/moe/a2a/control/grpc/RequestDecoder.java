@@ -63,30 +63,8 @@ public final class RequestDecoder {
                     "topk.k: " + topk.getK() + " (expected: " + k + ", the model's top-k)");
         }
         long expected = (long) numTokens * k;
-        if (topk.getExpertIdsCount() != expected) {
-            throw new InvalidRequestException(
-                    "topk.expert_ids: "
-                            + topk.getExpertIdsCount()
-                            + " values (expected: T × K = "
-                            + numTokens
-                            + " × "
-                            + k
-                            + " = "
-                            + expected
-                            + ")");
-        }
-        if (topk.getWeightsCount() != expected) {
-            throw new InvalidRequestException(
-                    "topk.weights: "
-                            + topk.getWeightsCount()
-                            + " values (expected: T × K = "
-                            + numTokens
-                            + " × "
-                            + k
-                            + " = "
-                            + expected
-                            + ")");
-        }
+        checkTokenTimesK("topk.expert_ids", topk.getExpertIdsCount(), numTokens, k);
+        checkTokenTimesK("topk.weights", topk.getWeightsCount(), numTokens, k);
         int[] ids = new int[(int) expected];
         float[] weights = new float[(int) expected];
         for (int t = 0; t < numTokens; t++) {
@@ -177,6 +155,23 @@ public final class RequestDecoder {
                             + cols
                             + " × "
                             + dtype.sizeBytes()
+                            + " = "
+                            + expected
+                            + ")");
+        }
+    }
+
+    private static void checkTokenTimesK(String field, int count, int numTokens, int k) {
+        long expected = (long) numTokens * k;
+        if (count != expected) {
+            throw new InvalidRequestException(
+                    field
+                            + ": "
+                            + count
+                            + " values (expected: T × K = "
+                            + numTokens
+                            + " × "
+                            + k
                             + " = "
                             + expected
                             + ")");
