@@ -14,7 +14,11 @@ cp gpu/target/moe-a2a-gpu-*.jar "$out/lib/"
 ./mvnw -B -q -pl gpu org.apache.maven.plugins:maven-dependency-plugin:3.11.0:copy-dependencies \
   -DincludeScope=runtime -DoutputDirectory="$out/lib" \
   -DexcludeArtifactIds=openblas,netty-transport,netty-buffer,netty-common,netty-resolver,netty-codec-base,netty-transport-native-epoll,netty-transport-native-unix-common,netty-transport-classes-epoll,gson
-jlink --add-modules java.base,jdk.unsupported,java.management,java.logging,jdk.management,java.naming \
+# The runtime is trimmed from the project's JDK 25 (bin/find-jdk), whatever java the PATH has.
+# shellcheck source=../bin/find-jdk
+. "$root/bin/find-jdk"
+jdk=$(moe_a2a_find_jdk) || exit $?
+"$jdk/bin/jlink" --add-modules java.base,jdk.unsupported,java.management,java.logging,jdk.management,java.naming,jdk.incubator.vector \
   --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
 du -sh "$out/jre" "$out/lib" "$out"
 total_mib=$(du -sm "$out" | cut -f1)

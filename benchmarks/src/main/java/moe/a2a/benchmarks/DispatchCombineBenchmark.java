@@ -34,7 +34,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(1)
+@Fork(value = 1, jvmArgsAppend = "--add-modules=jdk.incubator.vector")
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
 public class DispatchCombineBenchmark {
@@ -74,7 +74,7 @@ public class DispatchCombineBenchmark {
     public float[] dispatchAndCombine() {
         DispatchResult result = dispatcher.dispatch(tokens, numTokens, DType.BF16, ids, weights);
         ByteBuffer back = dispatcher.combineRows(result.handle());
-        int rowBytes = result.handle().rowLayout().payloadBytes();
+        int rowBytes = result.handle().rowLayout().combineRowBytes();
         for (int j = 0; j < result.numRecvTokens(); j++) {
             result.copyRecvToken(j, back, j * rowBytes);
         }

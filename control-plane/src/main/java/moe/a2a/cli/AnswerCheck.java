@@ -12,20 +12,31 @@ import moe.a2a.v1.ForwardResponse;
  * Checks a served answer against {@link ReferenceMoeLayer} on the same inputs. The tolerance is per
  * row, relative to the row's largest magnitude: 1e-5 for fp32 (summation order), and for bf16/fp16
  * two units in the last place of that magnitude (the final rounding may land on the neighbouring
- * value, and each rank's partial sum is rounded once before it travels back). Not thread-safe (the
- * reference caches weights).
+ * value, and each rank's partial sum is rounded once before it travels back). When the server
+ * dispatches in FP8 the tokens reach the experts quantized (E4M3: 3 mantissa bits), so the
+ * tolerance is {@link #FP8_RELATIVE} of the row's largest magnitude, from the error measured on the
+ * default model (docs/performance.md). Not thread-safe (the reference caches weights).
  */
 final class AnswerCheck {
+    /**
+     * Tolerance relative to a row's largest magnitude when tokens travel as FP8: twice the worst
+     * error measured on the default model (6.2 % over 96 answers of 128 tokens, every routing).
+     */
+    static final double FP8_RELATIVE = 0x1p-3;
+
     private final ReferenceMoeLayer reference;
     private final int experts;
     private final int hidden;
     private final int topK;
+    private final boolean fp8Dispatch;
 
-    AnswerCheck(ReferenceMoeLayer reference, int experts, int hidden, int topK) {
+    AnswerCheck(
+            ReferenceMoeLayer reference, int experts, int hidden, int topK, boolean fp8Dispatch) {
         this.reference = reference;
         this.experts = experts;
         this.hidden = hidden;
         this.topK = topK;
+        this.fp8Dispatch = fp8Dispatch;
     }
 
     /** The worst error over tolerance ratio of the answer; at most 1 means it passes. */
@@ -61,7 +72,10 @@ final class AnswerCheck {
                 actual,
                 0,
                 actual.length);
-        double relative = dtype == DType.FP32 ? 1e-5 : dtype == DType.BF16 ? 0x1p-6 : 0x1p-9;
+        double relative =
+                fp8Dispatch
+                        ? FP8_RELATIVE
+                        : dtype == DType.FP32 ? 1e-5 : dtype == DType.BF16 ? 0x1p-6 : 0x1p-9;
         double worst = 0;
         for (int t = 0; t < numTokens; t++) {
             double rowMax = 0;

@@ -18,6 +18,7 @@ import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.control.cluster.BenchRun;
+import moe.a2a.dispatch.DispatchDType;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -62,6 +63,16 @@ final class BenchCommand implements Callable<Integer> {
     BenchScope scope;
 
     @Option(
+            names = "--dispatch-dtype",
+            defaultValue = "bf16",
+            paramLabel = "bf16|fp8",
+            description =
+                    "How the dispatcher scope sends tokens: bf16, or fp8 (E4M3, one fp32 scale per 128"
+                            + " channels; combine stays bf16). Not with --target or --scope TRANSPORT"
+                            + " (default: ${DEFAULT-VALUE}).")
+    String dispatchDTypeName;
+
+    @Option(
             names = "--iters",
             defaultValue = "-1",
             description =
@@ -97,6 +108,15 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        DispatchDType dispatchDType = DispatchDType.parse("--dispatch-dtype", dispatchDTypeName);
+        if (dispatchDType != DispatchDType.BF16
+                && (target != null || scope == BenchScope.TRANSPORT)) {
+            throw new IllegalArgumentException(
+                    "--dispatch-dtype: "
+                            + dispatchDType.label()
+                            + " (expected: bf16 with --target or --scope TRANSPORT, which move bf16"
+                            + " rows)");
+        }
         if (target != null) {
             return RemoteBench.run(
                     target, workload, scope, Math.max(0, iters), Math.max(0, warmup), json);
@@ -153,8 +173,8 @@ final class BenchCommand implements Callable<Integer> {
                 int runIters = iters > 0 ? iters : w.defaultIters();
                 List<RankTimes> times =
                         transport == Transport.LOCAL
-                                ? runLocal(w, runWarmup, runIters)
-                                : runProcesses(w, runWarmup, runIters);
+                                ? runLocal(w, runWarmup, runIters, dispatchDType)
+                                : runProcesses(w, runWarmup, runIters, dispatchDType);
                 done++;
                 clearProgress();
                 BenchReport r =
@@ -164,7 +184,8 @@ final class BenchCommand implements Callable<Integer> {
                                 scope,
                                 rows,
                                 times,
-                                memcpy);
+                                memcpy,
+                                dispatchDType);
                 allOk &= r.ok();
                 System.out.printf(
                         Locale.ROOT,
@@ -205,7 +226,8 @@ final class BenchCommand implements Callable<Integer> {
         return allOk ? 0 : 1;
     }
 
-    private List<RankTimes> runLocal(BenchWorkload w, int runWarmup, int runIters)
+    private List<RankTimes> runLocal(
+            BenchWorkload w, int runWarmup, int runIters, DispatchDType dispatchDType)
             throws Exception {
         LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(120));
         ExecutorService pool = Executors.newFixedThreadPool(w.worldSize());
@@ -221,7 +243,8 @@ final class BenchCommand implements Callable<Integer> {
                                                 scope,
                                                 group.communicator(rank),
                                                 runWarmup,
-                                                runIters)));
+                                                runIters,
+                                                dispatchDType)));
             }
             List<RankTimes> out = new ArrayList<>();
             for (Future<RankTimes> f : ranks) {
@@ -237,39 +260,41 @@ final class BenchCommand implements Callable<Integer> {
      * One child process per rank ({@code bench-rank}), meeting through port files in a temporary
      * folder.
      */
-    private List<RankTimes> runProcesses(BenchWorkload w, int runWarmup, int runIters)
+    private List<RankTimes> runProcesses(
+            BenchWorkload w, int runWarmup, int runIters, DispatchDType dispatchDType)
             throws Exception {
         Path dir = Files.createTempDirectory("moe-a2a-bench-");
         String jar =
                 Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI())
                         .toString();
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         long groupId = System.nanoTime();
         List<Process> children = new ArrayList<>();
         try {
             for (int r = 0; r < w.worldSize(); r++) {
                 children.add(
                         new ProcessBuilder(
-                                        java,
-                                        "-Xmx1g",
-                                        "-cp",
-                                        jar,
-                                        Main.class.getName(),
-                                        "bench-rank",
-                                        "--workload",
-                                        w.name(),
-                                        "--rank",
-                                        Integer.toString(r),
-                                        "--dir",
-                                        dir.toString(),
-                                        "--group-id",
-                                        Long.toString(groupId),
-                                        "--iters",
-                                        Integer.toString(runIters),
-                                        "--warmup",
-                                        Integer.toString(runWarmup),
-                                        "--scope",
-                                        scope.name())
+                                        JvmOptions.childCommand(
+                                                "-Xmx1g",
+                                                "-cp",
+                                                jar,
+                                                Main.class.getName(),
+                                                "bench-rank",
+                                                "--workload",
+                                                w.name(),
+                                                "--rank",
+                                                Integer.toString(r),
+                                                "--dir",
+                                                dir.toString(),
+                                                "--group-id",
+                                                Long.toString(groupId),
+                                                "--iters",
+                                                Integer.toString(runIters),
+                                                "--warmup",
+                                                Integer.toString(runWarmup),
+                                                "--scope",
+                                                scope.name(),
+                                                "--dispatch-dtype",
+                                                dispatchDType.label()))
                                 .redirectErrorStream(true)
                                 .redirectOutput(dir.resolve("rank-" + r + ".log").toFile())
                                 .start());

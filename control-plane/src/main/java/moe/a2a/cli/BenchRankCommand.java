@@ -18,6 +18,7 @@ import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.control.cluster.BenchRun;
+import moe.a2a.dispatch.DispatchDType;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -50,6 +51,9 @@ final class BenchRankCommand implements Callable<Integer> {
 
     @Option(names = "--scope", required = true)
     BenchScope scope;
+
+    @Option(names = "--dispatch-dtype", defaultValue = "bf16")
+    String dispatchDType;
 
     @Override
     public Integer call() throws Exception {
@@ -86,7 +90,14 @@ final class BenchRankCommand implements Callable<Integer> {
                                 Integer.parseInt(Files.readString(port).trim())));
             }
             comm.connect(peers);
-            RankTimes times = BenchRun.rank(w, scope, comm, warmup, iters);
+            RankTimes times =
+                    BenchRun.rank(
+                            w,
+                            scope,
+                            comm,
+                            warmup,
+                            iters,
+                            DispatchDType.parse("--dispatch-dtype", dispatchDType));
             comm.barrier();
             comm.close();
             Path out = dir.resolve("rank-" + rank + ".times.tmp");

@@ -122,7 +122,7 @@ final class ClientCommand implements Callable<Integer> {
             ModelInfo model = stub.describeModel(DescribeModelRequest.getDefaultInstance());
             System.out.printf(
                     Locale.ROOT,
-                    "server: %d experts, hidden %d, ffn %d, top-%d, %d layers, %d ranks, transport %s, weights %s%n",
+                    "server: %d experts, hidden %d, ffn %d, top-%d, %d layers, %d ranks, transport %s, dispatch %s, weights %s%n",
                     model.getExperts(),
                     model.getHidden(),
                     model.getFfn(),
@@ -130,6 +130,7 @@ final class ClientCommand implements Callable<Integer> {
                     model.getLayers(),
                     model.getWorldSize(),
                     model.getTransport(),
+                    model.getDispatchDtype(),
                     model.getWeightsSource());
             ClientWorkload workload =
                     new ClientWorkload(model, tokens, dtype, routing, skew, seed, layer);
@@ -221,7 +222,8 @@ final class ClientCommand implements Callable<Integer> {
                         new ReferenceMoeLayer(source),
                         model.getExperts(),
                         model.getHidden(),
-                        model.getTopK());
+                        model.getTopK(),
+                        model.getDispatchDtype().equals("fp8"));
         int mismatches = 0;
         double worst = 0;
         int checked = 0;

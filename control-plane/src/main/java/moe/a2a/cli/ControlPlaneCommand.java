@@ -12,6 +12,7 @@ import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.ClusterGrpcService;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.ModelSpec;
@@ -56,7 +57,13 @@ final class ControlPlaneCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         WeightSource weights = model.open();
-        ModelConfig config = ModelOptions.config(weights, model.topK);
+        ModelConfig config = model.config(weights);
+        if (transport == Transport.NCCL && config.dispatchDType() != DispatchDType.BF16) {
+            throw new IllegalArgumentException(
+                    "--dispatch-dtype: "
+                            + config.dispatchDType().label()
+                            + " (expected: bf16 with --transport nccl; FP8 dispatch runs on tcp)");
+        }
         ModelSpec spec = model.spec(config);
         String fingerprint = ModelOptions.fingerprint(spec);
         LOG.info(

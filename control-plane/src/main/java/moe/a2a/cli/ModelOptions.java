@@ -1,6 +1,7 @@
 package moe.a2a.cli;
 
 import java.nio.file.Path;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
@@ -53,6 +54,17 @@ final class ModelOptions {
             description = "Experts per token (default: ${DEFAULT-VALUE}).")
     int topK;
 
+    @Option(
+            names = "--dispatch-dtype",
+            defaultValue = "bf16",
+            paramLabel = "bf16|fp8",
+            description =
+                    "How tokens travel in dispatch: bf16 (as sent: bf16, fp16 or fp32 rows) or fp8"
+                            + " (E4M3 with one fp32 scale per 128 channels, quantized once at the"
+                            + " source; combine returns the request's dtype) (default:"
+                            + " ${DEFAULT-VALUE}).")
+    String dispatchDType;
+
     /** The weights named by the flags: the file when given, else the seeded generator. */
     WeightSource open() {
         return weights != null
@@ -60,9 +72,15 @@ final class ModelOptions {
                 : new SeededWeights(seed, experts, hidden, ffn, layers);
     }
 
-    static ModelConfig config(WeightSource source, int topK) {
+    /** The served model: the weights' shape, the flags' top-k and dispatch dtype. */
+    ModelConfig config(WeightSource source) {
         return new ModelConfig(
-                source.experts(), source.hidden(), source.ffn(), topK, source.layers());
+                source.experts(),
+                source.hidden(),
+                source.ffn(),
+                topK,
+                source.layers(),
+                DispatchDType.parse("--dispatch-dtype", dispatchDType));
     }
 
     /**
@@ -75,7 +93,8 @@ final class ModelOptions {
                         .setHidden(config.hidden())
                         .setFfn(config.ffn())
                         .setTopK(config.topK())
-                        .setLayers(config.layers());
+                        .setLayers(config.layers())
+                        .setDispatchDtype(config.dispatchDType().label());
         return weights != null
                 ? b.setWeightsPath(weights.toAbsolutePath().toString()).build()
                 : b.setSeed(seed).build();

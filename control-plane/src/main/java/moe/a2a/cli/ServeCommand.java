@@ -30,7 +30,7 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         long started = System.nanoTime();
         WeightSource weights = model.open();
-        ModelConfig config = ModelOptions.config(weights, model.topK);
+        ModelConfig config = model.config(weights);
         LOG.info(
                 "moe-a2a serve: model={} weights={} worldSize={} exchangeTimeout={} settings={} transport=local"
                         + " grpc={}:{} metricsPort={}",

@@ -1,7 +1,10 @@
 package moe.a2a.bench;
 
+import com.google.gson.Gson;
+import com.google.gson.JsonObject;
 import java.util.List;
 import java.util.Locale;
+import moe.a2a.dispatch.DispatchDType;
 
 /**
  * One workload × transport row of the benchmark report: per iteration the slowest rank's time, then
@@ -24,8 +27,11 @@ public record BenchReport(
         double aggGbps,
         double copyBoundUs,
         double barrierP50Us,
+        DispatchDType dispatchDType,
         boolean ok) {
+    private static final Gson GSON = new Gson();
 
+    /** A report of bf16 dispatch. */
     public static BenchReport of(
             BenchWorkload w,
             String transport,
@@ -33,6 +39,21 @@ public record BenchReport(
             int[][] rows,
             List<RankTimes> ranks,
             double memcpyGbps) {
+        return of(w, transport, scope, rows, ranks, memcpyGbps, DispatchDType.BF16);
+    }
+
+    /**
+     * The report of one run. {@code bytes_per_rank} keeps the shared definition (bf16 rows) for
+     * every dispatch dtype, so that rows compare with the peers'.
+     */
+    public static BenchReport of(
+            BenchWorkload w,
+            String transport,
+            BenchScope scope,
+            int[][] rows,
+            List<RankTimes> ranks,
+            double memcpyGbps,
+            DispatchDType dispatchDType) {
         int iters = ranks.get(0).dispatchNs().length;
         long[] dispatch = new long[iters];
         long[] combine = new long[iters];
@@ -76,6 +97,7 @@ public record BenchReport(
                 algbw * rows.length,
                 copyBoundUs,
                 percentileUs(barrier, 50),
+                dispatchDType,
                 ok);
     }
 
@@ -86,40 +108,43 @@ public record BenchReport(
         return (totalP50Us - copyBoundUs) / Math.max(1e-3, barrierP50Us);
     }
 
-    /** The report object of the shared benchmark format, plus the barrier floor. */
+    /**
+     * The report object of the shared benchmark format, plus the barrier floor, the scope and the
+     * dispatch dtype. Times in whole microseconds, as the format's peers write them.
+     */
     public String json(double memcpyGbps) {
         BenchWorkload w = workload;
-        return String.format(
-                Locale.ROOT,
-                "{\"workload\":\"%s\",\"transport\":\"%s\",\"N\":%d,\"T\":%d,\"H\":%d,\"K\":%d,"
-                        + "\"E\":%d,\"routing\":\"%s\",\"fingerprint\":\"%s\",\"bytes_per_rank\":%d,\"dispatch_us_p50\":%.0f,"
-                        + "\"dispatch_us_p90\":%.0f,\"combine_us_p50\":%.0f,\"combine_us_p90\":%.0f,\"total_us_p50\":%.0f,"
-                        + "\"total_us_p90\":%.0f,\"algbw_gbps\":%.3f,\"agg_gbps\":%.3f,\"memcpy_gbps\":%.3f,\"copy_bound_us\":%.0f,"
-                        + "\"barrier_us_p50\":%.0f,\"overhead_over_barrier\":%.2f,\"ok\":%b,\"scope\":\"%s\"}",
-                w.name(),
-                transport,
-                w.worldSize(),
-                w.tokens(),
-                w.hidden(),
-                w.topK(),
-                w.experts(),
-                w.routing(),
-                fingerprint,
-                bytesPerRank,
-                dispatchP50Us,
-                dispatchP90Us,
-                combineP50Us,
-                combineP90Us,
-                totalP50Us,
-                totalP90Us,
-                algbwGbps,
-                aggGbps,
-                memcpyGbps,
-                copyBoundUs,
-                barrierP50Us,
-                overheadOverBarrier(),
-                ok,
-                scope.name().toLowerCase(Locale.ROOT));
+        JsonObject o = new JsonObject();
+        o.addProperty("workload", w.name());
+        o.addProperty("transport", transport);
+        o.addProperty("N", w.worldSize());
+        o.addProperty("T", w.tokens());
+        o.addProperty("H", w.hidden());
+        o.addProperty("K", w.topK());
+        o.addProperty("E", w.experts());
+        o.addProperty("routing", w.routing());
+        o.addProperty("fingerprint", fingerprint);
+        o.addProperty("bytes_per_rank", bytesPerRank);
+        o.addProperty("dispatch_us_p50", Math.round(dispatchP50Us));
+        o.addProperty("dispatch_us_p90", Math.round(dispatchP90Us));
+        o.addProperty("combine_us_p50", Math.round(combineP50Us));
+        o.addProperty("combine_us_p90", Math.round(combineP90Us));
+        o.addProperty("total_us_p50", Math.round(totalP50Us));
+        o.addProperty("total_us_p90", Math.round(totalP90Us));
+        o.addProperty("algbw_gbps", round3(algbwGbps));
+        o.addProperty("agg_gbps", round3(aggGbps));
+        o.addProperty("memcpy_gbps", round3(memcpyGbps));
+        o.addProperty("copy_bound_us", Math.round(copyBoundUs));
+        o.addProperty("barrier_us_p50", Math.round(barrierP50Us));
+        o.addProperty("overhead_over_barrier", Math.round(overheadOverBarrier() * 100) / 100.0);
+        o.addProperty("dispatch_dtype", dispatchDType.label());
+        o.addProperty("ok", ok);
+        o.addProperty("scope", scope.name().toLowerCase(Locale.ROOT));
+        return GSON.toJson(o);
+    }
+
+    private static double round3(double v) {
+        return Math.round(v * 1000) / 1000.0;
     }
 
     /** The {@code p}-th percentile (nearest rank) of {@code ns}, in microseconds. */

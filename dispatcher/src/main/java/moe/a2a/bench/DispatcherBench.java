@@ -1,13 +1,18 @@
 package moe.a2a.bench;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.kernels.RowKernels;
+import moe.a2a.kernels.ScalarKernels;
 
 /**
  * One rank's part of the dispatcher benchmark: the real {@link Dispatcher} on a workload. Dispatch
@@ -16,19 +21,29 @@ import moe.a2a.dispatch.Placement;
  * that combine starts together on every rank) the "expert" sends each received row back unchanged,
  * except in the first iteration, which is validated: the expert then multiplies each row by its
  * local weight and by (rank + 1), and the output must be exactly {@code Σ_d bf16(val · m_td/K ·
- * (d+1))}. Runs on the rank's thread.
+ * (d+1))}, where {@code val} is the bf16 payload, or with FP8 dispatch the payload after the scalar
+ * kernels' quantize/dequantize round trip. Runs on the rank's thread.
  */
 public final class DispatcherBench {
     private DispatcherBench() {}
 
     public static RankTimes run(BenchWorkload w, Communicator comm, int warmup, int iters) {
+        return run(w, comm, warmup, iters, DispatchDType.BF16);
+    }
+
+    public static RankTimes run(
+            BenchWorkload w,
+            Communicator comm,
+            int warmup,
+            int iters,
+            DispatchDType dispatchDType) {
         final int me = comm.rank();
         final int t = w.tokens();
         final int h = w.hidden();
         final int k = w.topK();
         int[] ids = BenchRouting.topkIds(w, me);
         float[] weights = new float[t * k];
-        java.util.Arrays.fill(weights, 1f / k);
+        Arrays.fill(weights, 1f / k);
         ByteBuffer tokens =
                 ByteBuffer.allocateDirect(t * w.rowBytes()).order(ByteOrder.LITTLE_ENDIAN);
         for (int tok = 0; tok < t; tok++) {
@@ -37,7 +52,12 @@ public final class DispatcherBench {
             }
         }
         Dispatcher dispatcher =
-                new Dispatcher(comm, Placement.contiguous(w.experts(), w.worldSize()), h, k);
+                new Dispatcher(
+                        comm,
+                        Placement.contiguous(w.experts(), w.worldSize()),
+                        h,
+                        k,
+                        dispatchDType);
         float[] out = new float[t * h];
         long[] dispatchNs = new long[iters];
         long[] combineNs = new long[iters];
@@ -49,7 +69,7 @@ public final class DispatcherBench {
             long t1 = System.nanoTime();
             ByteBuffer back = dispatcher.combineRows(result.handle());
             if (i == 0) {
-                ok = receivedRight(w, me, result);
+                ok = receivedRight(w, me, result, dispatchDType);
                 scaledRows(result, back, me);
             } else {
                 for (int j = 0; j < result.numRecvTokens(); j++) {
@@ -62,7 +82,7 @@ public final class DispatcherBench {
             dispatcher.combine(result.handle(), out);
             long t3 = System.nanoTime();
             if (i == 0) {
-                ok &= combinedRight(w, me, ids, out);
+                ok &= combinedRight(w, me, ids, out, dispatchDType);
             }
             if (i >= warmup) {
                 dispatchNs[i - warmup] = t1 - t0;
@@ -90,7 +110,8 @@ public final class DispatcherBench {
         }
     }
 
-    private static boolean receivedRight(BenchWorkload w, int me, DispatchResult result) {
+    private static boolean receivedRight(
+            BenchWorkload w, int me, DispatchResult result, DispatchDType dispatchDType) {
         float[] row = new float[w.hidden()];
         int j = 0;
         for (int src = 0; src < w.worldSize(); src++) {
@@ -98,10 +119,8 @@ public final class DispatcherBench {
             for (int tok = 0; tok < w.tokens(); tok++) {
                 if (TransportBench.hits(w, ids, tok, me)) {
                     result.recvToken(j++, row, 0);
-                    for (int c = 0; c < w.hidden(); c++) {
-                        if (row[c] != DType.BF16.round(BenchRouting.payload(src, tok, c))) {
-                            return false;
-                        }
+                    if (!Arrays.equals(row, sentRow(w, src, tok, dispatchDType))) {
+                        return false;
                     }
                 }
             }
@@ -109,11 +128,13 @@ public final class DispatcherBench {
         return j == result.numRecvTokens();
     }
 
-    private static boolean combinedRight(BenchWorkload w, int me, int[] ids, float[] out) {
+    private static boolean combinedRight(
+            BenchWorkload w, int me, int[] ids, float[] out, DispatchDType dispatchDType) {
         int k = w.topK();
         for (int tok = 0; tok < w.tokens(); tok++) {
+            float[] sent = sentRow(w, me, tok, dispatchDType);
             for (int c = 0; c < w.hidden(); c++) {
-                float val = DType.BF16.round(BenchRouting.payload(me, tok, c));
+                float val = sent[c];
                 float expected = 0;
                 for (int d = 0; d < w.worldSize(); d++) {
                     float factor = 0;
@@ -130,5 +151,24 @@ public final class DispatcherBench {
             }
         }
         return true;
+    }
+
+    /**
+     * Token {@code tok} of {@code src} as the experts should see it: the bf16 payload, or with FP8
+     * its round trip through the scalar kernels.
+     */
+    static float[] sentRow(BenchWorkload w, int src, int tok, DispatchDType dispatchDType) {
+        int h = w.hidden();
+        float[] row = new float[h];
+        for (int c = 0; c < h; c++) {
+            row[c] = DType.BF16.round(BenchRouting.payload(src, tok, c));
+        }
+        if (dispatchDType == DispatchDType.FP8) {
+            MemorySegment fp32 = MemorySegment.ofArray(row);
+            MemorySegment fp8 = MemorySegment.ofArray(new byte[RowKernels.fp8RowBytes(h)]);
+            ScalarKernels.quantizeFp8(fp32, 0, fp8, 0, h);
+            ScalarKernels.dequantizeFp8(fp8, 0, fp32, 0, h);
+        }
+        return row;
     }
 }

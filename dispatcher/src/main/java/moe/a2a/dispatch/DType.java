@@ -1,7 +1,9 @@
 package moe.a2a.dispatch;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
+import moe.a2a.kernels.RowKernels;
 
 /**
  * Element types of token rows on the wire, with conversion to and from fp32. Buffers passed here
@@ -44,25 +46,41 @@ public enum DType {
     }
 
     /**
-     * Adds {@code n} elements starting at byte {@code srcByte} into {@code dst[dstIndex..]}, with
-     * absolute reads: no view buffer is created, so the hot path allocates nothing.
+     * Converts {@code n} elements at byte {@code srcOffset} of {@code src} into fp32 at byte {@code
+     * dstOffset} of {@code dst}, with the row kernels. Both segments little-endian.
      */
-    public void accumulate(ByteBuffer src, int srcByte, float[] dst, int dstIndex, int n) {
+    public void decode(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
         switch (this) {
-            case BF16:
-                for (int i = 0; i < n; i++) {
-                    dst[dstIndex + i] += Float.intBitsToFloat(src.getShort(srcByte + 2 * i) << 16);
-                }
-                break;
-            case FP16:
-                for (int i = 0; i < n; i++) {
-                    dst[dstIndex + i] += halfToFloat(src.getShort(srcByte + 2 * i));
-                }
-                break;
-            default:
-                for (int i = 0; i < n; i++) {
-                    dst[dstIndex + i] += src.getFloat(srcByte + 4 * i);
-                }
+            case BF16 -> RowKernels.decodeBf16(src, srcOffset, dst, dstOffset, n);
+            case FP16 -> RowKernels.decodeFp16(src, srcOffset, dst, dstOffset, n);
+            case FP32 -> MemorySegment.copy(src, srcOffset, dst, dstOffset, (long) n * Float.BYTES);
+        }
+    }
+
+    /**
+     * Adds {@code n} elements at byte {@code srcOffset} of {@code src} to the fp32 elements at byte
+     * {@code dstOffset} of {@code dst}, with the row kernels: the source's sum in combine.
+     */
+    public void accumulate(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+        switch (this) {
+            case BF16 -> RowKernels.accumulateBf16(src, srcOffset, dst, dstOffset, n);
+            case FP16 -> RowKernels.accumulateFp16(src, srcOffset, dst, dstOffset, n);
+            case FP32 -> RowKernels.axpy(1f, src, srcOffset, dst, dstOffset, n);
+        }
+    }
+
+    /**
+     * Writes {@code n} fp32 elements at byte {@code srcOffset} of {@code src} as this dtype at byte
+     * {@code dstOffset} of {@code dst} (round to nearest even), with the row kernels.
+     */
+    public void encode(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+        switch (this) {
+            case BF16 -> RowKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
+            case FP16 -> RowKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
+            case FP32 -> MemorySegment.copy(src, srcOffset, dst, dstOffset, (long) n * Float.BYTES);
         }
     }
 
@@ -132,49 +150,11 @@ public enum DType {
     }
 
     public static float halfToFloat(short half) {
-        final int h = half & 0xffff;
-        final int sign = (h & 0x8000) << 16;
-        final int exp = (h >>> 10) & 0x1f;
-        final int mant = h & 0x3ff;
-        if (exp == 0) {
-            final float magnitude = mant * 0x1p-24f;
-            return sign != 0 ? -magnitude : magnitude;
-        }
-        if (exp == 31) {
-            return Float.intBitsToFloat(sign | 0x7f800000 | (mant << 13));
-        }
-        return Float.intBitsToFloat(sign | ((exp + 112) << 23) | (mant << 13));
+        return Float.float16ToFloat(half);
     }
 
+    /** {@code value} rounded to IEEE binary16, to nearest even; NaN stays NaN with its sign. */
     public static short floatToHalf(float value) {
-        final int bits = Float.floatToRawIntBits(value);
-        final int sign = (bits >>> 16) & 0x8000;
-        final int abs = bits & 0x7fffffff;
-        if (abs >= 0x7f800000) {
-            return (short) (sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0));
-        }
-        if (abs >= 0x477ff000) { // 65520 and above round to infinity
-            return (short) (sign | 0x7c00);
-        }
-        if (abs < 0x38800000) { // below 2^-14: subnormal half
-            if (abs < 0x33000000) { // at most 2^-25 (a tie with zero): rounds to zero
-                return (short) sign;
-            }
-            final int shift = 126 - (abs >>> 23);
-            final int mant = (abs & 0x7fffff) | 0x800000;
-            int rounded = mant >>> shift;
-            final int rem = mant & ((1 << shift) - 1);
-            final int halfway = 1 << (shift - 1);
-            if (rem > halfway || (rem == halfway && (rounded & 1) == 1)) {
-                rounded++;
-            }
-            return (short) (sign | rounded);
-        }
-        int rounded = (abs - 0x38000000) >>> 13;
-        final int rem = abs & 0x1fff;
-        if (rem > 0x1000 || (rem == 0x1000 && (rounded & 1) == 1)) {
-            rounded++;
-        }
-        return (short) (sign | rounded);
+        return Float.floatToFloat16(value);
     }
 }

@@ -1,15 +1,24 @@
 package moe.a2a.dispatch;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
+import moe.a2a.kernels.RowKernels;
 
 /**
  * What dispatch delivers to this rank: the received rows, grouped per local expert through the
- * {@link DispatchHandle}. Reused by its {@link Dispatcher}: valid until the next dispatch. Owned by
- * the rank thread.
+ * {@link DispatchHandle}. Rows that travelled as FP8 are dequantized here, when the experts read
+ * them. Reused by its {@link Dispatcher}: valid until the next dispatch. Owned by the rank thread.
  */
 public final class DispatchResult {
+    private static final int VIEW_RECV = 0;
+    private static final int VIEW_DST = 1;
+    private static final int VIEW_ROW = 2;
+    private static final int VIEW_OUT = 3;
+
     private final DispatchHandle handle;
+    private final SegmentViews views = new SegmentViews(4);
+    private float[] row = new float[0];
     ByteBuffer recvBuffer;
 
     DispatchResult(DispatchHandle handle) {
@@ -35,33 +44,49 @@ public final class DispatchResult {
      * row-major) into {@code dst} starting at element {@code dstIndex}.
      */
     public void gather(int slot, FloatBuffer dst, int dstIndex) {
-        final DispatchRowLayout row = handle.rowLayout;
-        final int hidden = row.hidden();
+        final int hidden = handle.rowLayout.hidden();
+        final MemorySegment out = views.of(VIEW_DST, dst);
         final int from = handle.expertOffsets[slot];
         final int to = handle.expertOffsets[slot + 1];
         for (int i = from; i < to; i++) {
-            row.dtype()
-                    .decode(
-                            recvBuffer,
-                            handle.expertRows[i] * row.rowBytes(),
-                            dst,
-                            dstIndex + (i - from) * hidden,
-                            hidden);
+            decodeRecvToken(
+                    handle.expertRows[i],
+                    out,
+                    (long) (dstIndex + (i - from) * hidden) * Float.BYTES);
         }
     }
 
     /**
-     * Copies received token {@code index}'s row, as it arrived (in the dispatch's dtype), into
-     * {@code dst} at {@code dstByte}.
+     * Writes received token {@code index}'s row in the tokens' own dtype (dequantized when it
+     * travelled as FP8) into {@code dst} at {@code dstByte}.
      */
     public void copyRecvToken(int index, ByteBuffer dst, int dstByte) {
-        final DispatchRowLayout row = handle.rowLayout;
-        dst.put(dstByte, recvBuffer, index * row.rowBytes(), row.payloadBytes());
+        final DispatchRowLayout layout = handle.rowLayout;
+        if (layout.dispatchDType() != DispatchDType.FP8) {
+            dst.put(dstByte, recvBuffer, index * layout.rowBytes(), layout.payloadBytes());
+            return;
+        }
+        if (row.length < layout.hidden()) {
+            row = new float[layout.hidden()];
+        }
+        final MemorySegment fp32 = views.of(VIEW_ROW, row);
+        decodeRecvToken(index, fp32, 0);
+        layout.dtype().encode(fp32, 0, views.of(VIEW_OUT, dst), dstByte, layout.hidden());
     }
 
     /** Writes received token {@code index} as fp32 into {@code dst[dstIndex..dstIndex+H)}. */
     public void recvToken(int index, float[] dst, int dstIndex) {
-        final DispatchRowLayout row = handle.rowLayout;
-        row.dtype().decode(recvBuffer, index * row.rowBytes(), dst, dstIndex, row.hidden());
+        decodeRecvToken(index, MemorySegment.ofArray(dst), (long) dstIndex * Float.BYTES);
+    }
+
+    private void decodeRecvToken(int index, MemorySegment dst, long dstOffset) {
+        final DispatchRowLayout layout = handle.rowLayout;
+        final MemorySegment recv = views.of(VIEW_RECV, recvBuffer);
+        final long at = (long) index * layout.rowBytes();
+        if (layout.dispatchDType() == DispatchDType.FP8) {
+            RowKernels.dequantizeFp8(recv, at, dst, dstOffset, layout.hidden());
+        } else {
+            layout.dtype().decode(recv, at, dst, dstOffset, layout.hidden());
+        }
     }
 }

@@ -1,24 +1,35 @@
 package moe.a2a.dispatch;
 
+import moe.a2a.kernels.RowKernels;
+
 /**
- * The layout of one dispatched row in the send and receive buffers. The payload is the token in the
- * step's dtype; the routing tail tells the destination which of its local experts the token chose
- * and with what weight, so that combine can weight the outputs where they are computed.
+ * The layout of one dispatched row in the send and receive buffers. The payload is the token as it
+ * travels (in the step's dtype, or FP8 with its block scales); the routing tail tells the
+ * destination which of its local experts the token chose and with what weight, so that combine can
+ * weight the outputs where they are computed.
  *
  * <pre>
  *   0                          payloadBytes          + 4K                  + 8K = rowBytes
  *   +--------------------------+---------------------+---------------------+
- *   | payload: hidden × dtype  | K × int32 slot      | K × float32 weight  |
+ *   | payload                  | K × int32 slot      | K × float32 weight  |
  *   +--------------------------+---------------------+---------------------+
+ *   payload: hidden × dtype, or (FP8) hidden × e4m3 then ceil(hidden / 128) × float32 scale
  *   slot: the expert's local slot on the destination rank, or -1 when that choice lives elsewhere
  * </pre>
  *
- * Combine rows are the payload alone. Immutable.
+ * Combine rows are {@link #combineRowBytes()} long: the token in its own dtype. Immutable.
  */
-public record DispatchRowLayout(int hidden, int topK, DType dtype) {
+public record DispatchRowLayout(int hidden, int topK, DType dtype, DispatchDType dispatchDType) {
 
-    /** Bytes of the token itself. */
+    /** Bytes of the token as it travels in dispatch. */
     public int payloadBytes() {
+        return dispatchDType == DispatchDType.FP8
+                ? RowKernels.fp8RowBytes(hidden)
+                : combineRowBytes();
+    }
+
+    /** Bytes of one row sent back by combine: the token in its own dtype. */
+    public int combineRowBytes() {
         return hidden * dtype.sizeBytes();
     }
 

@@ -1,5 +1,6 @@
 package moe.a2a.dispatch;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -9,21 +10,31 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
+import moe.a2a.kernels.RowKernels;
 
 /**
  * One rank's data path: {@link #dispatch} sends each token once to every rank hosting one of its
  * experts and groups what arrives by local expert; {@link #combine} sends back, per received token,
  * the weighted sum of the local experts' outputs and sums the partial rows at the source.
  *
+ * <p>With {@link DispatchDType#FP8} each token is quantized once, before packing, and the rows
+ * travel as E4M3 with block scales; combine returns rows in the tokens' own dtype either way.
+ *
  * <p>Off-heap buffers grow to the largest step seen and are reused. Owned by the rank thread.
  */
 public final class Dispatcher {
+    private static final int VIEW_PARTIALS = 0;
+    private static final int VIEW_COMBINE_SEND = 1;
+    private static final int VIEW_OUT = 2;
+    private static final int VIEW_EXPERT_OUTPUTS = 3;
+
     private final Communicator comm;
     private final Placement placement;
     private final int hidden;
     private final int topK;
     private final int rank;
     private final int worldSize;
+    private final DispatchDType dispatchDType;
     private final DispatchLayout layout;
     private final DispatchHandle handle;
     private final DispatchResult result;
@@ -34,12 +45,24 @@ public final class Dispatcher {
     private final int[] slotCursor;
     private final RowPacker packer = new RowPacker();
     private final RowReducer reducer;
+    private final SegmentViews views = new SegmentViews(VIEW_EXPERT_OUTPUTS + 1);
+    private final Fp8Quantizer quantizer;
     private ByteBuffer recvBuffer = allocate(0);
     private ByteBuffer combineSend = allocate(0);
     private float[] partials = new float[0];
     private long nextStep;
 
+    /** A dispatcher whose rows travel as the tokens came ({@link DispatchDType#BF16}). */
     public Dispatcher(Communicator comm, Placement placement, int hidden, int topK) {
+        this(comm, placement, hidden, topK, DispatchDType.BF16);
+    }
+
+    public Dispatcher(
+            Communicator comm,
+            Placement placement,
+            int hidden,
+            int topK,
+            DispatchDType dispatchDType) {
         if (placement.worldSize() != comm.size()) {
             throw new IllegalArgumentException(
                     "placement.worldSize: "
@@ -54,6 +77,8 @@ public final class Dispatcher {
         this.topK = topK;
         this.rank = comm.rank();
         this.worldSize = comm.size();
+        this.dispatchDType = dispatchDType;
+        this.quantizer = new Fp8Quantizer(hidden);
         this.layout = new DispatchLayout(placement);
         this.handle = new DispatchHandle(layout, worldSize, placement.localExperts(rank));
         this.result = new DispatchResult(handle);
@@ -63,12 +88,17 @@ public final class Dispatcher {
         this.slotCursor = new int[placement.localExperts(rank)];
         this.reducer = new RowReducer(worldSize);
         for (DType dtype : DType.values()) {
-            rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype);
+            rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype, dispatchDType);
         }
     }
 
     public Communicator communicator() {
         return comm;
+    }
+
+    /** How rows travel in this dispatcher's dispatch. */
+    public DispatchDType dispatchDType() {
+        return dispatchDType;
     }
 
     /**
@@ -94,7 +124,11 @@ public final class Dispatcher {
             totalRecv += handle.recvRowsPerRank[r];
         }
         recvBuffer = ensure(recvBuffer, totalRecv * row.rowBytes());
-        packer.prepare(tokens, row, topkIds, topkWeights);
+        final ByteBuffer payloads =
+                dispatchDType == DispatchDType.FP8
+                        ? quantizer.quantize(tokens, numTokens, dtype)
+                        : tokens;
+        packer.prepare(payloads, row, topkIds, topkWeights);
         comm.allToAllV(
                 handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBuffer, recvBytes);
         handle.numRecvTokens = (int) totalRecv;
@@ -115,18 +149,22 @@ public final class Dispatcher {
         }
         Arrays.fill(partials, 0, numRecv * hidden, 0f);
         final int total = handle.expertOffsets[handle.expertOffsets.length - 1];
+        final MemorySegment outputs = views.of(VIEW_EXPERT_OUTPUTS, expertOutputs);
+        final MemorySegment sums = views.of(VIEW_PARTIALS, partials);
+        final long rowBytes = (long) hidden * Float.BYTES;
         for (int i = 0; i < total; i++) {
-            final int base = handle.expertRows[i] * hidden;
-            final float w = handle.expertWeights[i];
-            for (int c = 0; c < hidden; c++) {
-                partials[base + c] += w * expertOutputs.get(i * hidden + c);
-            }
+            RowKernels.axpy(
+                    handle.expertWeights[i],
+                    outputs,
+                    i * rowBytes,
+                    sums,
+                    handle.expertRows[i] * rowBytes,
+                    hidden);
         }
         final ByteBuffer rows = combineRows(handle);
-        final int payloadBytes = handle.rowLayout.payloadBytes();
-        for (int j = 0; j < numRecv; j++) {
-            handle.rowLayout.dtype().encode(partials, j * hidden, hidden, rows, j * payloadBytes);
-        }
+        handle.rowLayout
+                .dtype()
+                .encode(sums, 0, views.of(VIEW_COMBINE_SEND, rows), 0, numRecv * hidden);
         combine(handle, out);
     }
 
@@ -137,7 +175,9 @@ public final class Dispatcher {
      */
     public ByteBuffer combineRows(DispatchHandle handle) {
         combineSend =
-                ensure(combineSend, (long) handle.numRecvTokens * handle.rowLayout.payloadBytes());
+                ensure(
+                        combineSend,
+                        (long) handle.numRecvTokens * handle.rowLayout.combineRowBytes());
         return combineSend;
     }
 
@@ -147,10 +187,10 @@ public final class Dispatcher {
      * reads the rows where the experts' ranks wrote them. Every rank must call this.
      */
     public void combine(DispatchHandle handle, float[] out) {
-        final int payloadBytes = handle.rowLayout.payloadBytes();
+        final int combineRowBytes = handle.rowLayout.combineRowBytes();
         for (int r = 0; r < worldSize; r++) {
-            sendBytes[r] = handle.recvRowsPerRank[r] * payloadBytes;
-            recvBytes[r] = layout.tokensPerRank(r) * payloadBytes;
+            sendBytes[r] = handle.recvRowsPerRank[r] * combineRowBytes;
+            recvBytes[r] = layout.tokensPerRank(r) * combineRowBytes;
         }
         reducer.prepare(handle.rowLayout, out);
         comm.allToAllV(
@@ -164,11 +204,13 @@ public final class Dispatcher {
      */
     private final class RowReducer implements SegmentReader {
         private final long[] cursor;
+        private final SegmentViews sources;
         private DispatchRowLayout row;
         private float[] out;
 
         RowReducer(int worldSize) {
             this.cursor = new long[worldSize];
+            this.sources = new SegmentViews(worldSize);
         }
 
         void prepare(DispatchRowLayout row, float[] out) {
@@ -178,21 +220,24 @@ public final class Dispatcher {
 
         @Override
         public void read(ByteBuffer[] segments, long[] offsets) {
-            final int payloadBytes = row.payloadBytes();
+            final int combineRowBytes = row.combineRowBytes();
             final DType dtype = row.dtype();
+            final MemorySegment dst = views.of(VIEW_OUT, out);
             System.arraycopy(offsets, 0, cursor, 0, worldSize);
             final int numTokens = layout.numTokens();
             for (int t = 0; t < numTokens; t++) {
+                final long outAt = (long) t * hidden * Float.BYTES;
                 boolean first = true;
                 for (int r = 0; r < worldSize; r++) {
                     if (layout.tokenInRank(t, r)) {
-                        final int at = (int) cursor[r];
-                        cursor[r] += payloadBytes;
+                        final long at = cursor[r];
+                        cursor[r] += combineRowBytes;
+                        final MemorySegment src = sources.of(r, segments[r]);
                         if (first) {
-                            dtype.decode(segments[r], at, out, t * hidden, hidden);
+                            dtype.decode(src, at, dst, outAt, hidden);
                             first = false;
                         } else {
-                            dtype.accumulate(segments[r], at, out, t * hidden, hidden);
+                            dtype.accumulate(src, at, dst, outAt, hidden);
                         }
                     }
                 }
@@ -285,7 +330,7 @@ public final class Dispatcher {
         }
     }
 
-    private static ByteBuffer ensure(ByteBuffer buffer, long bytes) {
+    static ByteBuffer ensure(ByteBuffer buffer, long bytes) {
         if (bytes > Integer.MAX_VALUE) {
             throw new A2aException("step too large for one buffer: bytes=" + bytes);
         }
@@ -294,7 +339,7 @@ public final class Dispatcher {
                 : allocate((int) Math.max(bytes, buffer.capacity() * 3L / 2));
     }
 
-    private static ByteBuffer allocate(int bytes) {
+    static ByteBuffer allocate(int bytes) {
         return ByteBuffer.allocateDirect(bytes).order(ByteOrder.LITTLE_ENDIAN);
     }
 }

@@ -11,6 +11,7 @@ import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.dispatch.DispatchDType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -34,6 +35,18 @@ class BenchHarnessTest {
                     .allMatch(RankTimes::ok)
                     .allMatch(t -> t.dispatchNs().length == 3);
         }
+    }
+
+    @Test
+    void shouldValidateDispatcherPathWhenTokensTravelAsFp8() throws Exception {
+        LocalGroup group = new LocalGroup(SKEWED.worldSize(), TimeUnit.SECONDS.toNanos(20));
+        List<RankTimes> times =
+                RankThreads.run(
+                        SKEWED.worldSize(),
+                        rank ->
+                                DispatcherBench.run(
+                                        SKEWED, group.communicator(rank), 1, 2, DispatchDType.FP8));
+        assertThat(times).allMatch(RankTimes::ok);
     }
 
     @Test

@@ -1,7 +1,9 @@
 package moe.a2a.dispatch;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -9,6 +11,8 @@ import java.util.List;
 import java.util.SplittableRandom;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.kernels.RowKernels;
+import moe.a2a.kernels.ScalarKernels;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -25,23 +29,33 @@ class DispatcherTest {
 
     static List<Arguments> cases() {
         return List.of(
-                Arguments.of(1, 4, 2, 0, Routing.UNIFORM, DType.FP32),
-                Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.BF16),
-                Arguments.of(3, 7, 3, 0, Routing.UNIFORM, DType.FP16),
-                Arguments.of(4, 16, 4, 0, Routing.UNIFORM, DType.BF16),
-                Arguments.of(4, 16, 2, 0, Routing.ONE_EXPERT, DType.FP32),
-                Arguments.of(8, 32, 8, 0, Routing.UNIFORM, DType.FP32),
+                Arguments.of(1, 4, 2, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16),
+                Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16),
+                Arguments.of(3, 7, 3, 0, Routing.UNIFORM, DType.FP16, DispatchDType.BF16),
+                Arguments.of(4, 16, 4, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16),
+                Arguments.of(4, 16, 2, 0, Routing.ONE_EXPERT, DType.FP32, DispatchDType.BF16),
+                Arguments.of(8, 32, 8, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16),
                 // T smaller than N: most ranks bring no tokens
-                Arguments.of(8, 16, 2, 1, Routing.UNIFORM, DType.BF16),
+                Arguments.of(8, 16, 2, 1, Routing.UNIFORM, DType.BF16, DispatchDType.BF16),
                 // E smaller than N: some ranks host no expert
-                Arguments.of(4, 3, 2, 0, Routing.UNIFORM, DType.FP32),
-                Arguments.of(8, 8, 1, 0, Routing.ONE_EXPERT, DType.BF16));
+                Arguments.of(4, 3, 2, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16),
+                Arguments.of(8, 8, 1, 0, Routing.ONE_EXPERT, DType.BF16, DispatchDType.BF16),
+                // FP8 dispatch: the experts see each token after one quantize/dequantize
+                Arguments.of(4, 16, 4, 0, Routing.UNIFORM, DType.FP32, DispatchDType.FP8),
+                Arguments.of(3, 7, 3, 0, Routing.UNIFORM, DType.BF16, DispatchDType.FP8),
+                Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.FP16, DispatchDType.FP8));
     }
 
-    @ParameterizedTest(name = "N={0} E={1} K={2} maxT={3} {4} {5}")
+    @ParameterizedTest(name = "N={0} E={1} K={2} maxT={3} {4} {5} dispatch {6}")
     @MethodSource("cases")
     void shouldReturnWeightedInputWhenExpertsAreIdentity(
-            int n, int numExperts, int topK, int fixedTokens, Routing routing, DType dtype)
+            int n,
+            int numExperts,
+            int topK,
+            int fixedTokens,
+            Routing routing,
+            DType dtype,
+            DispatchDType dispatchDType)
             throws Exception {
         final int hidden = 24;
         final long seed = 31L * n + numExperts + topK;
@@ -59,7 +73,11 @@ class DispatcherTest {
                         rank -> {
                             Dispatcher dispatcher =
                                     new Dispatcher(
-                                            group.communicator(rank), placement, hidden, topK);
+                                            group.communicator(rank),
+                                            placement,
+                                            hidden,
+                                            topK,
+                                            dispatchDType);
                             float[] out = null;
                             for (int round = 0;
                                     round < 2;
@@ -85,18 +103,43 @@ class DispatcherTest {
         for (int r = 0; r < n; r++) {
             RankInput in = inputs[r];
             for (int t = 0; t < in.numTokens; t++) {
+                float[] x = sentRow(in, t, hidden, dtype, dispatchDType);
                 for (int c = 0; c < hidden; c++) {
-                    float x = dtype.get(in.tokens, (t * hidden + c) * dtype.sizeBytes());
                     float expected = 0;
                     for (int k = 0; k < topK; k++) {
-                        expected += in.weights[t * topK + k] * x;
+                        expected += in.weights[t * topK + k] * x[c];
                     }
-                    assertThat(outputs.get(r)[t * hidden + c])
-                            .as("seed=%d rank=%d token=%d col=%d", seed, r, t, c)
-                            .isEqualTo(expected);
+                    float actual = outputs.get(r)[t * hidden + c];
+                    String where = "seed=%d rank=%d token=%d col=%d";
+                    if (dispatchDType == DispatchDType.BF16) {
+                        assertThat(actual).as(where, seed, r, t, c).isEqualTo(expected);
+                    } else {
+                        // FP8 values are not small integers: each rank's partial sum is rounded
+                        // to the tokens' dtype before it travels back
+                        float tolerance = dtype == DType.FP32 ? 1e-5f : 8 * 0x1p-7f;
+                        assertThat(actual)
+                                .as(where, seed, r, t, c)
+                                .isCloseTo(expected, within(tolerance));
+                    }
                 }
             }
         }
+    }
+
+    /** Token {@code t} as the experts see it: as sent, or after the scalar FP8 round trip. */
+    private static float[] sentRow(
+            RankInput in, int t, int hidden, DType dtype, DispatchDType dispatchDType) {
+        float[] x = new float[hidden];
+        for (int c = 0; c < hidden; c++) {
+            x[c] = dtype.get(in.tokens, (t * hidden + c) * dtype.sizeBytes());
+        }
+        if (dispatchDType == DispatchDType.FP8) {
+            MemorySegment row = MemorySegment.ofArray(x);
+            MemorySegment fp8 = MemorySegment.ofArray(new byte[RowKernels.fp8RowBytes(hidden)]);
+            ScalarKernels.quantizeFp8(row, 0, fp8, 0, hidden);
+            ScalarKernels.dequantizeFp8(fp8, 0, row, 0, hidden);
+        }
+        return x;
     }
 
     /**

@@ -1,5 +1,7 @@
 package moe.a2a.experts;
 
+import moe.a2a.dispatch.DispatchDType;
+
 /**
  * The shape of the served MoE model. Immutable and validated when built.
  *
@@ -8,8 +10,21 @@ package moe.a2a.experts;
  * @param ffn expert intermediate size ({@code I})
  * @param topK experts per token ({@code K})
  * @param layers MoE layers
+ * @param dispatchDType how token rows travel in dispatch: a serving choice every rank must share
  */
-public record ModelConfig(int experts, int hidden, int ffn, int topK, int layers) {
+public record ModelConfig(
+        int experts, int hidden, int ffn, int topK, int layers, DispatchDType dispatchDType) {
+
+    /** A model whose rows travel as the tokens came ({@link DispatchDType#BF16}). */
+    public ModelConfig(int experts, int hidden, int ffn, int topK, int layers) {
+        this(experts, hidden, ffn, topK, layers, DispatchDType.BF16);
+    }
+
+    /** The same model with rows travelling as {@code dispatchDType}. */
+    public ModelConfig withDispatchDType(DispatchDType dispatchDType) {
+        return new ModelConfig(experts, hidden, ffn, topK, layers, dispatchDType);
+    }
+
     public ModelConfig {
         positive("experts", experts);
         positive("hidden", hidden);

@@ -43,7 +43,9 @@ public final class RankWorker implements RankRuntime {
 
     @Override
     public void rebind(Communicator comm) {
-        this.dispatcher = new Dispatcher(comm, placement, model.hidden(), model.topK());
+        this.dispatcher =
+                new Dispatcher(
+                        comm, placement, model.hidden(), model.topK(), model.dispatchDType());
     }
 
     /** {@inheritDoc} The routing arrays are read, never written. */
@@ -78,10 +80,10 @@ public final class RankWorker implements RankRuntime {
         DispatchLayout layout = result.handle().layout();
         long[] perRank = layout.tokensPerRankCopy();
         long[] perExpert = layout.tokensPerExpertCopy();
-        // Dispatch moves full rows (payload, slots, weights); combine returns payloads only.
+        // Dispatch moves full rows (payload, slots, weights); combine returns tokens only.
         DispatchHandle handle = result.handle();
         int rowBytes = handle.rowLayout().rowBytes();
-        int payloadBytes = handle.rowLayout().payloadBytes();
+        int payloadBytes = handle.rowLayout().combineRowBytes();
         long[] sent = new long[perRank.length];
         long[] received = new long[perRank.length];
         for (int r = 0; r < perRank.length; r++) {

@@ -15,6 +15,7 @@ import java.nio.ByteOrder;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
@@ -58,6 +59,12 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
      */
     public GpuRankWorker(
             ModelConfig model, WeightSource weights, Placement placement, int rank, int device) {
+        if (model.dispatchDType() != DispatchDType.BF16) {
+            throw new IllegalArgumentException(
+                    "dispatch dtype: "
+                            + model.dispatchDType().label()
+                            + " (expected: bf16 on GPU ranks; FP8 dispatch runs on the CPU transports)");
+        }
         this.model = model;
         this.placement = placement;
         this.rank = rank;

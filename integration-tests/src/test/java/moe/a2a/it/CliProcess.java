@@ -6,11 +6,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import moe.a2a.cli.JvmOptions;
 
 /**
  * A child process of the built CLI jar (or any command), its output captured to a file that a
@@ -29,13 +29,7 @@ final class CliProcess implements AutoCloseable {
 
     /** Starts {@code java -jar moe-a2a.jar args...}. */
     static CliProcess moeA2a(Path dir, String name, String... args) throws IOException {
-        List<String> command =
-                new ArrayList<>(
-                        List.of(
-                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                                "-Xmx1g",
-                                "-jar",
-                                jar()));
+        List<String> command = JvmOptions.childCommand("-Xmx1g", "-jar", jar());
         command.addAll(List.of(args));
         return start(dir, name, command);
     }

@@ -15,6 +15,26 @@ class ServeAndClientIT {
 
     @Test
     void shouldServeReferenceAnswersToClientProcess() throws Exception {
+        serveAndCheck(
+                "bf16",
+                new String[][] {
+                    {"--routing", "TOPK", "--skew", "1.2", "--dtype", "BF16"},
+                    {"--routing", "LOGITS", "--dtype", "FP32", "--layer", "1"},
+                    {"--routing", "GATE", "--dtype", "FP16"}
+                });
+    }
+
+    @Test
+    void shouldServeAnswersWithinFp8ToleranceWhenTokensTravelAsFp8() throws Exception {
+        serveAndCheck(
+                "fp8",
+                new String[][] {
+                    {"--routing", "GATE", "--dtype", "BF16"},
+                    {"--routing", "TOPK", "--skew", "1.2", "--dtype", "FP32", "--layer", "1"}
+                });
+    }
+
+    private void serveAndCheck(String dispatchDType, String[][] clientRuns) throws Exception {
         try (CliProcess serve =
                 CliProcess.moeA2a(
                         dir,
@@ -35,14 +55,11 @@ class ServeAndClientIT {
                         "--layers",
                         "2",
                         "--seed",
-                        "11")) {
+                        "11",
+                        "--dispatch-dtype",
+                        dispatchDType)) {
             int port = serve.awaitServingPort(Duration.ofSeconds(60));
-            for (String[] extra :
-                    new String[][] {
-                        {"--routing", "TOPK", "--skew", "1.2", "--dtype", "BF16"},
-                        {"--routing", "LOGITS", "--dtype", "FP32", "--layer", "1"},
-                        {"--routing", "GATE", "--dtype", "FP16"}
-                    }) {
+            for (String[] extra : clientRuns) {
                 String[] args =
                         concat(
                                 new String[] {
@@ -64,6 +81,7 @@ class ServeAndClientIT {
                     String out = client.output();
                     assertThat(exit).as(out).isZero();
                     assertThat(out)
+                            .contains("dispatch " + dispatchDType)
                             .contains("checked 12 answers against the reference: 0 mismatches")
                             .contains("tokens/s")
                             .contains("p99");

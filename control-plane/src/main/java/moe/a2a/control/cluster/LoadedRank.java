@@ -1,6 +1,7 @@
 package moe.a2a.control.cluster;
 
 import java.nio.file.Path;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.SafetensorsWeights;
@@ -45,6 +46,9 @@ record LoadedRank(
                 spec.getHidden(),
                 spec.getFfn(),
                 spec.getTopK(),
-                spec.getLayers());
+                spec.getLayers(),
+                spec.getDispatchDtype().isEmpty()
+                        ? DispatchDType.BF16
+                        : DispatchDType.parse("model.dispatch_dtype", spec.getDispatchDtype()));
     }
 }

@@ -61,6 +61,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setDtype(TensorCodec.wire(weights.dtype()))
                         .setTransport(transport)
                         .setWeightsSource(weights.description())
+                        .setDispatchDtype(model.dispatchDType().label())
                         .build();
     }
 

@@ -1,0 +1,44 @@
+package moe.a2a.dispatch;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
+
+/**
+ * {@link MemorySegment} views, for the kernels, of buffers and arrays that change rarely (they grow
+ * to the largest step seen): a view is made when the buffer in a place changes, never per row or
+ * per step. Each view spans its buffer's whole capacity. Owned by the rank thread.
+ */
+final class SegmentViews {
+    private final Object[] sources;
+    private final MemorySegment[] views;
+
+    SegmentViews(int places) {
+        this.sources = new Object[places];
+        this.views = new MemorySegment[places];
+    }
+
+    MemorySegment of(int place, ByteBuffer buffer) {
+        if (sources[place] != buffer) {
+            sources[place] = buffer;
+            views[place] = MemorySegment.ofBuffer(buffer.duplicate().clear());
+        }
+        return views[place];
+    }
+
+    MemorySegment of(int place, FloatBuffer buffer) {
+        if (sources[place] != buffer) {
+            sources[place] = buffer;
+            views[place] = MemorySegment.ofBuffer(buffer.duplicate().clear());
+        }
+        return views[place];
+    }
+
+    MemorySegment of(int place, float[] array) {
+        if (sources[place] != array) {
+            sources[place] = array;
+            views[place] = MemorySegment.ofArray(array);
+        }
+        return views[place];
+    }
+}

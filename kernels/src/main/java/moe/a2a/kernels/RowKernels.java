@@ -1,0 +1,234 @@
+package moe.a2a.kernels;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The row kernels of the data path: dtype conversion, FP8 quantization, weighted sums and the row
+ * gather. Every caller goes through here; it runs the Vector API versions when the boot layer has
+ * {@code jdk.incubator.vector} (and the host's vectors are 256 bits or wider) and the scalar twins
+ * otherwise, which are bit-for-bit equal, so the choice changes speed only. Without the module, no
+ * Vector API class is loaded.
+ *
+ * <p>Segments may be heap or off-heap; elements are little-endian and need no alignment. Offsets
+ * are in bytes, counts in elements. Nothing is checked beyond the segments' own bounds checks: an
+ * access out of a segment throws {@link IndexOutOfBoundsException}, possibly after part of the
+ * output has been written. Source and destination ranges must not overlap (except as noted). No
+ * method allocates. Stateless and thread-safe.
+ */
+public final class RowKernels {
+    /** Channels that share one FP8 scale ({@link Fp8RowLayout#BLOCK}). */
+    public static final int FP8_BLOCK = Fp8RowLayout.BLOCK;
+
+    private static final boolean VECTOR_MODULE =
+            ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+    private static final boolean VECTORIZED = VECTOR_MODULE && VectorKernels.supported();
+    private static final String IMPLEMENTATION =
+            VECTORIZED
+                    ? VectorKernels.description()
+                    : VECTOR_MODULE
+                            ? "scalar ("
+                                    + VectorKernels.description()
+                                    + " is too narrow: 256 needed)"
+                            : "scalar (start the JVM with --add-modules=jdk.incubator.vector)";
+
+    private RowKernels() {}
+
+    /**
+     * Whether the Vector API versions run: the boot layer has {@code jdk.incubator.vector} and the
+     * host's preferred vectors are 256 bits or wider.
+     */
+    public static boolean vectorized() {
+        return VECTORIZED;
+    }
+
+    /** Which implementation runs, in a few words, for the start-up log. */
+    public static String implementation() {
+        return IMPLEMENTATION;
+    }
+
+    /** Bytes of an FP8 row of {@code hidden} channels ({@link Fp8RowLayout#rowBytes}). */
+    public static int fp8RowBytes(int hidden) {
+        return Fp8RowLayout.rowBytes(hidden);
+    }
+
+    /** Widens {@code n} bf16 values at {@code src} to fp32 at {@code dst}; exact. */
+    public static void decodeBf16(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+        if (VECTORIZED) {
+            VectorKernels.decodeBf16(src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.decodeBf16(src, srcOffset, dst, dstOffset, n);
+        }
+    }
+
+    /**
+     * Adds {@code n} bf16 values at {@code src} to the fp32 values at {@code dst}, one rounding. A
+     * NaN at {@code dst} stays (quieted), whatever is added: Java leaves which NaN a sum of two
+     * gives to the compiled code, so it is pinned here.
+     */
+    public static void accumulateBf16(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+        if (VECTORIZED) {
+            VectorKernels.accumulateBf16(src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.accumulateBf16(src, srcOffset, dst, dstOffset, n);
+        }
+    }
+
+    /**
+     * Rounds {@code n} fp32 values at {@code src} to bf16 at {@code dst}: to nearest even, overflow
+     * to infinity; NaN becomes a quiet NaN that keeps its sign and top payload bits ({@code (bits
+     * >>> 16) | 0x40}).
+     */
+    public static void encodeBf16(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+        if (VECTORIZED) {
+            VectorKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
+        }
+    }
+
+    /**
+     * Widens {@code n} IEEE half values at {@code src} to fp32 at {@code dst}; exact. NaN becomes a
+     * quiet NaN that keeps its sign and payload.
+     */
+    public static void decodeFp16(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+        if (VECTORIZED) {
+            VectorKernels.decodeFp16(src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.decodeFp16(src, srcOffset, dst, dstOffset, n);
+        }
+    }
+
+    /**
+     * Adds {@code n} IEEE half values at {@code src} to the fp32 values at {@code dst}, as {@link
+     * #accumulateBf16} does.
+     */
+    public static void accumulateFp16(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+        if (VECTORIZED) {
+            VectorKernels.accumulateFp16(src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.accumulateFp16(src, srcOffset, dst, dstOffset, n);
+        }
+    }
+
+    /**
+     * Rounds {@code n} fp32 values at {@code src} to IEEE half at {@code dst}, as {@link
+     * Float#floatToFloat16}: to nearest even, overflow to infinity; NaN becomes a quiet NaN that
+     * keeps its sign and top 10 payload bits (what x86's F16C gives).
+     */
+    public static void encodeFp16(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+        if (VECTORIZED) {
+            VectorKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
+        }
+    }
+
+    /**
+     * {@code y[i] = y[i] + w * x[i]} over {@code n} fp32 values, rounded after the product and
+     * after the sum (no fused multiply-add). {@code x} and {@code y} may be the same range. NaN is
+     * pinned as in {@link #accumulateBf16}: a NaN {@code y[i]} stays (quieted), else a NaN {@code
+     * w} gives {@code w} (quieted).
+     */
+    public static void axpy(
+            float w, MemorySegment x, long xOffset, MemorySegment y, long yOffset, int n) {
+        if (VECTORIZED) {
+            VectorKernels.axpy(w, x, xOffset, y, yOffset, n);
+        } else {
+            ScalarKernels.axpy(w, x, xOffset, y, yOffset, n);
+        }
+    }
+
+    /**
+     * Quantizes a row of {@code hidden} fp32 values at {@code src} to an FP8 row at {@code dst}
+     * ({@link Fp8RowLayout}, {@link #fp8RowBytes} bytes). Per block of 128 channels: {@code amax}
+     * is the largest finite {@code |x|} (NaN and infinities do not count), at least {@code 1e-4};
+     * the scale is {@code amax / 448}; each code is {@link ScalarKernels#floatToE4m3} of {@code x *
+     * (448 / amax)}: round to nearest even, ±infinity saturates to ±448, NaN gives the NaN code
+     * {@code S.1111.111} with its sign.
+     */
+    public static void quantizeFp8(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
+        if (VECTORIZED) {
+            VectorKernels.quantizeFp8(src, srcOffset, dst, dstOffset, hidden);
+        } else {
+            ScalarKernels.quantizeFp8(src, srcOffset, dst, dstOffset, hidden);
+        }
+    }
+
+    /**
+     * {@link #quantizeFp8} of a bf16 row, without staging it as fp32: the same codes and scales as
+     * quantizing the row's fp32 widening.
+     */
+    public static void quantizeFp8FromBf16(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
+        if (VECTORIZED) {
+            VectorKernels.quantizeFp8FromBf16(src, srcOffset, dst, dstOffset, hidden);
+        } else {
+            ScalarKernels.quantizeFp8FromBf16(src, srcOffset, dst, dstOffset, hidden);
+        }
+    }
+
+    /**
+     * Expands an FP8 row of {@code hidden} channels at {@code src} to fp32 at {@code dst}: {@link
+     * ScalarKernels#e4m3ToFloat} of each code times its block's scale, one rounding; a NaN code
+     * gives a quiet NaN with the code's sign, whatever the scale.
+     */
+    public static void dequantizeFp8(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
+        if (VECTORIZED) {
+            VectorKernels.dequantizeFp8(src, srcOffset, dst, dstOffset, hidden);
+        } else {
+            ScalarKernels.dequantizeFp8(src, srcOffset, dst, dstOffset, hidden);
+        }
+    }
+
+    /**
+     * The pack step: for each {@code i} in {@code [from, to)}, copies {@code rowBytes} bytes from
+     * {@code src} at {@code rowIndex[i] * srcRowStride + srcRowOffset} to {@code dst} at {@code
+     * dstOffset + (i - from) * dstRowStride}. Rows are taken as they are (any dtype). {@code
+     * rowIndex} out of its bounds throws {@link ArrayIndexOutOfBoundsException}.
+     */
+    public static void gatherRows(
+            MemorySegment src,
+            int[] rowIndex,
+            int from,
+            int to,
+            long srcRowStride,
+            long srcRowOffset,
+            int rowBytes,
+            MemorySegment dst,
+            long dstOffset,
+            long dstRowStride) {
+        if (VECTORIZED) {
+            VectorKernels.gatherRows(
+                    src,
+                    rowIndex,
+                    from,
+                    to,
+                    srcRowStride,
+                    srcRowOffset,
+                    rowBytes,
+                    dst,
+                    dstOffset,
+                    dstRowStride);
+        } else {
+            ScalarKernels.gatherRows(
+                    src,
+                    rowIndex,
+                    from,
+                    to,
+                    srcRowStride,
+                    srcRowOffset,
+                    rowBytes,
+                    dst,
+                    dstOffset,
+                    dstRowStride);
+        }
+    }
+}
