@@ -2,6 +2,7 @@ package moe.a2a.benchmarks;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.bench.BenchRouting;
@@ -45,7 +46,7 @@ public class DispatchCombineBenchmark {
     ByteBuffer tokens;
     int[] ids;
     float[] weights;
-    float[] out;
+    FloatBuffer out;
     int numTokens;
 
     @Setup
@@ -67,11 +68,14 @@ public class DispatchCombineBenchmark {
                         Placement.contiguous(w.experts(), 1),
                         w.hidden(),
                         w.topK());
-        out = new float[numTokens * w.hidden()];
+        out =
+                ByteBuffer.allocateDirect(numTokens * w.hidden() * Float.BYTES)
+                        .order(ByteOrder.nativeOrder())
+                        .asFloatBuffer();
     }
 
     @Benchmark
-    public float[] dispatchAndCombine() {
+    public FloatBuffer dispatchAndCombine() {
         DispatchResult result = dispatcher.dispatch(tokens, numTokens, DType.BF16, ids, weights);
         ByteBuffer back = dispatcher.combineRows(result.handle());
         int rowBytes = result.handle().rowLayout().combineRowBytes();

@@ -1,8 +1,11 @@
 package moe.a2a.bench;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.Arrays;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
@@ -58,7 +61,10 @@ public final class DispatcherBench {
                         h,
                         k,
                         dispatchDType);
-        float[] out = new float[t * h];
+        FloatBuffer out =
+                ByteBuffer.allocateDirect(t * h * Float.BYTES)
+                        .order(ByteOrder.nativeOrder())
+                        .asFloatBuffer();
         long[] dispatchNs = new long[iters];
         long[] combineNs = new long[iters];
         boolean ok = true;
@@ -129,7 +135,7 @@ public final class DispatcherBench {
     }
 
     private static boolean combinedRight(
-            BenchWorkload w, int me, int[] ids, float[] out, DispatchDType dispatchDType) {
+            BenchWorkload w, int me, int[] ids, FloatBuffer out, DispatchDType dispatchDType) {
         int k = w.topK();
         for (int tok = 0; tok < w.tokens(); tok++) {
             float[] sent = sentRow(w, me, tok, dispatchDType);
@@ -145,7 +151,7 @@ public final class DispatcherBench {
                         expected += DType.BF16.round(val * (factor * (d + 1)));
                     }
                 }
-                if (out[tok * w.hidden() + c] != expected) {
+                if (out.get(tok * w.hidden() + c) != expected) {
                     return false;
                 }
             }
@@ -164,10 +170,15 @@ public final class DispatcherBench {
             row[c] = DType.BF16.round(BenchRouting.payload(src, tok, c));
         }
         if (dispatchDType == DispatchDType.FP8) {
-            MemorySegment fp32 = MemorySegment.ofArray(row);
-            MemorySegment fp8 = MemorySegment.ofArray(new byte[RowKernels.fp8RowBytes(h)]);
-            ScalarKernels.quantizeFp8(fp32, 0, fp8, 0, h);
-            ScalarKernels.dequantizeFp8(fp8, 0, fp32, 0, h);
+            // off-heap, as every kernel call in a serving JVM (see DispatchResult)
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment fp32 = arena.allocate((long) h * Float.BYTES);
+                MemorySegment.copy(row, 0, fp32, ValueLayout.JAVA_FLOAT, 0, h);
+                MemorySegment fp8 = arena.allocate(RowKernels.fp8RowBytes(h));
+                ScalarKernels.quantizeFp8(fp32, 0, fp8, 0, h);
+                ScalarKernels.dequantizeFp8(fp8, 0, fp32, 0, h);
+                MemorySegment.copy(fp32, ValueLayout.JAVA_FLOAT, 0, row, 0, h);
+            }
         }
         return row;
     }

@@ -1,6 +1,7 @@
 package moe.a2a.dispatch;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import moe.a2a.kernels.RowKernels;
@@ -8,7 +9,10 @@ import moe.a2a.kernels.RowKernels;
 /**
  * What dispatch delivers to this rank: the received rows, grouped per local expert through the
  * {@link DispatchHandle}. Rows that travelled as FP8 are dequantized here, when the experts read
- * them. Reused by its {@link Dispatcher}: valid until the next dispatch. Owned by the rank thread.
+ * them. The kernels only ever see off-heap memory here (a Java array goes through an off-heap row
+ * and a bulk copy): a vector kernel that has run on heap segments runs several times slower on
+ * off-heap ones afterwards, in the whole JVM. Reused by its {@link Dispatcher}: valid until the
+ * next dispatch. Owned by the rank thread.
  */
 public final class DispatchResult {
     private static final int VIEW_RECV = 0;
@@ -18,7 +22,7 @@ public final class DispatchResult {
 
     private final DispatchHandle handle;
     private final SegmentViews views = new SegmentViews(4);
-    private float[] row = new float[0];
+    private ByteBuffer row = Dispatcher.allocate(0);
     ByteBuffer recvBuffer;
 
     DispatchResult(DispatchHandle handle) {
@@ -66,17 +70,22 @@ public final class DispatchResult {
             dst.put(dstByte, recvBuffer, index * layout.rowBytes(), layout.payloadBytes());
             return;
         }
-        if (row.length < layout.hidden()) {
-            row = new float[layout.hidden()];
-        }
-        final MemorySegment fp32 = views.of(VIEW_ROW, row);
+        final MemorySegment fp32 = rowScratch();
         decodeRecvToken(index, fp32, 0);
         layout.dtype().encode(fp32, 0, views.of(VIEW_OUT, dst), dstByte, layout.hidden());
     }
 
     /** Writes received token {@code index} as fp32 into {@code dst[dstIndex..dstIndex+H)}. */
     public void recvToken(int index, float[] dst, int dstIndex) {
-        decodeRecvToken(index, MemorySegment.ofArray(dst), (long) dstIndex * Float.BYTES);
+        final MemorySegment fp32 = rowScratch();
+        decodeRecvToken(index, fp32, 0);
+        MemorySegment.copy(
+                fp32, ValueLayout.JAVA_FLOAT, 0, dst, dstIndex, handle.rowLayout.hidden());
+    }
+
+    private MemorySegment rowScratch() {
+        row = Dispatcher.ensure(row, (long) handle.rowLayout.hidden() * Float.BYTES);
+        return views.of(VIEW_ROW, row);
     }
 
     private void decodeRecvToken(int index, MemorySegment dst, long dstOffset) {

@@ -49,7 +49,7 @@ public final class Dispatcher {
     private final Fp8Quantizer quantizer;
     private ByteBuffer recvBuffer = allocate(0);
     private ByteBuffer combineSend = allocate(0);
-    private float[] partials = new float[0];
+    private ByteBuffer partials = allocate(0);
     private long nextStep;
 
     /** A dispatcher whose rows travel as the tokens came ({@link DispatchDType#BF16}). */
@@ -139,18 +139,18 @@ public final class Dispatcher {
 
     /**
      * Combines: {@code expertOutputs} holds fp32 rows in the grouped order of {@code handle}
-     * ({@code [numExpertRows, H]}); on return {@code out} ({@code [T, H]} fp32, T of the source
-     * side) holds each token's weighted sum over all its experts. Every rank must call this.
+     * ({@code [numExpertRows, H]}); on return {@code out} ({@code [T, H]} fp32 in native order,
+     * off-heap, T of the source side) holds each token's weighted sum over all its experts. Every
+     * rank must call this.
      */
-    public void combine(FloatBuffer expertOutputs, DispatchHandle handle, float[] out) {
+    public void combine(FloatBuffer expertOutputs, DispatchHandle handle, FloatBuffer out) {
         final int numRecv = handle.numRecvTokens;
-        if (partials.length < numRecv * hidden) {
-            partials = new float[numRecv * hidden];
-        }
-        Arrays.fill(partials, 0, numRecv * hidden, 0f);
+        final long partialBytes = (long) numRecv * hidden * Float.BYTES;
+        partials = ensure(partials, partialBytes);
         final int total = handle.expertOffsets[handle.expertOffsets.length - 1];
         final MemorySegment outputs = views.of(VIEW_EXPERT_OUTPUTS, expertOutputs);
         final MemorySegment sums = views.of(VIEW_PARTIALS, partials);
+        sums.asSlice(0, partialBytes).fill((byte) 0);
         final long rowBytes = (long) hidden * Float.BYTES;
         for (int i = 0; i < total; i++) {
             RowKernels.axpy(
@@ -169,7 +169,7 @@ public final class Dispatcher {
     }
 
     /**
-     * The buffer of rows that {@link #combine(DispatchHandle, float[])} sends back: one row per
+     * The buffer of rows that {@link #combine(DispatchHandle, FloatBuffer)} sends back: one row per
      * received token, in receive order, in the dispatch's dtype, each the token's weighted sum over
      * this rank's experts. Valid until the next combine.
      */
@@ -183,10 +183,10 @@ public final class Dispatcher {
 
     /**
      * Sends the rows written into {@link #combineRows} back to their sources and sums, at the
-     * source, every token's rows into {@code out} ({@code [T, H]} fp32). In-process the source
-     * reads the rows where the experts' ranks wrote them. Every rank must call this.
+     * source, every token's rows into {@code out} ({@code [T, H]} fp32, off-heap). In-process the
+     * source reads the rows where the experts' ranks wrote them. Every rank must call this.
      */
-    public void combine(DispatchHandle handle, float[] out) {
+    public void combine(DispatchHandle handle, FloatBuffer out) {
         final int combineRowBytes = handle.rowLayout.combineRowBytes();
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = handle.recvRowsPerRank[r] * combineRowBytes;
@@ -206,14 +206,14 @@ public final class Dispatcher {
         private final long[] cursor;
         private final SegmentViews sources;
         private DispatchRowLayout row;
-        private float[] out;
+        private FloatBuffer out;
 
         RowReducer(int worldSize) {
             this.cursor = new long[worldSize];
             this.sources = new SegmentViews(worldSize);
         }
 
-        void prepare(DispatchRowLayout row, float[] out) {
+        void prepare(DispatchRowLayout row, FloatBuffer out) {
             this.row = row;
             this.out = out;
         }
@@ -242,7 +242,7 @@ public final class Dispatcher {
                     }
                 }
                 if (first) {
-                    Arrays.fill(out, t * hidden, (t + 1) * hidden, 0f);
+                    dst.asSlice(outAt, (long) hidden * Float.BYTES).fill((byte) 0);
                 }
             }
         }

@@ -5,7 +5,7 @@ import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 
 /**
- * {@link MemorySegment} views, for the kernels, of buffers and arrays that change rarely (they grow
+ * {@link MemorySegment} views, for the kernels, of off-heap buffers that change rarely (they grow
  * to the largest step seen): a view is made when the buffer in a place changes, never per row or
  * per step. Each view spans its buffer's whole capacity. Owned by the rank thread.
  */
@@ -30,14 +30,6 @@ final class SegmentViews {
         if (sources[place] != buffer) {
             sources[place] = buffer;
             views[place] = MemorySegment.ofBuffer(buffer.duplicate().clear());
-        }
-        return views[place];
-    }
-
-    MemorySegment of(int place, float[] array) {
-        if (sources[place] != array) {
-            sources[place] = array;
-            views[place] = MemorySegment.ofArray(array);
         }
         return views[place];
     }

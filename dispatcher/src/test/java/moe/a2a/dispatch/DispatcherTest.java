@@ -78,7 +78,7 @@ class DispatcherTest {
                                             hidden,
                                             topK,
                                             dispatchDType);
-                            float[] out = null;
+                            float[] out = new float[0];
                             for (int round = 0;
                                     round < 2;
                                     round++) { // the second round reuses every buffer
@@ -95,8 +95,14 @@ class DispatcherTest {
                                 for (int s = 0; s < handle.localExperts(); s++) {
                                     result.gather(s, grouped, handle.expertOffsets(s) * hidden);
                                 }
+                                FloatBuffer combined =
+                                        ByteBuffer.allocateDirect(
+                                                        Math.max(1, in.numTokens * hidden * 4))
+                                                .order(ByteOrder.nativeOrder())
+                                                .asFloatBuffer();
+                                dispatcher.combine(grouped, handle, combined);
                                 out = new float[in.numTokens * hidden];
-                                dispatcher.combine(grouped, handle, out);
+                                combined.get(0, out);
                             }
                             return out;
                         });

@@ -1,5 +1,6 @@
 package moe.a2a.experts;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -24,7 +25,7 @@ public final class RankWorker implements RankRuntime {
     private final TokenRouter router;
     private @Nullable Dispatcher dispatcher;
     private FloatBuffer expertOutputs = Buffers.floats(0);
-    private float[] combined = new float[0];
+    private FloatBuffer combined = Buffers.floats(0);
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
     public RankWorker(
@@ -66,15 +67,18 @@ public final class RankWorker implements RankRuntime {
         expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
         experts.forward(layer, result, expertOutputs);
         long t3 = System.nanoTime();
-        if (combined.length < numTokens * hidden) {
-            combined = new float[numTokens * hidden];
-        }
+        combined = Buffers.ensure(combined, (long) numTokens * hidden);
         dispatcher.combine(expertOutputs, result.handle(), combined);
         int outBytes = numTokens * hidden * dtype.sizeBytes();
         if (output.capacity() < outBytes) {
             output = ByteBuffer.allocateDirect(outBytes).order(ByteOrder.LITTLE_ENDIAN);
         }
-        dtype.encode(combined, 0, numTokens * hidden, output, 0);
+        dtype.encode(
+                MemorySegment.ofBuffer(combined),
+                0,
+                MemorySegment.ofBuffer(output),
+                0,
+                numTokens * hidden);
         long t4 = System.nanoTime();
 
         DispatchLayout layout = result.handle().layout();

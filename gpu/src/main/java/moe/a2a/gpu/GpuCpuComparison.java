@@ -80,7 +80,10 @@ final class GpuCpuComparison {
             cpuResult.gather(slot, identity, at * HIDDEN);
             at += cpuResult.handle().recvTokensPerLocalExpert(slot);
         }
-        float[] cpuOut = new float[TOKENS * HIDDEN];
+        FloatBuffer cpuOut =
+                ByteBuffer.allocateDirect(TOKENS * HIDDEN * Float.BYTES)
+                        .order(ByteOrder.nativeOrder())
+                        .asFloatBuffer();
         cpu.combine(identity, cpuResult.handle(), cpuOut);
 
         // GPU path on the same inputs.
@@ -125,7 +128,7 @@ final class GpuCpuComparison {
             int differing = 0;
             for (int i = 0; i < gpuOut.length; i++) {
                 differing +=
-                        Float.floatToRawIntBits(gpuOut[i]) == Float.floatToRawIntBits(cpuOut[i])
+                        Float.floatToRawIntBits(gpuOut[i]) == Float.floatToRawIntBits(cpuOut.get(i))
                                 ? 0
                                 : 1;
             }

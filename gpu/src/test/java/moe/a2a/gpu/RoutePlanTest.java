@@ -83,7 +83,10 @@ class RoutePlanTest {
                         result.gather(slot, identity, at * HIDDEN);
                         at += result.handle().recvTokensPerLocalExpert(slot);
                     }
-                    float[] cpuOut = new float[TOKENS * HIDDEN];
+                    FloatBuffer cpuOut =
+                            ByteBuffer.allocateDirect(TOKENS * HIDDEN * Float.BYTES)
+                                    .order(ByteOrder.nativeOrder())
+                                    .asFloatBuffer();
                     cpu.combine(identity, result.handle(), cpuOut);
 
                     // The GPU path's plan, its kernels replayed in Java.
@@ -152,7 +155,8 @@ class RoutePlanTest {
                     int[] returned = plan.returnedRows(layout);
                     float[] out = accumulateBf16(combineRecv, plan.returnedStart(), returned);
                     for (int i = 0; i < out.length; i++) {
-                        if (Float.floatToRawIntBits(out[i]) != Float.floatToRawIntBits(cpuOut[i])) {
+                        if (Float.floatToRawIntBits(out[i])
+                                != Float.floatToRawIntBits(cpuOut.get(i))) {
                             throw new AssertionError(
                                     "seed="
                                             + seed
@@ -163,7 +167,7 @@ class RoutePlanTest {
                                             + ": "
                                             + out[i]
                                             + " vs CPU "
-                                            + cpuOut[i]);
+                                            + cpuOut.get(i));
                         }
                     }
                     return null;
