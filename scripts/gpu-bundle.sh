@@ -19,7 +19,7 @@ cp gpu/target/moe-a2a-gpu-*.jar "$out/lib/"
 . "$root/bin/find-jdk"
 jdk=$(moe_a2a_find_jdk) || exit $?
 "$jdk/bin/jlink" --add-modules java.base,jdk.unsupported,java.management,java.logging,jdk.management,java.naming,jdk.incubator.vector \
-  --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
+  --strip-debug --no-header-files --no-man-pages --compress=zip-6 --output "$out/jre"
 du -sh "$out/jre" "$out/lib" "$out"
 total_mib=$(du -sm "$out" | cut -f1)
 if [ "$total_mib" -ge 64 ]; then

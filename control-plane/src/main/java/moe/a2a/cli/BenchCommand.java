@@ -19,6 +19,7 @@ import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.control.cluster.BenchRun;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.kernels.RowKernels;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -129,9 +130,10 @@ final class BenchCommand implements Callable<Integer> {
         double memcpy = MachineLimits.memcpyGbps(cores, 5, 256 << 20);
         System.out.printf(
                 Locale.ROOT,
-                "memcpy: %.2f GB/s (%d threads, 256 MiB off-heap buffers)%n",
+                "memcpy: %.2f GB/s (%d threads, 256 MiB off-heap buffers); kernels: %s%n",
                 memcpy,
-                cores);
+                cores,
+                RowKernels.implementation());
         double loopback = 0;
         if (transports.contains(Transport.TCP)) {
             loopback = MachineLimits.loopbackTcpGbps(4L << 30);

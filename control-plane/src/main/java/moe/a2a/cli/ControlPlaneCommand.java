@@ -15,6 +15,7 @@ import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.RowKernels;
 import moe.a2a.v1.ModelSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -68,7 +69,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
         String fingerprint = ModelOptions.fingerprint(spec);
         LOG.info(
                 "moe-a2a control-plane: model={} fingerprint={} worldSize={} exchangeTimeout={} heartbeatTimeout={}"
-                        + " settings={} grpc={}:{} metricsPort={}",
+                        + " settings={} grpc={}:{} metricsPort={} kernels={}",
                 config,
                 fingerprint,
                 server.worldSize,
@@ -77,7 +78,8 @@ final class ControlPlaneCommand implements Callable<Integer> {
                 server.settings(),
                 server.host,
                 server.port,
-                server.metricsPort);
+                server.metricsPort,
+                RowKernels.implementation());
         PrometheusMeterRegistry registry = ServerOptions.registry("control-plane");
         MetricsEndpoint metrics = ServerOptions.metrics(registry, server.host, server.metricsPort);
         AtomicReference<MoeServer> moe = new AtomicReference<>();

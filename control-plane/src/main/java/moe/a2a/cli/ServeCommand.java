@@ -9,6 +9,7 @@ import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.RowKernels;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -33,7 +34,7 @@ final class ServeCommand implements Callable<Integer> {
         ModelConfig config = model.config(weights);
         LOG.info(
                 "moe-a2a serve: model={} weights={} worldSize={} exchangeTimeout={} settings={} transport=local"
-                        + " grpc={}:{} metricsPort={}",
+                        + " grpc={}:{} metricsPort={} kernels={}",
                 config,
                 weights.description(),
                 server.worldSize,
@@ -41,7 +42,8 @@ final class ServeCommand implements Callable<Integer> {
                 server.settings(),
                 server.host,
                 server.port,
-                server.metricsPort);
+                server.metricsPort,
+                RowKernels.implementation());
         PrometheusMeterRegistry registry = ServerOptions.registry("embedded");
         MetricsEndpoint metrics = ServerOptions.metrics(registry, server.host, server.metricsPort);
         EmbeddedCluster cluster =

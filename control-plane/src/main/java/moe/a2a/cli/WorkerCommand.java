@@ -16,6 +16,7 @@ import moe.a2a.control.cluster.TcpDataPlane;
 import moe.a2a.control.cluster.WorkerAgent;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.gpu.GpuProbe;
+import moe.a2a.kernels.RowKernels;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -136,13 +137,15 @@ final class WorkerCommand implements Callable<Integer> {
         MetricsEndpoint metrics = ServerOptions.metrics(registry, "0.0.0.0", metricsPort);
         try (TcpTransport tcp = new TcpTransport(2)) {
             LOG.info(
-                    "moe-a2a worker {}: controlPlane={} transports={} (tcp: {}) dataHost={} dataPort={}",
+                    "moe-a2a worker {}: controlPlane={} transports={} (tcp: {}) dataHost={} dataPort={}"
+                            + " kernels={}",
                     id,
                     controlPlane,
                     offered,
                     tcp.description(),
                     dataHost,
-                    dataPort);
+                    dataPort,
+                    RowKernels.implementation());
             List<DataPlane> planes = new ArrayList<>();
             if (offered.contains("tcp")) {
                 planes.add(new TcpDataPlane(tcp, dataHost, dataPort));
