@@ -25,11 +25,14 @@ import picocli.CommandLine.Command;
 public final class Main {
 
     public static void main(String[] args) {
-        System.exit(
-                new CommandLine(new Main())
-                        .setCaseInsensitiveEnumValuesAllowed(true)
-                        .setExecutionExceptionHandler(Main::reportFailure)
-                        .execute(args));
+        System.exit(commandLine().execute(args));
+    }
+
+    /** The CLI as {@link #main} runs it. */
+    static CommandLine commandLine() {
+        return new CommandLine(new Main())
+                .setCaseInsensitiveEnumValuesAllowed(true)
+                .setExecutionExceptionHandler(Main::reportFailure);
     }
 
     /**

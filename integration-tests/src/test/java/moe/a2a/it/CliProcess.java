@@ -1,5 +1,10 @@
 package moe.a2a.it;
 
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.health.v1.HealthGrpc;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -111,5 +116,40 @@ final class CliProcess implements AutoCloseable {
                     "moe.a2a.it.jar: " + jar + " (expected: the built CLI jar; run ./mvnw verify)");
         }
         return jar;
+    }
+
+    /** Polls gRPC health of MoeService until it is {@code wanted}, or fails with every log. */
+    static void awaitHealth(
+            ManagedChannel channel,
+            ServingStatus wanted,
+            Duration timeout,
+            List<CliProcess> processes)
+            throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        ServingStatus last = null;
+        while (System.nanoTime() < deadline) {
+            try {
+                last =
+                        HealthGrpc.newBlockingStub(channel)
+                                .withDeadlineAfter(2, TimeUnit.SECONDS)
+                                .check(
+                                        HealthCheckRequest.newBuilder()
+                                                .setService("moe.a2a.v1.MoeService")
+                                                .build())
+                                .getStatus();
+                if (last == wanted) {
+                    return;
+                }
+            } catch (StatusRuntimeException e) {
+                last = null;
+            }
+            Thread.sleep(50);
+        }
+        StringBuilder logs = new StringBuilder();
+        for (CliProcess p : processes) {
+            logs.append("\n---\n").append(p.output());
+        }
+        throw new AssertionError(
+                "health " + last + " (expected: " + wanted + ") after " + timeout + logs);
     }
 }

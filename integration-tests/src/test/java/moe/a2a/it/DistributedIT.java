@@ -6,9 +6,7 @@ import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
-import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.NettyChannelBuilder;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -77,7 +75,8 @@ class DistributedIT {
                 workers[i] = worker(port, "w" + i, i);
                 processes.add(workers[i]);
             }
-            awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
 
             // 8 concurrent clients, every answer checked
@@ -145,7 +144,8 @@ class DistributedIT {
             Thread.sleep(1500);
             killedAt.set(System.nanoTime());
             workers[2].kill();
-            awaitHealth(channel, ServingStatus.NOT_SERVING, Duration.ofSeconds(5), processes);
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.NOT_SERVING, Duration.ofSeconds(5), processes);
             Thread.sleep(1000);
             stop.set(true);
             for (Future<?> f : load) {
@@ -163,7 +163,8 @@ class DistributedIT {
             long replacedAt = System.nanoTime();
             CliProcess replacement = worker(port, "w2-replacement", -1);
             processes.add(replacement);
-            awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             runClients(channel, 8, 2, 200);
             System.out.printf(
                     Locale.ROOT,
@@ -178,7 +179,8 @@ class DistributedIT {
             CliProcess cp2 = controlPlane(port);
             processes.add(cp2);
             cp2.awaitServingPort(Duration.ofSeconds(60));
-            awaitHealth(channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             runClients(channel, 4, 2, 300);
             System.out.printf(
                     Locale.ROOT,
@@ -351,39 +353,5 @@ class DistributedIT {
         } catch (AssertionError e) {
             return e.getMessage();
         }
-    }
-
-    private static void awaitHealth(
-            ManagedChannel channel,
-            ServingStatus wanted,
-            Duration timeout,
-            List<CliProcess> processes)
-            throws Exception {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        ServingStatus last = null;
-        while (System.nanoTime() < deadline) {
-            try {
-                last =
-                        HealthGrpc.newBlockingStub(channel)
-                                .withDeadlineAfter(2, TimeUnit.SECONDS)
-                                .check(
-                                        HealthCheckRequest.newBuilder()
-                                                .setService("moe.a2a.v1.MoeService")
-                                                .build())
-                                .getStatus();
-                if (last == wanted) {
-                    return;
-                }
-            } catch (StatusRuntimeException e) {
-                last = null;
-            }
-            Thread.sleep(50);
-        }
-        StringBuilder logs = new StringBuilder();
-        for (CliProcess p : processes) {
-            logs.append("\n---\n").append(p.output());
-        }
-        throw new AssertionError(
-                "health " + last + " (expected: " + wanted + ") after " + timeout + logs);
     }
 }

@@ -247,6 +247,7 @@ class MoeGrpcServiceTest {
         assertThat(info.getWorldSize()).isEqualTo(N);
         assertThat(info.getTransport()).isEqualTo("local");
         assertThat(info.getWeightsSource()).isEqualTo("seeded:" + SEED);
+        assertThat(info.getDispatchDtype()).isEqualTo("bf16");
     }
 
     @Test

@@ -1,0 +1,54 @@
+package moe.a2a.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** {@code --dispatch-dtype} is refused in one line where FP8 cannot run, before anything starts. */
+class DispatchDTypeFlagTest {
+
+    @Test
+    void shouldNameChoicesWhenDispatchDTypeIsUnknown() {
+        assertThat(run("bench", "--dispatch-dtype", "fp9"))
+                .isEqualTo("moe-a2a bench: --dispatch-dtype: fp9 (expected: one of bf16, fp8)");
+    }
+
+    @Test
+    void shouldRefuseFp8WhenBenchRunsOnARemoteServer() {
+        assertThat(run("bench", "--dispatch-dtype", "fp8", "--target", "127.0.0.1:1"))
+                .startsWith("moe-a2a bench: --dispatch-dtype: fp8 (expected: bf16 with --target");
+    }
+
+    @Test
+    void shouldRefuseFp8WhenControlPlaneRunsOnNccl() {
+        assertThat(
+                        run(
+                                "control-plane",
+                                "--transport",
+                                "nccl",
+                                "--dispatch-dtype",
+                                "fp8",
+                                "--hidden",
+                                "8",
+                                "--ffn",
+                                "8",
+                                "--port",
+                                "0",
+                                "--metrics-port",
+                                "0"))
+                .startsWith(
+                        "moe-a2a control-plane: --dispatch-dtype: fp8 (expected: bf16 with --transport nccl");
+    }
+
+    /** Runs the CLI; returns its error output, after checking that it failed. */
+    private static String run(String... args) {
+        StringWriter err = new StringWriter();
+        CommandLine cli = Main.commandLine().setErr(new PrintWriter(err, true));
+        int exit = cli.execute(args);
+        assertThat(exit).as(err.toString()).isEqualTo(1);
+        return err.toString().strip();
+    }
+}
