@@ -14,4 +14,19 @@ public interface SegmentWriter {
      * dstOffset}.
      */
     void write(int peer, ByteBuffer dst, int dstOffset);
+
+    /**
+     * Writes every peer's segment, with every destination known at once: peer {@code p}'s into
+     * {@code dsts[p]} from byte {@code dstOffsets[p]}, for each peer whose {@code lengths[p]} is
+     * not zero. A transport that holds all destinations together (in-process) calls this instead of
+     * {@link #write}, so that a writer can walk its own rows once rather than once per peer. The
+     * default writes peer by peer.
+     */
+    default void writeAll(ByteBuffer[] dsts, long[] dstOffsets, long[] lengths) {
+        for (int p = 0; p < dsts.length; p++) {
+            if (lengths[p] > 0) {
+                write(p, dsts[p], (int) dstOffsets[p]);
+            }
+        }
+    }
 }

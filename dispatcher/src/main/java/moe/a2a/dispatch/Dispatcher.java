@@ -43,7 +43,7 @@ public final class Dispatcher {
     private final long[] sendBytes;
     private final long[] recvBytes;
     private final int[] slotCursor;
-    private final RowPacker packer = new RowPacker();
+    private final RowPacker packer;
     private final RowReducer reducer;
     private final SegmentViews views = new SegmentViews(VIEW_EXPERT_OUTPUTS + 1);
     private final Fp8Quantizer quantizer;
@@ -87,6 +87,7 @@ public final class Dispatcher {
         this.recvBytes = new long[worldSize];
         this.slotCursor = new int[placement.localExperts(rank)];
         this.reducer = new RowReducer(worldSize);
+        this.packer = new RowPacker(worldSize);
         for (DType dtype : DType.values()) {
             rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype, dispatchDType);
         }
@@ -253,10 +254,15 @@ public final class Dispatcher {
      * choice the destination's local slot (-1 when elsewhere) and the weight. Reused per dispatch.
      */
     private final class RowPacker implements SegmentWriter {
+        private final long[] cursor;
         private ByteBuffer tokens;
         private DispatchRowLayout row;
         private int[] topkIds;
         private float[] weights;
+
+        RowPacker(int worldSize) {
+            this.cursor = new long[worldSize];
+        }
 
         void prepare(ByteBuffer tokens, DispatchRowLayout row, int[] topkIds, float[] weights) {
             this.tokens = tokens;
@@ -267,19 +273,42 @@ public final class Dispatcher {
 
         @Override
         public void write(int peer, ByteBuffer dst, int dstOffset) {
-            final int rowBytes = row.rowBytes();
-            final int payloadBytes = row.payloadBytes();
             int at = dstOffset;
             for (int i = layout.rankOffsets(peer); i < layout.rankOffsets(peer + 1); i++) {
-                final int t = layout.packOrder(i);
-                dst.put(at, tokens, t * payloadBytes, payloadBytes);
-                for (int k = 0; k < topK; k++) {
-                    final int expert = topkIds[t * topK + k];
-                    final boolean here = placement.rankOf(expert) == peer;
-                    dst.putInt(at + row.slotOffset(k), here ? placement.slotOf(expert) : -1);
-                    dst.putFloat(at + row.weightOffset(k), weights[t * topK + k]);
+                writeRow(layout.packOrder(i), peer, dst, at);
+                at += row.rowBytes();
+            }
+        }
+
+        /**
+         * Token by token, each to every rank it visits: a token's row is read from memory once and
+         * copied from the cache to its other destinations. Each destination still gets its rows in
+         * token order, as {@link #write} packs them.
+         */
+        @Override
+        public void writeAll(ByteBuffer[] dsts, long[] dstOffsets, long[] lengths) {
+            System.arraycopy(dstOffsets, 0, cursor, 0, worldSize);
+            final int rowBytes = row.rowBytes();
+            final int numTokens = layout.numTokens();
+            for (int t = 0; t < numTokens; t++) {
+                for (int r = 0; r < worldSize; r++) {
+                    if (layout.tokenInRank(t, r)) {
+                        writeRow(t, r, dsts[r], (int) cursor[r]);
+                        cursor[r] += rowBytes;
+                    }
                 }
-                at += rowBytes;
+            }
+        }
+
+        /** Token {@code t}'s payload, then for every choice its slot on {@code peer} and weight. */
+        private void writeRow(int t, int peer, ByteBuffer dst, int at) {
+            final int payloadBytes = row.payloadBytes();
+            dst.put(at, tokens, t * payloadBytes, payloadBytes);
+            for (int k = 0; k < topK; k++) {
+                final int expert = topkIds[t * topK + k];
+                final boolean here = placement.rankOf(expert) == peer;
+                dst.putInt(at + row.slotOffset(k), here ? placement.slotOf(expert) : -1);
+                dst.putFloat(at + row.weightOffset(k), weights[t * topK + k]);
             }
         }
     }

@@ -10,8 +10,9 @@ import moe.a2a.comm.Segments;
 
 /**
  * In-process communicator: a rank copies each outgoing segment straight into the peer's receive
- * buffer, so every row is copied once. Each collective is two barrier rounds: one after the receive
- * buffers are published, one after every rank has written.
+ * buffer, so every row is copied once; the writer gets every destination at once ({@link
+ * SegmentWriter#writeAll}). Each collective is two barrier rounds: one after the receive buffers
+ * are published, one after every rank has written.
  *
  * <p>Owned by one rank thread.
  */
@@ -21,6 +22,8 @@ public final class LocalCommunicator implements Communicator {
     private final SendBufferCopier copier;
     private final ByteBuffer[] readSegments;
     private final long[] readOffsets;
+    private final ByteBuffer[] writeTargets;
+    private final long[] writeOffsets;
 
     LocalCommunicator(LocalGroup group, int rank) {
         this.group = group;
@@ -28,6 +31,8 @@ public final class LocalCommunicator implements Communicator {
         this.copier = new SendBufferCopier(group.size());
         this.readSegments = new ByteBuffer[group.size()];
         this.readOffsets = new long[group.size()];
+        this.writeTargets = new ByteBuffer[group.size()];
+        this.writeOffsets = new long[group.size()];
     }
 
     @Override
@@ -159,18 +164,16 @@ public final class LocalCommunicator implements Communicator {
         group.recvBuffers[rank] = recv;
         group.await(rank, step, phase);
         try {
-            for (int i = 0; i < n; i++) {
-                // Start with the next peer so that ranks do not all write into rank 0 first.
-                final int dst = (rank + i) % n;
+            for (int dst = 0; dst < n; dst++) {
                 final long len = sendCounts[dst];
                 final long expected = group.recvLengths[dst][rank];
                 if (len != expected) {
                     throw LocalGroup.countMismatch(rank, dst, len, expected);
                 }
-                if (len > 0) {
-                    writer.write(dst, group.recvBuffers[dst], (int) group.recvOffsets[dst][rank]);
-                }
+                writeTargets[dst] = group.recvBuffers[dst];
+                writeOffsets[dst] = group.recvOffsets[dst][rank];
             }
+            writer.writeAll(writeTargets, writeOffsets, sendCounts);
         } catch (RuntimeException e) {
             group.fail(e);
             throw e;
