@@ -55,7 +55,6 @@ LOGS=$OUT/logs
 rm -f "$LOGS"/*__*  # a reused --out must not mix in an older run's launches
 PY=/usr/bin/python3  # Debian's python3 has python3-torch and python3-matplotlib; a pyenv python3 may not
 [ -x "$PY" ] || PY=python3
-[ -n "${JAVA_HOME:-}" ] && export PATH="$JAVA_HOME/bin:$PATH"
 echo "compare: writing to $OUT"
 cat /proc/loadavg > "$LOGS/loadavg_start.txt" 2>/dev/null || true
 date -u '+%Y-%m-%d %H:%M:%S UTC' > "$LOGS/started.txt"
@@ -86,7 +85,7 @@ if [ ! -x "$ROOT/bin/moe-a2a" ]; then
 elif "$ROOT/bin/moe-a2a" bench --help > /dev/null 2> "$LOGS/moe-a2a-probe.log"; then
   HAVE_MOE=1
 else
-  echo "compare: skipping moe-a2a: bin/moe-a2a does not run: $(head -n 1 "$LOGS/moe-a2a-probe.log") (build: ./mvnw -q install -DskipTests; JDK: set JAVA_HOME)"
+  echo "compare: skipping moe-a2a: bin/moe-a2a does not run: $(head -n 1 "$LOGS/moe-a2a-probe.log") (build: ./mvnw -q install -DskipTests)"
 fi
 
 MPIRUN=(mpirun --oversubscribe --bind-to none)  # N > cores here; unbound like the gloo and JVM ranks
