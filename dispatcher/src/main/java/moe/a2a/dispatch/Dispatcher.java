@@ -8,8 +8,6 @@ import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
-import moe.a2a.comm.SegmentReader;
-import moe.a2a.comm.SegmentWriter;
 import moe.a2a.kernels.RowKernels;
 
 /**
@@ -25,8 +23,7 @@ import moe.a2a.kernels.RowKernels;
 public final class Dispatcher {
     private static final int VIEW_PARTIALS = 0;
     private static final int VIEW_COMBINE_SEND = 1;
-    private static final int VIEW_OUT = 2;
-    private static final int VIEW_EXPERT_OUTPUTS = 3;
+    private static final int VIEW_EXPERT_OUTPUTS = 2;
 
     private final Communicator comm;
     private final Placement placement;
@@ -45,7 +42,7 @@ public final class Dispatcher {
     private final int[] slotCursor;
     private final RowPacker packer;
     private final RowReducer reducer;
-    private final SegmentViews views = new SegmentViews(VIEW_EXPERT_OUTPUTS + 1);
+    private final SegmentViews views = new SegmentViews(3);
     private final Fp8Quantizer quantizer;
     private ByteBuffer recvBuffer = allocate(0);
     private ByteBuffer combineSend = allocate(0);
@@ -86,8 +83,8 @@ public final class Dispatcher {
         this.sendBytes = new long[worldSize];
         this.recvBytes = new long[worldSize];
         this.slotCursor = new int[placement.localExperts(rank)];
-        this.reducer = new RowReducer(worldSize);
-        this.packer = new RowPacker(worldSize);
+        this.reducer = new RowReducer(layout, hidden, worldSize);
+        this.packer = new RowPacker(layout, placement, topK, worldSize);
         for (DType dtype : DType.values()) {
             rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype, dispatchDType);
         }
@@ -196,121 +193,6 @@ public final class Dispatcher {
         reducer.prepare(handle.rowLayout, out);
         comm.allToAllV(
                 handle.step, ExchangePhase.COMBINE, combineSend, sendBytes, reducer, recvBytes);
-    }
-
-    /**
-     * Sums each token's returned rows into its output row. Each source's segment is in token order,
-     * so walking the tokens with one cursor per rank visits every token's rows together: its output
-     * row is written once, in order. Reused per combine.
-     */
-    private final class RowReducer implements SegmentReader {
-        private final long[] cursor;
-        private final SegmentViews sources;
-        private DispatchRowLayout row;
-        private FloatBuffer out;
-
-        RowReducer(int worldSize) {
-            this.cursor = new long[worldSize];
-            this.sources = new SegmentViews(worldSize);
-        }
-
-        void prepare(DispatchRowLayout row, FloatBuffer out) {
-            this.row = row;
-            this.out = out;
-        }
-
-        @Override
-        public void read(ByteBuffer[] segments, long[] offsets) {
-            final int combineRowBytes = row.combineRowBytes();
-            final DType dtype = row.dtype();
-            final MemorySegment dst = views.of(VIEW_OUT, out);
-            System.arraycopy(offsets, 0, cursor, 0, worldSize);
-            final int numTokens = layout.numTokens();
-            for (int t = 0; t < numTokens; t++) {
-                final long outAt = (long) t * hidden * Float.BYTES;
-                boolean first = true;
-                for (int r = 0; r < worldSize; r++) {
-                    if (layout.tokenInRank(t, r)) {
-                        final long at = cursor[r];
-                        cursor[r] += combineRowBytes;
-                        final MemorySegment src = sources.of(r, segments[r]);
-                        if (first) {
-                            dtype.decode(src, at, dst, outAt, hidden);
-                            first = false;
-                        } else {
-                            dtype.accumulate(src, at, dst, outAt, hidden);
-                        }
-                    }
-                }
-                if (first) {
-                    dst.asSlice(outAt, (long) hidden * Float.BYTES).fill((byte) 0);
-                }
-            }
-        }
-    }
-
-    /**
-     * Packs one destination's rows where the transport asks: each token's payload, then for every
-     * choice the destination's local slot (-1 when elsewhere) and the weight. Reused per dispatch.
-     */
-    private final class RowPacker implements SegmentWriter {
-        private final long[] cursor;
-        private ByteBuffer tokens;
-        private DispatchRowLayout row;
-        private int[] topkIds;
-        private float[] weights;
-
-        RowPacker(int worldSize) {
-            this.cursor = new long[worldSize];
-        }
-
-        void prepare(ByteBuffer tokens, DispatchRowLayout row, int[] topkIds, float[] weights) {
-            this.tokens = tokens;
-            this.row = row;
-            this.topkIds = topkIds;
-            this.weights = weights;
-        }
-
-        @Override
-        public void write(int peer, ByteBuffer dst, int dstOffset) {
-            int at = dstOffset;
-            for (int i = layout.rankOffsets(peer); i < layout.rankOffsets(peer + 1); i++) {
-                writeRow(layout.packOrder(i), peer, dst, at);
-                at += row.rowBytes();
-            }
-        }
-
-        /**
-         * Token by token, each to every rank it visits: a token's row is read from memory once and
-         * copied from the cache to its other destinations. Each destination still gets its rows in
-         * token order, as {@link #write} packs them.
-         */
-        @Override
-        public void writeAll(ByteBuffer[] dsts, long[] dstOffsets, long[] lengths) {
-            System.arraycopy(dstOffsets, 0, cursor, 0, worldSize);
-            final int rowBytes = row.rowBytes();
-            final int numTokens = layout.numTokens();
-            for (int t = 0; t < numTokens; t++) {
-                for (int r = 0; r < worldSize; r++) {
-                    if (layout.tokenInRank(t, r)) {
-                        writeRow(t, r, dsts[r], (int) cursor[r]);
-                        cursor[r] += rowBytes;
-                    }
-                }
-            }
-        }
-
-        /** Token {@code t}'s payload, then for every choice its slot on {@code peer} and weight. */
-        private void writeRow(int t, int peer, ByteBuffer dst, int at) {
-            final int payloadBytes = row.payloadBytes();
-            dst.put(at, tokens, t * payloadBytes, payloadBytes);
-            for (int k = 0; k < topK; k++) {
-                final int expert = topkIds[t * topK + k];
-                final boolean here = placement.rankOf(expert) == peer;
-                dst.putInt(at + row.slotOffset(k), here ? placement.slotOf(expert) : -1);
-                dst.putFloat(at + row.weightOffset(k), weights[t * topK + k]);
-            }
-        }
     }
 
     private void groupByExpert(DispatchRowLayout row) {
