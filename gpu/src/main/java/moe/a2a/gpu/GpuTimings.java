@@ -75,7 +75,8 @@ final class GpuTimings {
             long startAt = index.ints(unpack.returnedStart(), prefill.tokens() + 1);
             index.upload(stream);
 
-            double copy = copyMs(stream, src, dst, bytes);
+            // as many bytes as the pack writes; src holds only the tokens, back holds `bytes`
+            double copy = copyMs(stream, back, dst, bytes);
             table.row("device-to-device copy (baseline)", timing(copy, bytes, copy), true);
             double packMs =
                     medianMs(

@@ -179,6 +179,8 @@ final class CudaNcclBackend implements NcclBackend {
         long recvTotal = recvOffsets[size - 1] + recvBytes[size - 1];
         sendDevice.ensure(sendTotal);
         recvDevice.ensure(recvTotal);
+        // the copy back lands here before the caller asks for recvStaging: size it now
+        recvHost.ensure(recvTotal);
         if (sendTotal > 0) {
             CudaCheck.check(
                     cudaMemcpyAsync(
