@@ -17,34 +17,71 @@ import moe.a2a.kernels.RowKernels;
  *   slot: the expert's local slot on the destination rank, or -1 when that choice lives elsewhere
  * </pre>
  *
- * Combine rows are {@link #combineRowBytes()} long: the token in its own dtype. Immutable.
+ * Combine rows are {@link #combineRowBytes()} long: the token in its own dtype. The sizes are
+ * computed once, as the packer asks for offsets per row. Immutable.
  */
-public record DispatchRowLayout(int hidden, int topK, DType dtype, DispatchDType dispatchDType) {
+public final class DispatchRowLayout {
+    private final int hidden;
+    private final int topK;
+    private final DType dtype;
+    private final DispatchDType dispatchDType;
+    private final int combineRowBytes;
+    private final int payloadBytes;
+    private final int rowBytes;
+
+    public DispatchRowLayout(int hidden, int topK, DType dtype, DispatchDType dispatchDType) {
+        this.hidden = hidden;
+        this.topK = topK;
+        this.dtype = dtype;
+        this.dispatchDType = dispatchDType;
+        this.combineRowBytes = hidden * dtype.sizeBytes();
+        this.payloadBytes =
+                dispatchDType == DispatchDType.FP8
+                        ? RowKernels.fp8RowBytes(hidden)
+                        : combineRowBytes;
+        this.rowBytes = payloadBytes + topK * (Integer.BYTES + Float.BYTES);
+    }
+
+    public int hidden() {
+        return hidden;
+    }
+
+    public int topK() {
+        return topK;
+    }
+
+    /** The tokens' own dtype. */
+    public DType dtype() {
+        return dtype;
+    }
+
+    /** How the payload travels. */
+    public DispatchDType dispatchDType() {
+        return dispatchDType;
+    }
 
     /** Bytes of the token as it travels in dispatch. */
     public int payloadBytes() {
-        return dispatchDType == DispatchDType.FP8
-                ? RowKernels.fp8RowBytes(hidden)
-                : combineRowBytes();
+        return payloadBytes;
     }
 
     /** Bytes of one row sent back by combine: the token in its own dtype. */
     public int combineRowBytes() {
-        return hidden * dtype.sizeBytes();
+        return combineRowBytes;
     }
 
     /** Bytes of one dispatched row. */
     public int rowBytes() {
-        return payloadBytes() + topK * (Integer.BYTES + Float.BYTES);
+        return rowBytes;
     }
 
     /** Offset of the slot of choice {@code k} within a row. */
     public int slotOffset(int k) {
-        return payloadBytes() + k * Integer.BYTES;
+        return payloadBytes + k * Integer.BYTES;
     }
 
     /** Offset of the weight of choice {@code k} within a row. */
     public int weightOffset(int k) {
-        return payloadBytes() + topK * Integer.BYTES + k * Float.BYTES;
+        return payloadBytes + topK * Integer.BYTES + k * Float.BYTES;
     }
 }

@@ -1,8 +1,7 @@
 package moe.a2a.dispatch;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import java.nio.FloatBuffer;
+import java.nio.Buffer;
 
 /**
  * {@link MemorySegment} views, for the kernels, of off-heap buffers that change rarely (they grow
@@ -10,23 +9,15 @@ import java.nio.FloatBuffer;
  * per step. Each view spans its buffer's whole capacity. Owned by the rank thread.
  */
 final class SegmentViews {
-    private final Object[] sources;
+    private final Buffer[] sources;
     private final MemorySegment[] views;
 
     SegmentViews(int places) {
-        this.sources = new Object[places];
+        this.sources = new Buffer[places];
         this.views = new MemorySegment[places];
     }
 
-    MemorySegment of(int place, ByteBuffer buffer) {
-        if (sources[place] != buffer) {
-            sources[place] = buffer;
-            views[place] = MemorySegment.ofBuffer(buffer.duplicate().clear());
-        }
-        return views[place];
-    }
-
-    MemorySegment of(int place, FloatBuffer buffer) {
+    MemorySegment of(int place, Buffer buffer) {
         if (sources[place] != buffer) {
             sources[place] = buffer;
             views[place] = MemorySegment.ofBuffer(buffer.duplicate().clear());
