@@ -2,21 +2,29 @@ package moe.a2a.comm.tcp;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
 
 /**
- * Splits the byte stream into {@link Frame}s. Payloads are not copied: the socket's buffers are
- * sliced and gathered into a composite buffer, so a large DATA frame streams through to the rank,
- * which copies it once into its receive buffer. A bad magic, an unknown kind or a length over the
- * limit is an exception (the connection is then closed). One per channel.
+ * Splits the byte stream into {@link Frame}s. A DATA frame whose place the rank has posted ({@link
+ * PeerInbox#claim}) lands there: the socket reads the rows straight into it through {@link
+ * LandingAllocator}, and bytes that came in one read with the header are copied over. Any other
+ * payload is not copied: the socket's buffers are sliced and gathered into a composite buffer,
+ * which the rank copies once into its receive buffer. A bad magic, an unknown kind or a length over
+ * the limit is an exception (the connection is then closed). One per channel.
  */
 final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private final long maxFrameBytes;
     private ByteBuf header;
     private CompositeByteBuf payload;
+    private PeerInbox inbox;
+
+    /** The posted region the current DATA frame lands in; its writer index is the bytes landed. */
+    private ByteBuf landing;
+
     private byte kind;
     private int phase;
     private long step;
@@ -39,12 +47,41 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
             payload.release();
             payload = null;
         }
+        if (landing != null) {
+            landing.release();
+            landing = null;
+        }
+    }
+
+    /**
+     * From the handshake on, DATA frames may land in the places the rank posts in {@code inbox}.
+     */
+    void landIn(PeerInbox inbox) {
+        this.inbox = inbox;
+    }
+
+    /**
+     * The rest of the current DATA frame's posted region, for the socket to read into (retained for
+     * the read), or null when the next bytes have no posted place.
+     */
+    ByteBuf landingBuffer() {
+        if (landing == null || remaining <= 0) {
+            return null;
+        }
+        return landing.readerIndex(landing.writerIndex()).retain();
     }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf in = (ByteBuf) msg;
         try {
+            if (in == landing) {
+                remaining -= in.readableBytes();
+                if (remaining == 0) {
+                    completeFrame(ctx);
+                }
+                return;
+            }
             while (in.isReadable()) {
                 if (remaining < 0) {
                     int take =
@@ -54,21 +91,36 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                     if (header.readableBytes() == FrameHeader.BYTES) {
                         startFrame(ctx);
                     }
+                } else if (landing != null) {
+                    int take = (int) Math.min(in.readableBytes(), remaining);
+                    landing.writeBytes(in, take);
+                    remaining -= take;
                 } else {
                     int take = (int) Math.min(in.readableBytes(), remaining);
                     payload.addComponent(true, in.readRetainedSlice(take));
                     remaining -= take;
                 }
                 if (remaining == 0) {
-                    Frame frame = new Frame(kind, phase, step, op, payload);
-                    payload = null;
-                    remaining = -1;
-                    ctx.fireChannelRead(frame);
+                    completeFrame(ctx);
                 }
             }
         } finally {
             in.release();
         }
+    }
+
+    private void completeFrame(ChannelHandlerContext ctx) {
+        Frame frame;
+        if (landing != null) {
+            frame = new Frame(kind, phase, step, op, Unpooled.EMPTY_BUFFER, true);
+            landing.release();
+            landing = null;
+        } else {
+            frame = new Frame(kind, phase, step, op, payload);
+            payload = null;
+        }
+        remaining = -1;
+        ctx.fireChannelRead(frame);
     }
 
     private void startFrame(ChannelHandlerContext ctx) {
@@ -115,7 +167,13 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                             + limit
                             + "])");
         }
-        payload = ctx.alloc().compositeDirectBuffer(Integer.MAX_VALUE);
         remaining = length;
+        landing =
+                kind == FrameHeader.DATA && length > 0 && inbox != null
+                        ? inbox.claim(op, length)
+                        : null;
+        if (landing == null) {
+            payload = ctx.alloc().compositeDirectBuffer(Integer.MAX_VALUE);
+        }
     }
 }

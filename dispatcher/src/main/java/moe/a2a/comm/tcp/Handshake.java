@@ -78,6 +78,7 @@ final class Handshake extends ChannelInboundHandlerAdapter {
             timeout.cancel(false);
             ctx.pipeline()
                     .replace(this, "peer", new PeerHandler(config.rank(), peer, comm.inbox(peer)));
+            ctx.pipeline().get(FrameDecoder.class).landIn(comm.inbox(peer));
             if (accepting) {
                 ctx.writeAndFlush(hello(ctx));
             }

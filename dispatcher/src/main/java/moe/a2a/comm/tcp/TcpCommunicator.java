@@ -29,11 +29,13 @@ import moe.a2a.comm.Segments;
 /**
  * A rank of a group whose ranks are processes, over one TCP connection per pair of ranks. Each
  * collective sends one frame to every peer and waits, to the group's deadline, for one frame from
- * every peer. Outgoing rows are written straight from the caller's buffer (no copy); incoming rows
- * are copied once, from the socket's buffers into the receive buffer. A collective returns only
- * when its writes are done, so a rank never has more than one collective's data queued per
- * connection. Any failure (timeout, closed connection, protocol error, abort) aborts the whole
- * group: every peer learns of it at once instead of waiting out its own timeout.
+ * every peer. Outgoing rows are written straight from the caller's buffer (no copy, through views
+ * made once per buffer). Incoming rows are read by the socket straight into the receive buffer,
+ * whose regions the collective posts before it sends; rows of a peer that ran ahead of the post
+ * arrive in Netty's buffers and are copied once. A collective returns only when its writes are
+ * done, so a rank never has more than one collective's data queued per connection. Any failure
+ * (timeout, closed connection, protocol error, abort) aborts the whole group: every peer learns of
+ * it at once instead of waiting out its own timeout.
  *
  * <p>Lifecycle: {@link #bind} (listen), hand {@link #localAddress()} to the peers out of band, then
  * {@link #connect} with everyone's address. Collectives are owned by one rank thread.
@@ -53,7 +55,12 @@ public final class TcpCommunicator implements Communicator {
     private final long[] barrierSend;
     private final long[] barrierRecv;
     private final ChannelFuture[] writes;
+    private final ByteBuf[] dataHeaders;
+    private final PeerViews[] sendViews;
+    private final PeerViews[] recvViews;
     private volatile A2aException failure;
+    private long landedBytes;
+    private long copiedBytes;
     private long op;
     private ByteBuffer staging = ByteBuffer.allocateDirect(0);
     private ByteBuffer inbound = ByteBuffer.allocateDirect(0);
@@ -75,6 +82,17 @@ public final class TcpCommunicator implements Communicator {
         this.barrierSend = new long[n];
         this.barrierRecv = new long[n];
         this.writes = new ChannelFuture[n];
+        this.dataHeaders = new ByteBuf[n];
+        for (int p = 0; p < n; p++) {
+            dataHeaders[p] = Unpooled.directBuffer(FrameHeader.BYTES);
+        }
+        int phases = ExchangePhase.values().length;
+        this.sendViews = new PeerViews[phases];
+        this.recvViews = new PeerViews[phases];
+        for (int i = 0; i < phases; i++) {
+            sendViews[i] = new PeerViews(n);
+            recvViews[i] = new PeerViews(n);
+        }
         this.readSegments = new ByteBuffer[n];
         this.readOffsets = new long[n];
     }
@@ -89,16 +107,11 @@ public final class TcpCommunicator implements Communicator {
                         .childOption(ChannelOption.TCP_NODELAY, true)
                         .childOption(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
                         .childOption(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
-                        .childOption(ChannelOption.RECVBUF_ALLOCATOR, readSizes())
                         .childHandler(
                                 new ChannelInitializer<SocketChannel>() {
                                     @Override
                                     protected void initChannel(SocketChannel ch) {
-                                        ch.pipeline()
-                                                .addLast(
-                                                        "frames",
-                                                        new FrameDecoder(config.maxFrameBytes()))
-                                                .addLast("handshake", new Handshake(self, -1));
+                                        self.initDataChannel(ch, -1);
                                     }
                                 })
                         .bind(config.bindAddress())
@@ -154,18 +167,11 @@ public final class TcpCommunicator implements Communicator {
                         .option(ChannelOption.TCP_NODELAY, true)
                         .option(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
                         .option(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
-                        .option(ChannelOption.RECVBUF_ALLOCATOR, readSizes())
                         .handler(
                                 new ChannelInitializer<SocketChannel>() {
                                     @Override
                                     protected void initChannel(SocketChannel ch) {
-                                        ch.pipeline()
-                                                .addLast(
-                                                        "frames",
-                                                        new FrameDecoder(config.maxFrameBytes()))
-                                                .addLast(
-                                                        "handshake",
-                                                        new Handshake(TcpCommunicator.this, peer));
+                                        initDataChannel(ch, peer);
                                     }
                                 });
         while (true) {
@@ -179,6 +185,15 @@ public final class TcpCommunicator implements Communicator {
             }
             sleepMillis(50);
         }
+    }
+
+    /** Frames, then the handshake; reads land in posted receive regions where they can. */
+    private void initDataChannel(SocketChannel ch, int expectedPeer) {
+        FrameDecoder frames = new FrameDecoder(config.maxFrameBytes());
+        ch.config().setRecvByteBufAllocator(new LandingAllocator(readSizes(), frames));
+        ch.pipeline()
+                .addLast("frames", frames)
+                .addLast("handshake", new Handshake(this, expectedPeer));
     }
 
     synchronized boolean registerPeer(int peer, Channel channel) {
@@ -211,6 +226,16 @@ public final class TcpCommunicator implements Communicator {
     @Override
     public String transport() {
         return "tcp";
+    }
+
+    /** Bytes of rows from peers that the socket read straight into the receive buffer. */
+    public long landedBytes() {
+        return landedBytes;
+    }
+
+    /** Bytes of rows from peers that ran ahead: read into Netty's buffers, then copied. */
+    public long copiedBytes() {
+        return copiedBytes;
     }
 
     @Override
@@ -271,12 +296,24 @@ public final class TcpCommunicator implements Communicator {
                             + ", capacityBytes="
                             + recv.capacity());
         }
+        if (recv.isDirect()) {
+            for (int p = 0; p < n; p++) {
+                if (p != me && recvCounts[p] > 0) {
+                    inboxes[p].post(
+                            seq,
+                            recvViews[phase.ordinal()].region(recv, recvOffsets[p], recvCounts[p]));
+                }
+            }
+        }
+        PeerViews rows = sendViews[phase.ordinal()];
         for (int i = 1; i < n; i++) {
             int p = (me + i) % n;
-            ByteBuf header = peers[p].alloc().buffer(FrameHeader.BYTES);
+            ByteBuf header = dataHeaders[p].clear();
             FrameHeader.write(header, FrameHeader.DATA, phase.ordinal(), step, seq, sendCounts[p]);
-            ByteBuf body = Unpooled.wrappedBuffer(slice(send, sendOffsets[p], sendCounts[p]));
-            writes[p] = peers[p].writeAndFlush(Unpooled.wrappedBuffer(header, body));
+            peers[p].write(header.retain(), peers[p].voidPromise());
+            writes[p] =
+                    peers[p].writeAndFlush(
+                            rows.rows(send, p, sendOffsets[p], sendCounts[p]).retain());
         }
         if (sendCounts[me] != recvCounts[me]) {
             fail(
@@ -291,27 +328,25 @@ public final class TcpCommunicator implements Communicator {
                                     + recvCounts[me]));
         }
         recv.put((int) recvOffsets[me], send, (int) sendOffsets[me], (int) sendCounts[me]);
-        for (int i = 1; i < n; i++) {
-            int p = (me - i + n) % n;
-            Frame frame = await(p, step, phase, seq, FrameHeader.DATA, deadline);
-            try {
-                int len = frame.payload().readableBytes();
-                if (len != recvCounts[p]) {
-                    fail(
-                            new A2aException(
-                                    "all-to-all-v counts disagree: src="
-                                            + p
-                                            + ", dst="
-                                            + me
-                                            + ", sentBytes="
-                                            + len
-                                            + ", expectedBytes="
-                                            + recvCounts[p]));
+        try {
+            for (int i = 1; i < n; i++) {
+                int p = (me - i + n) % n;
+                Frame frame = await(p, step, phase, seq, FrameHeader.DATA, deadline);
+                inboxes[p].unpost();
+                try {
+                    if (frame.landed()) {
+                        landedBytes += recvCounts[p];
+                    } else {
+                        copyRows(frame.payload(), p, recv, recvOffsets[p], recvCounts[p]);
+                        copiedBytes += recvCounts[p];
+                    }
+                } finally {
+                    frame.release();
                 }
-                frame.payload()
-                        .getBytes(frame.payload().readerIndex(), slice(recv, recvOffsets[p], len));
-            } finally {
-                frame.release();
+            }
+        } finally {
+            for (PeerInbox inbox : inboxes) {
+                inbox.unpost();
             }
         }
         for (int p = 0; p < n; p++) {
@@ -320,6 +355,24 @@ public final class TcpCommunicator implements Communicator {
                 writes[p] = null;
             }
         }
+    }
+
+    /** Rows that arrived in Netty's buffers (the peer ran ahead of this rank's post). */
+    private void copyRows(ByteBuf payload, int p, ByteBuffer recv, long offset, long expected) {
+        int len = payload.readableBytes();
+        if (len != expected) {
+            fail(
+                    new A2aException(
+                            "all-to-all-v counts disagree: src="
+                                    + p
+                                    + ", dst="
+                                    + config.rank()
+                                    + ", sentBytes="
+                                    + len
+                                    + ", expectedBytes="
+                                    + expected));
+        }
+        payload.getBytes(payload.readerIndex(), recv.slice((int) offset, len));
     }
 
     /** Stages the segments in a buffer of its own (reused), then sends them as usual. */
@@ -415,6 +468,13 @@ public final class TcpCommunicator implements Communicator {
         for (PeerInbox inbox : inboxes) {
             inbox.close(closed);
         }
+        for (ByteBuf header : dataHeaders) {
+            header.release();
+        }
+        for (int i = 0; i < sendViews.length; i++) {
+            sendViews[i].release();
+            recvViews[i].release();
+        }
     }
 
     private Frame await(
@@ -504,14 +564,6 @@ public final class TcpCommunicator implements Communicator {
     /** Reads grow up to 1 MiB per call when rows stream in, instead of Netty's 64 KiB. */
     private static AdaptiveRecvByteBufAllocator readSizes() {
         return new AdaptiveRecvByteBufAllocator(64, 64 << 10, 1 << 20);
-    }
-
-    private static ByteBuffer slice(ByteBuffer buffer, long offset, long length) {
-        return buffer.duplicate()
-                .clear()
-                .position((int) offset)
-                .limit((int) (offset + length))
-                .slice();
     }
 
     private static void sleepMillis(long millis) {

@@ -43,6 +43,53 @@ class FrameDecoderTest {
         }
     }
 
+    /**
+     * The socket's reads go where {@link FrameDecoder#landingBuffer} says, up to the frame's end;
+     * payload bytes that came with the header are copied there; the next frame decodes as usual.
+     */
+    @Test
+    void shouldLandPostedFrameWhereRankPostedIt() {
+        SplittableRandom random = new SplittableRandom(5);
+        byte[] rows = new byte[10_000];
+        random.nextBytes(rows);
+        ByteBuf region = Unpooled.directBuffer(rows.length).writeZero(rows.length).clear();
+        PeerInbox inbox = new PeerInbox();
+        inbox.post(3, region);
+        FrameDecoder decoder = new FrameDecoder(1 << 20);
+        EmbeddedChannel ch = new EmbeddedChannel(decoder);
+        decoder.landIn(inbox);
+        ByteBuf first = Unpooled.buffer();
+        FrameHeader.write(first, FrameHeader.DATA, 1, 2, 3, rows.length);
+        ch.writeInbound(first.writeBytes(rows, 0, 100));
+        int at = 100;
+        while (at < rows.length) {
+            ByteBuf read = decoder.landingBuffer();
+            assertThat(read.memoryAddress() + read.writerIndex())
+                    .isEqualTo(region.memoryAddress() + at);
+            int n = Math.min(read.writableBytes(), random.nextInt(1, 3000));
+            ch.writeInbound(read.writeBytes(rows, at, n));
+            at += n;
+        }
+        assertThat(decoder.landingBuffer()).isNull();
+        ByteBuf next = Unpooled.buffer();
+        FrameHeader.write(next, FrameHeader.COUNT, 1, 2, 4, Long.BYTES);
+        ch.writeInbound(next.writeLong(77));
+
+        Frame landed = ch.readInbound();
+        assertThat(landed.landed()).isTrue();
+        assertThat(landed.op()).isEqualTo(3);
+        byte[] got = new byte[rows.length];
+        region.getBytes(0, got);
+        assertThat(got).isEqualTo(rows);
+        Frame count = ch.readInbound();
+        assertThat(count.landed()).isFalse();
+        assertThat(count.payload().readLong()).isEqualTo(77);
+        count.release();
+        assertThat(region.refCnt()).isEqualTo(1);
+        region.release();
+        assertThat(ch.finish()).isFalse();
+    }
+
     @Test
     void shouldFailWhenMagicIsWrong() {
         EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));

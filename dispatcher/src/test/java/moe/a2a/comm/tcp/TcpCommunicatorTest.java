@@ -1,15 +1,23 @@
 package moe.a2a.comm.tcp;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.AbstractCommunicatorTest;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 class TcpCommunicatorTest extends AbstractCommunicatorTest {
     static TcpTransport transport;
@@ -27,6 +35,64 @@ class TcpCommunicatorTest extends AbstractCommunicatorTest {
     @Override
     protected Communicator[] newGroup(int size, long timeoutNs) throws Exception {
         return group(transport, size, timeoutNs);
+    }
+
+    /**
+     * Rank 1 posts its receive long before rank 0 sends, so rank 0's rows land in place; rank 1's
+     * rows reach rank 0 before rank 0 posts, so they take the copying path. Both arrive intact.
+     */
+    @Test
+    void shouldLandRowsWhenPostedFirstAndCopyThemWhenThePeerRanAhead() throws Exception {
+        TcpCommunicator[] group = group(transport, 2, TimeUnit.SECONDS.toNanos(20));
+        int bytes = 3 << 20;
+        ByteBuffer[] sent = new ByteBuffer[2];
+        SplittableRandom random = new SplittableRandom(42);
+        for (int r = 0; r < 2; r++) {
+            sent[r] = ByteBuffer.allocateDirect(2 * bytes);
+            for (int i = 0; i < 2 * bytes; i++) {
+                sent[r].put(i, (byte) random.nextInt());
+            }
+        }
+        CountDownLatch rankOneEntered = new CountDownLatch(1);
+        List<ByteBuffer> received =
+                RankThreads.run(
+                        2,
+                        rank -> {
+                            ByteBuffer recv = ByteBuffer.allocateDirect(2 * bytes);
+                            long[] counts = {bytes, bytes};
+                            if (rank == 0) {
+                                awaitThenPause(rankOneEntered);
+                            } else {
+                                rankOneEntered.countDown();
+                            }
+                            group[rank].allToAllV(
+                                    7, ExchangePhase.DISPATCH, sent[rank], counts, recv, counts);
+                            return recv;
+                        });
+        for (int dst = 0; dst < 2; dst++) {
+            for (int src = 0; src < 2; src++) {
+                assertThat(received.get(dst).slice(src * bytes, bytes))
+                        .as("rows from rank %d at rank %d", src, dst)
+                        .isEqualTo(sent[src].slice(dst * bytes, bytes));
+            }
+        }
+        assertThat(group[1].landedBytes()).isEqualTo(bytes);
+        assertThat(group[1].copiedBytes()).isZero();
+        assertThat(group[0].copiedBytes()).isEqualTo(bytes);
+        assertThat(group[0].landedBytes()).isZero();
+        for (TcpCommunicator c : group) {
+            c.close();
+        }
+    }
+
+    private static void awaitThenPause(CountDownLatch latch) {
+        try {
+            latch.await();
+            Thread.sleep(300);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
     }
 
     /** {@code size} ranks on loopback, connected to each other. */
