@@ -11,10 +11,11 @@ import io.netty.handler.codec.TooLongFrameException;
 /**
  * Splits the byte stream into {@link Frame}s. A DATA frame whose place the rank has posted ({@link
  * PeerInbox#claim}) lands there: the socket reads the rows straight into it through {@link
- * LandingAllocator}, and bytes that came in one read with the header are copied over. Any other
- * payload is not copied: the socket's buffers are sliced and gathered into a composite buffer,
- * which the rank copies once into its receive buffer. A bad magic, an unknown kind or a length over
- * the limit is an exception (the connection is then closed). One per channel.
+ * LandingAllocator}, and bytes that came in one read with the header are copied over. A frame that
+ * started before its place was posted moves there as soon as it is. Any other payload is not
+ * copied: the socket's buffers are sliced and gathered into a composite buffer, which the rank
+ * copies once into its receive buffer. A bad magic, an unknown kind or a length over the limit is
+ * an exception (the connection is then closed). One per channel.
  */
 final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private final long maxFrameBytes;
@@ -65,10 +66,26 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
      * the read), or null when the next bytes have no posted place.
      */
     ByteBuf landingBuffer() {
-        if (landing == null || remaining <= 0) {
+        if (remaining <= 0) {
             return null;
         }
-        return landing.readerIndex(landing.writerIndex()).retain();
+        if (landing == null && kind == FrameHeader.DATA && inbox != null) {
+            claimLate();
+        }
+        return landing == null ? null : landing.readerIndex(landing.writerIndex()).retain();
+    }
+
+    /**
+     * The frame started before the rank posted its place (the peer ran ahead): if the place is
+     * posted now, what came so far is copied there and the rest lands.
+     */
+    private void claimLate() {
+        ByteBuf region = inbox.claim(op, payload.readableBytes() + remaining);
+        if (region != null) {
+            landing = region.writeBytes(payload);
+            payload.release();
+            payload = null;
+        }
     }
 
     @Override

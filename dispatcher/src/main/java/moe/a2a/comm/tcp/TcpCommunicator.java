@@ -31,11 +31,11 @@ import moe.a2a.comm.Segments;
  * collective sends one frame to every peer and waits, to the group's deadline, for one frame from
  * every peer. Outgoing rows are written straight from the caller's buffer (no copy, through views
  * made once per buffer). Incoming rows are read by the socket straight into the receive buffer,
- * whose regions the collective posts before it sends; rows of a peer that ran ahead of the post
- * arrive in Netty's buffers and are copied once. A collective returns only when its writes are
- * done, so a rank never has more than one collective's data queued per connection. Any failure
- * (timeout, closed connection, protocol error, abort) aborts the whole group: every peer learns of
- * it at once instead of waiting out its own timeout.
+ * whose regions the collective posts before it sends; rows that arrived before the post (the peer
+ * ran ahead) are copied there once. A collective returns only when its writes are done, so a rank
+ * never has more than one collective's data queued per connection. Any failure (timeout, closed
+ * connection, protocol error, abort) aborts the whole group: every peer learns of it at once
+ * instead of waiting out its own timeout.
  *
  * <p>Lifecycle: {@link #bind} (listen), hand {@link #localAddress()} to the peers out of band, then
  * {@link #connect} with everyone's address. Collectives are owned by one rank thread.
@@ -228,12 +228,18 @@ public final class TcpCommunicator implements Communicator {
         return "tcp";
     }
 
-    /** Bytes of rows from peers that the socket read straight into the receive buffer. */
+    /**
+     * Bytes of rows from peers that arrived in the receive buffer: read there by the socket, after
+     * what came before the post, if anything, was copied there by the event loop.
+     */
     public long landedBytes() {
         return landedBytes;
     }
 
-    /** Bytes of rows from peers that ran ahead: read into Netty's buffers, then copied. */
+    /**
+     * Bytes of rows whose whole frame arrived before this rank posted its receive (the peer ran
+     * ahead): read into Netty's buffers, then copied.
+     */
     public long copiedBytes() {
         return copiedBytes;
     }

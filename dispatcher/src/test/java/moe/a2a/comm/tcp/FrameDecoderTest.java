@@ -11,6 +11,8 @@ import io.netty.handler.codec.TooLongFrameException;
 import java.nio.charset.StandardCharsets;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class FrameDecoderTest {
 
@@ -45,22 +47,29 @@ class FrameDecoderTest {
 
     /**
      * The socket's reads go where {@link FrameDecoder#landingBuffer} says, up to the frame's end;
-     * payload bytes that came with the header are copied there; the next frame decodes as usual.
+     * payload bytes that came with the header are copied there (the place posted first, or only
+     * once they had arrived); the next frame decodes as usual.
      */
-    @Test
-    void shouldLandPostedFrameWhereRankPostedIt() {
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void shouldLandDataFrameWhereRankPostedIt(boolean postedBeforeFrame) {
         SplittableRandom random = new SplittableRandom(5);
         byte[] rows = new byte[10_000];
         random.nextBytes(rows);
         ByteBuf region = Unpooled.directBuffer(rows.length).writeZero(rows.length).clear();
         PeerInbox inbox = new PeerInbox();
-        inbox.post(3, region);
         FrameDecoder decoder = new FrameDecoder(1 << 20);
         EmbeddedChannel ch = new EmbeddedChannel(decoder);
         decoder.landIn(inbox);
+        if (postedBeforeFrame) {
+            inbox.post(3, region);
+        }
         ByteBuf first = Unpooled.buffer();
         FrameHeader.write(first, FrameHeader.DATA, 1, 2, 3, rows.length);
         ch.writeInbound(first.writeBytes(rows, 0, 100));
+        if (!postedBeforeFrame) {
+            inbox.post(3, region);
+        }
         int at = 100;
         while (at < rows.length) {
             ByteBuf read = decoder.landingBuffer();
