@@ -278,6 +278,22 @@ public final class TcpCommunicator implements Communicator {
             long[] sendCounts,
             ByteBuffer recv,
             long[] recvCounts) {
+        exchange(step, phase, send, null, sendCounts, recv, recvCounts);
+    }
+
+    /**
+     * Posts this rank's receive regions, then sends each peer its rows (written into {@code send}
+     * by {@code writer} just before, when there is one, so that the socket moves one peer's rows
+     * while the next peer's are written), copies its own rows, and waits for every peer's.
+     */
+    private void exchange(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            SegmentWriter writer,
+            long[] sendCounts,
+            ByteBuffer recv,
+            long[] recvCounts) {
         final int n = config.size();
         final int me = config.rank();
         Segments.checkLength("sendCounts", sendCounts, n);
@@ -302,25 +318,6 @@ public final class TcpCommunicator implements Communicator {
                             + ", capacityBytes="
                             + recv.capacity());
         }
-        if (recv.isDirect()) {
-            for (int p = 0; p < n; p++) {
-                if (p != me && recvCounts[p] > 0) {
-                    inboxes[p].post(
-                            seq,
-                            recvViews[phase.ordinal()].region(recv, recvOffsets[p], recvCounts[p]));
-                }
-            }
-        }
-        PeerViews rows = sendViews[phase.ordinal()];
-        for (int i = 1; i < n; i++) {
-            int p = (me + i) % n;
-            ByteBuf header = dataHeaders[p].clear();
-            FrameHeader.write(header, FrameHeader.DATA, phase.ordinal(), step, seq, sendCounts[p]);
-            peers[p].write(header.retain(), peers[p].voidPromise());
-            writes[p] =
-                    peers[p].writeAndFlush(
-                            rows.rows(send, p, sendOffsets[p], sendCounts[p]).retain());
-        }
         if (sendCounts[me] != recvCounts[me]) {
             fail(
                     new A2aException(
@@ -333,7 +330,33 @@ public final class TcpCommunicator implements Communicator {
                                     + ", expectedBytes="
                                     + recvCounts[me]));
         }
-        recv.put((int) recvOffsets[me], send, (int) sendOffsets[me], (int) sendCounts[me]);
+        if (recv.isDirect()) {
+            for (int p = 0; p < n; p++) {
+                if (p != me && recvCounts[p] > 0) {
+                    inboxes[p].post(
+                            seq,
+                            recvViews[phase.ordinal()].region(recv, recvOffsets[p], recvCounts[p]));
+                }
+            }
+        }
+        PeerViews rows = sendViews[phase.ordinal()];
+        for (int i = 1; i < n; i++) {
+            int p = (me + i) % n;
+            if (writer != null && sendCounts[p] > 0) {
+                writer.write(p, send, (int) sendOffsets[p]);
+            }
+            ByteBuf header = dataHeaders[p].clear();
+            FrameHeader.write(header, FrameHeader.DATA, phase.ordinal(), step, seq, sendCounts[p]);
+            peers[p].write(header.retain(), peers[p].voidPromise());
+            writes[p] =
+                    peers[p].writeAndFlush(
+                            rows.rows(send, p, sendOffsets[p], sendCounts[p]).retain());
+        }
+        if (writer == null) {
+            recv.put((int) recvOffsets[me], send, (int) sendOffsets[me], (int) sendCounts[me]);
+        } else if (sendCounts[me] > 0) {
+            writer.write(me, recv, (int) recvOffsets[me]);
+        }
         try {
             for (int i = 1; i < n; i++) {
                 int p = (me - i + n) % n;
@@ -381,7 +404,10 @@ public final class TcpCommunicator implements Communicator {
         payload.getBytes(payload.readerIndex(), recv.slice((int) offset, len));
     }
 
-    /** Stages the segments in a buffer of its own (reused), then sends them as usual. */
+    /**
+     * Has each peer's segment written into a staging buffer of its own (reused) just before it is
+     * sent, and this rank's own segment straight into {@code recv}.
+     */
     @Override
     public void allToAllV(
             long step,
@@ -398,14 +424,7 @@ public final class TcpCommunicator implements Communicator {
             staging =
                     ByteBuffer.allocateDirect((int) total).order(java.nio.ByteOrder.LITTLE_ENDIAN);
         }
-        long offset = 0;
-        for (int p = 0; p < sendCounts.length; p++) {
-            if (sendCounts[p] > 0) {
-                writer.write(p, staging, (int) offset);
-            }
-            offset += sendCounts[p];
-        }
-        allToAllV(step, phase, staging, sendCounts, recv, recvCounts);
+        exchange(step, phase, staging, writer, sendCounts, recv, recvCounts);
     }
 
     /** Receives into a buffer of its own (reused), then hands it to {@code reader}. */
