@@ -3,6 +3,7 @@ package moe.a2a.cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -16,6 +17,7 @@ import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.control.cluster.BenchRun;
 import moe.a2a.dispatch.DispatchDType;
@@ -34,11 +36,6 @@ import picocli.CommandLine.Option;
         description =
                 "Time the canonical workloads' dispatch and combine on a transport, next to this machine's limits.")
 final class BenchCommand implements Callable<Integer> {
-    enum Transport {
-        LOCAL,
-        TCP
-    }
-
     private static final int BAR_WIDTH = 30;
 
     @Option(
@@ -50,11 +47,22 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--transport",
-            defaultValue = "LOCAL",
+            defaultValue = "local",
             split = ",",
+            completionCandidates = BenchTransports.class,
             description =
                     "${COMPLETION-CANDIDATES}, or several separated by commas (default: ${DEFAULT-VALUE}).")
     List<Transport> transports;
+
+    /** The transports bench runs here (GPU checks: scripts/gpu-check.sh). */
+    static final class BenchTransports implements Iterable<String> {
+        static final List<Transport> ALL = List.of(Transport.LOCAL, Transport.TCP);
+
+        @Override
+        public Iterator<String> iterator() {
+            return ALL.stream().map(Transport::label).iterator();
+        }
+    }
 
     @Option(
             names = "--scope",
@@ -118,6 +126,16 @@ final class BenchCommand implements Callable<Integer> {
                             + " (expected: bf16 with --target or --scope TRANSPORT, which move bf16"
                             + " rows)");
         }
+        for (Transport t : transports) {
+            if (!BenchTransports.ALL.contains(t)) {
+                throw new IllegalArgumentException(
+                        "--transport: "
+                                + t
+                                + " (expected: "
+                                + Transport.labels(Transport.LOCAL, Transport.TCP)
+                                + "; the NCCL path is checked by scripts/gpu-check.sh)");
+            }
+        }
         if (target != null) {
             return RemoteBench.run(
                     target, workload, scope, Math.max(0, iters), Math.max(0, warmup), json);
@@ -170,7 +188,7 @@ final class BenchCommand implements Callable<Integer> {
         for (BenchWorkload w : workloads) {
             int[][] rows = BenchRouting.rows(w);
             for (Transport transport : transports) {
-                progress(done, runs, w.name() + " " + transport.name().toLowerCase(Locale.ROOT));
+                progress(done, runs, w.name() + " " + transport);
                 int runWarmup = warmup >= 0 ? warmup : w.defaultWarmup();
                 int runIters = iters > 0 ? iters : w.defaultIters();
                 List<RankTimes> times =
@@ -180,14 +198,7 @@ final class BenchCommand implements Callable<Integer> {
                 done++;
                 clearProgress();
                 BenchReport r =
-                        BenchReport.of(
-                                w,
-                                transport.name().toLowerCase(Locale.ROOT),
-                                scope,
-                                rows,
-                                times,
-                                memcpy,
-                                dispatchDType);
+                        BenchReport.of(w, transport, scope, rows, times, memcpy, dispatchDType);
                 allOk &= r.ok();
                 System.out.printf(
                         Locale.ROOT,

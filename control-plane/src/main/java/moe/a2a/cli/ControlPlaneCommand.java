@@ -4,9 +4,10 @@ import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.Locale;
+import java.util.Iterator;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReference;
+import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.ClusterGrpcService;
@@ -36,17 +37,21 @@ final class ControlPlaneCommand implements Callable<Integer> {
 
     @Mixin ServerOptions server;
 
-    enum Transport {
-        TCP,
-        NCCL
-    }
-
     @Option(
             names = "--transport",
-            defaultValue = "TCP",
+            defaultValue = "tcp",
+            completionCandidates = ClusterTransports.class,
             description =
                     "The workers' data plane: ${COMPLETION-CANDIDATES}; workers that cannot run it are refused (default: ${DEFAULT-VALUE}).")
     Transport transport;
+
+    /** The data planes of worker processes. */
+    static final class ClusterTransports implements Iterable<String> {
+        @Override
+        public Iterator<String> iterator() {
+            return RemoteCluster.TRANSPORTS.stream().map(Transport::label).iterator();
+        }
+    }
 
     @Option(
             names = "--heartbeat-timeout",
@@ -57,6 +62,14 @@ final class ControlPlaneCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (!RemoteCluster.TRANSPORTS.contains(transport)) {
+            throw new IllegalArgumentException(
+                    "--transport: "
+                            + transport
+                            + " (expected: "
+                            + Transport.labels(RemoteCluster.TRANSPORTS.toArray(Transport[]::new))
+                            + "; serve runs the local transport)");
+        }
         WeightSource weights = model.open();
         ModelConfig config = model.config(weights);
         if (transport == Transport.NCCL && config.dispatchDType() != DispatchDType.BF16) {
@@ -107,7 +120,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                         spec,
                         fingerprint,
                         server.worldSize,
-                        transport.name().toLowerCase(Locale.ROOT),
+                        transport,
                         server.exchangeTimeout.toNanos(),
                         heartbeatTimeout.toNanos(),
                         health);

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.control.cluster.DataPlane;
 import moe.a2a.control.cluster.NcclDataPlane;
@@ -31,12 +32,7 @@ import picocli.CommandLine.Option;
                 "Run one rank: join the control plane, load this rank's experts, exchange tokens with the other workers.")
 final class WorkerCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerCommand.class);
-
-    enum Transport {
-        AUTO,
-        TCP,
-        NCCL
-    }
+    private static final String AUTO = "auto";
 
     @Option(
             names = "--control-plane",
@@ -47,10 +43,10 @@ final class WorkerCommand implements Callable<Integer> {
 
     @Option(
             names = "--transport",
-            defaultValue = "AUTO",
+            defaultValue = AUTO,
             description =
-                    "Data planes to offer the control plane: ${COMPLETION-CANDIDATES}; auto offers tcp, and nccl when the GPU probe finds a usable GPU (default: ${DEFAULT-VALUE}).")
-    Transport transport;
+                    "Data planes to offer the control plane: auto, tcp or nccl; auto offers tcp, and nccl when the GPU probe finds a usable GPU (default: ${DEFAULT-VALUE}).")
+    String transportChoice;
 
     @Option(
             names = "--data-host",
@@ -104,7 +100,17 @@ final class WorkerCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        List<String> offered = new ArrayList<>();
+        // null: auto
+        Transport transport =
+                transportChoice.equalsIgnoreCase(AUTO)
+                        ? null
+                        : Transport.parse("--transport", transportChoice);
+        if (transport == Transport.LOCAL) {
+            throw new IllegalArgumentException(
+                    "--transport: local (expected: auto, tcp or nccl; serve runs the local"
+                            + " transport)");
+        }
+        List<Transport> offered = new ArrayList<>();
         String probeLine = "";
         if (transport != Transport.TCP) {
             GpuProbe.Result probe = gpu.probe();
@@ -114,18 +120,18 @@ final class WorkerCommand implements Callable<Integer> {
                 return 2;
             }
             if (probe.usable()) {
-                offered.add("nccl");
+                offered.add(Transport.NCCL);
             }
             LOG.info("GPU probe: {}", probeLine);
         }
         if (transport != Transport.NCCL) {
-            offered.add(0, "tcp");
+            offered.add(0, Transport.TCP);
         }
-        if (transport == Transport.AUTO) {
+        if (transport == null) {
             LOG.info(
                     "--transport auto: offering {} to the control plane{}",
                     offered,
-                    offered.contains("nccl")
+                    offered.contains(Transport.NCCL)
                             ? ""
                             : " (no GPU data plane here, see the probe above)");
         }
@@ -147,10 +153,10 @@ final class WorkerCommand implements Callable<Integer> {
                     dataPort,
                     RowKernels.implementation());
             List<DataPlane> planes = new ArrayList<>();
-            if (offered.contains("tcp")) {
+            if (offered.contains(Transport.TCP)) {
                 planes.add(new TcpDataPlane(tcp, dataHost, dataPort));
             }
-            if (offered.contains("nccl")) {
+            if (offered.contains(Transport.NCCL)) {
                 planes.add(NcclDataPlane.onDevice(device));
             }
             ManagedChannel channel =

@@ -11,6 +11,7 @@ import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
+import moe.a2a.comm.Transport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,7 +30,12 @@ class BenchPlotsTest {
                         true);
         BenchReport report =
                 BenchReport.of(
-                        w, "local", BenchScope.DISPATCHER, rows, List.of(times, times), 10.0);
+                        w,
+                        Transport.LOCAL,
+                        BenchScope.DISPATCHER,
+                        rows,
+                        List.of(times, times),
+                        10.0);
         assertThat(report.dispatchP50Us()).isEqualTo(1.0);
         assertThat(report.combineP90Us()).isEqualTo(4.0);
 

@@ -4,6 +4,7 @@ import com.google.gson.Gson;
 import com.google.gson.JsonObject;
 import java.util.List;
 import java.util.Locale;
+import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DispatchDType;
 
 /**
@@ -13,7 +14,7 @@ import moe.a2a.dispatch.DispatchDType;
  */
 public record BenchReport(
         BenchWorkload workload,
-        String transport,
+        Transport transport,
         BenchScope scope,
         String fingerprint,
         long bytesPerRank,
@@ -34,7 +35,7 @@ public record BenchReport(
     /** A report of bf16 dispatch. */
     public static BenchReport of(
             BenchWorkload w,
-            String transport,
+            Transport transport,
             BenchScope scope,
             int[][] rows,
             List<RankTimes> ranks,
@@ -48,7 +49,7 @@ public record BenchReport(
      */
     public static BenchReport of(
             BenchWorkload w,
-            String transport,
+            Transport transport,
             BenchScope scope,
             int[][] rows,
             List<RankTimes> ranks,
@@ -116,7 +117,7 @@ public record BenchReport(
         BenchWorkload w = workload;
         JsonObject o = new JsonObject();
         o.addProperty("workload", w.name());
-        o.addProperty("transport", transport);
+        o.addProperty("transport", transport.label());
         o.addProperty("N", w.worldSize());
         o.addProperty("T", w.tokens());
         o.addProperty("H", w.hidden());

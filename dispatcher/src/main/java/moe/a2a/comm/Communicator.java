@@ -21,8 +21,8 @@ public interface Communicator extends AutoCloseable {
     /** The world size {@code N}. */
     int size();
 
-    /** Name of the transport, as shown to users: {@code local}, {@code tcp} or {@code nccl}. */
-    String transport();
+    /** The transport this group's rows travel over. */
+    Transport transport();
 
     /**
      * Exchanges one count per peer: afterwards {@code recvCounts[p]} holds what peer {@code p}

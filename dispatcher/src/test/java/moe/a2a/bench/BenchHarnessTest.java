@@ -10,6 +10,7 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DispatchDType;
 import org.junit.jupiter.api.Test;
@@ -95,7 +96,7 @@ class BenchHarnessTest {
             }
 
             @Override
-            public String transport() {
+            public Transport transport() {
                 return inner.transport();
             }
 

@@ -1,6 +1,7 @@
 package moe.a2a.control.cluster;
 
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
@@ -15,8 +16,8 @@ import moe.a2a.v1.PrepareGroup;
  * Used by the worker's data-plane thread only.
  */
 public interface DataPlane extends AutoCloseable {
-    /** {@code tcp} or {@code nccl}, as Join and Accepted name it. */
-    String transport();
+    /** {@link Transport#TCP} or {@link Transport#NCCL}. */
+    Transport transport();
 
     /**
      * Gets ready for {@code prepare}'s epoch as {@code rank} of {@code worldSize}; returns the

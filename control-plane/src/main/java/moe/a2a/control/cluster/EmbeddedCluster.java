@@ -13,6 +13,7 @@ import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
@@ -39,11 +40,26 @@ public final class EmbeddedCluster implements RankGroup {
 
     public EmbeddedCluster(
             ModelConfig model, WeightSource weights, int worldSize, long exchangeTimeoutNs) {
-        if (worldSize <= 0) {
-            throw new IllegalArgumentException("worldSize: " + worldSize + " (expected: > 0)");
+        this(model, weights, contiguous(model, worldSize), exchangeTimeoutNs);
+    }
+
+    /**
+     * @param placement where the experts live, as this cluster's coordinator decided; its world
+     *     size is the group's
+     */
+    public EmbeddedCluster(
+            ModelConfig model, WeightSource weights, Placement placement, long exchangeTimeoutNs) {
+        if (placement.numExperts() != model.experts()) {
+            throw new IllegalArgumentException(
+                    "placement.numExperts: "
+                            + placement.numExperts()
+                            + " (expected: "
+                            + model.experts()
+                            + ", the model's)");
         }
+        final int worldSize = placement.worldSize();
         this.model = model;
-        this.placement = Placement.contiguous(model.experts(), worldSize);
+        this.placement = placement;
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.group = new LocalGroup(worldSize, exchangeTimeoutNs);
         this.rankThreads = new ExecutorService[worldSize];
@@ -68,9 +84,16 @@ public final class EmbeddedCluster implements RankGroup {
         }
     }
 
+    private static Placement contiguous(ModelConfig model, int worldSize) {
+        if (worldSize <= 0) {
+            throw new IllegalArgumentException("worldSize: " + worldSize + " (expected: > 0)");
+        }
+        return Placement.contiguous(model.experts(), worldSize);
+    }
+
     @Override
-    public String transport() {
-        return "local";
+    public Transport transport() {
+        return Transport.LOCAL;
     }
 
     @Override

@@ -5,6 +5,7 @@ import java.security.SecureRandom;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Transport;
 import moe.a2a.v1.AbortGroup;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ControlMessage;
@@ -38,9 +39,9 @@ final class GroupFormation {
     private int readyCount;
     private long formStartNanos;
 
-    GroupFormation(Membership members, int worldSize, String transport, long exchangeTimeoutNs) {
+    GroupFormation(Membership members, int worldSize, Transport transport, long exchangeTimeoutNs) {
         this.members = members;
-        this.nccl = transport.equals("nccl");
+        this.nccl = transport == Transport.NCCL;
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.bound = new String[worldSize];
         this.ready = new boolean[worldSize];

@@ -1,6 +1,7 @@
 package moe.a2a.control.cluster;
 
 import java.nio.file.Path;
+import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
@@ -8,24 +9,29 @@ import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.PlacementSpec;
 
 /**
  * What a worker loaded for the rank the control plane gave it: the experts' runtime and the rank's
- * meters, with the rank, model spec and data plane they were built for. Kept across sessions, so a
- * worker that rejoins with the same rank, model and data plane need not load again. Owned by the
- * worker's data-plane thread.
+ * meters, with the rank, model spec, placement and data plane they were built for. Kept across
+ * sessions, so a worker that rejoins with the same rank, model, placement and data plane need not
+ * load again. Owned by the worker's data-plane thread.
  */
 record LoadedRank(
         int rank,
         ModelSpec spec,
-        String transport,
+        PlacementSpec placement,
+        Transport transport,
         ModelConfig model,
         RankRuntime runtime,
         StepListener metrics) {
 
     /** Whether this is what the control plane asks for now. */
-    boolean serves(int rank, ModelSpec spec, String transport) {
-        return this.rank == rank && spec.equals(this.spec) && transport.equals(this.transport);
+    boolean serves(int rank, ModelSpec spec, PlacementSpec placement, Transport transport) {
+        return this.rank == rank
+                && spec.equals(this.spec)
+                && placement.equals(this.placement)
+                && transport == this.transport;
     }
 
     /** The spec's weights: its safetensors file, or seeded ones when it names none. */

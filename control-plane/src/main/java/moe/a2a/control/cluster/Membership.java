@@ -6,10 +6,13 @@ import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Transport;
+import moe.a2a.dispatch.Placement;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.PlacementSpec;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -20,21 +23,23 @@ import org.jspecify.annotations.Nullable;
 final class Membership {
     private final ModelSpec spec;
     private final String fingerprint;
-    private final String transport;
+    private final Transport transport;
     private final long heartbeatTimeoutNs;
+    private final PlacementSpec placement;
     private final @Nullable WorkerSession[] ranks;
 
     Membership(
             ModelSpec spec,
             String fingerprint,
-            int worldSize,
-            String transport,
+            Placement placement,
+            Transport transport,
             long heartbeatTimeoutNs) {
         this.spec = spec;
+        this.placement = PlacementCodec.encode(placement);
         this.fingerprint = fingerprint;
         this.transport = transport;
         this.heartbeatTimeoutNs = heartbeatTimeoutNs;
-        this.ranks = new WorkerSession[worldSize];
+        this.ranks = new WorkerSession[placement.worldSize()];
     }
 
     /** Gives the worker a free rank, preferring the one it asks for, and sends it Accepted. */
@@ -61,8 +66,10 @@ final class Membership {
             }
         }
         List<String> offered =
-                join.getTransportsCount() == 0 ? List.of("tcp") : join.getTransportsList();
-        if (!offered.contains(transport)) {
+                join.getTransportsCount() == 0
+                        ? List.of(Transport.TCP.label())
+                        : join.getTransportsList();
+        if (!offered.contains(transport.label())) {
             throw Status.FAILED_PRECONDITION
                     .withDescription(
                             "join.transports: "
@@ -92,13 +99,14 @@ final class Membership {
                                         .setWorldSize(ranks.length)
                                         .setModel(spec)
                                         .setModelFingerprint(fingerprint)
+                                        .setPlacement(placement)
                                         .setHeartbeatTimeoutS(
                                                 (int)
                                                         Math.max(
                                                                 1,
                                                                 TimeUnit.NANOSECONDS.toSeconds(
                                                                         heartbeatTimeoutNs)))
-                                        .setTransport(transport))
+                                        .setTransport(transport.label()))
                         .build());
         return session;
     }

@@ -3,6 +3,7 @@ package moe.a2a.control.cluster;
 import com.google.protobuf.ByteString;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.dispatch.Placement;
@@ -80,8 +81,8 @@ public final class NcclDataPlane implements DataPlane {
     }
 
     @Override
-    public String transport() {
-        return "nccl";
+    public Transport transport() {
+        return Transport.NCCL;
     }
 
     @Override

@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
+import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
@@ -39,7 +40,7 @@ public interface RankGroup extends AutoCloseable {
     int rebuilds();
 
     /** The data-plane transport, as DescribeModel reports it. */
-    String transport();
+    Transport transport();
 
     /**
      * Starts one step: rank {@code r} routes and sends {@code counts[r]} tokens from {@code

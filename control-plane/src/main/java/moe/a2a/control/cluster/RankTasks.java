@@ -63,6 +63,7 @@ final class RankTasks {
                             new StepStatsSnapshot(
                                     task.getStepId(),
                                     task.getLayer(),
+                                    loaded.placement().getVersion(),
                                     1,
                                     n,
                                     r.tokensPerRank(),

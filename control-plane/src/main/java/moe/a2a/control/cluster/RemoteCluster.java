@@ -4,7 +4,9 @@ import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -13,6 +15,7 @@ import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
@@ -42,10 +45,12 @@ import org.slf4j.LoggerFactory;
  */
 public final class RemoteCluster implements RankGroup {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteCluster.class);
-    static final List<String> TRANSPORTS = List.of("tcp", "nccl");
+
+    /** The data planes worker processes can run. */
+    public static final Set<Transport> TRANSPORTS = EnumSet.of(Transport.TCP, Transport.NCCL);
 
     private final ModelConfig model;
-    private final String transport;
+    private final Transport transport;
     private final Placement placement;
     private final int worldSize;
     private final long exchangeTimeoutNs;
@@ -69,14 +74,15 @@ public final class RemoteCluster implements RankGroup {
     private int rebuilds;
 
     /**
-     * @param transport the data plane the workers must run: {@code tcp} or {@code nccl}
+     * @param transport the data plane the workers must run: {@link Transport#TCP} or {@link
+     *     Transport#NCCL}
      */
     public RemoteCluster(
             ModelConfig model,
             ModelSpec spec,
             String fingerprint,
             int worldSize,
-            String transport,
+            Transport transport,
             long exchangeTimeoutNs,
             long heartbeatTimeoutNs,
             ClusterListener listener) {
@@ -85,7 +91,11 @@ public final class RemoteCluster implements RankGroup {
         }
         if (!TRANSPORTS.contains(transport)) {
             throw new IllegalArgumentException(
-                    "transport: " + transport + " (expected: one of " + TRANSPORTS + ")");
+                    "transport: "
+                            + transport
+                            + " (expected: one of "
+                            + Transport.labels(TRANSPORTS.toArray(Transport[]::new))
+                            + ")");
         }
         this.transport = transport;
         this.model = model;
@@ -95,7 +105,7 @@ public final class RemoteCluster implements RankGroup {
         this.heartbeatTimeoutNs = heartbeatTimeoutNs;
         this.listener = listener;
         this.membership =
-                new Membership(spec, fingerprint, worldSize, transport, heartbeatTimeoutNs);
+                new Membership(spec, fingerprint, placement, transport, heartbeatTimeoutNs);
         this.formation = new GroupFormation(membership, worldSize, transport, exchangeTimeoutNs);
         this.pendingSteps = new PendingTasks<>(worldSize);
         this.pendingBenches = new PendingTasks<>(worldSize);
@@ -127,7 +137,7 @@ public final class RemoteCluster implements RankGroup {
     }
 
     @Override
-    public String transport() {
+    public Transport transport() {
         return transport;
     }
 

@@ -330,8 +330,19 @@ public final class StepScheduler implements AutoCloseable {
             combine = Math.max(combine, r.combineNs());
         }
         return new StepStatsSnapshot(
-                stepId, layer, requests, tokens, perRank, perExpert, sent, received, route,
-                dispatch, expert, combine);
+                stepId,
+                layer,
+                cluster.placement().version(),
+                requests,
+                tokens,
+                perRank,
+                perExpert,
+                sent,
+                received,
+                route,
+                dispatch,
+                expert,
+                combine);
     }
 
     @Override

@@ -4,6 +4,7 @@ package moe.a2a.control.cluster;
  * What one step did, all ranks together: counts summed, stage times the max over ranks (the
  * critical path). Immutable.
  *
+ * @param placementVersion the version of the expert placement the step ran with
  * @param tokensPerRank tokens each rank received in dispatch (deduplicated)
  * @param tokensPerExpert token×k assignments per logical expert
  * @param bytesSent {@code [rank][peer]} bytes of rows sent, both phases; a null row for a rank this
@@ -13,6 +14,7 @@ package moe.a2a.control.cluster;
 public record StepStatsSnapshot(
         long stepId,
         int layer,
+        long placementVersion,
         int requests,
         long tokens,
         long[] tokensPerRank,

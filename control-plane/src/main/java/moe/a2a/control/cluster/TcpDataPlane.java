@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
@@ -38,8 +39,8 @@ public final class TcpDataPlane implements DataPlane {
     }
 
     @Override
-    public String transport() {
-        return "tcp";
+    public Transport transport() {
+        return Transport.TCP;
     }
 
     @Override

@@ -4,7 +4,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
-import java.util.LinkedHashMap;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -14,6 +14,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
 import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
@@ -62,7 +63,7 @@ public final class WorkerAgent implements AutoCloseable {
 
     private final ClusterServiceGrpc.ClusterServiceStub stub;
     private final Settings settings;
-    private final Map<String, DataPlane> dataPlanes;
+    private final Map<Transport, DataPlane> dataPlanes;
     private final MeterRegistry registry;
     private final ExecutorService dataPlane =
             Executors.newSingleThreadExecutor(r -> new Thread(r, "moe-a2a-worker"));
@@ -85,7 +86,7 @@ public final class WorkerAgent implements AutoCloseable {
     private long boundEpoch = -1;
 
     /**
-     * @param dataPlanes the transports this worker can run, by name; the control plane picks one
+     * @param dataPlanes the transports this worker can run; the control plane picks one
      */
     public WorkerAgent(
             ManagedChannel channel,
@@ -94,7 +95,7 @@ public final class WorkerAgent implements AutoCloseable {
             MeterRegistry registry) {
         this.stub = ClusterServiceGrpc.newStub(channel);
         this.settings = settings;
-        this.dataPlanes = new LinkedHashMap<>();
+        this.dataPlanes = new EnumMap<>(Transport.class);
         for (DataPlane plane : dataPlanes) {
             this.dataPlanes.put(plane.transport(), plane);
         }
@@ -152,7 +153,10 @@ public final class WorkerAgent implements AutoCloseable {
                                         .setPreferredRank(
                                                 rank >= 0 ? rank : settings.preferredRank())
                                         .setExpectedModel(settings.expectedModel())
-                                        .addAllTransports(dataPlanes.keySet())
+                                        .addAllTransports(
+                                                dataPlanes.keySet().stream()
+                                                        .map(Transport::label)
+                                                        .toList())
                                         .setGpuProbe(settings.gpuProbe()))
                         .build());
         ScheduledFuture<?> heartbeats = sender.heartbeats(timer, settings.heartbeatInterval());
@@ -201,7 +205,10 @@ public final class WorkerAgent implements AutoCloseable {
     }
 
     private void accept(Accepted accepted) {
-        String transport = accepted.getTransport().isEmpty() ? "tcp" : accepted.getTransport();
+        Transport transport =
+                accepted.getTransport().isEmpty()
+                        ? Transport.TCP
+                        : Transport.parse("accepted.transport", accepted.getTransport());
         DataPlane chosen = dataPlanes.get(transport);
         if (chosen == null) {
             throw new A2aException(
@@ -221,7 +228,7 @@ public final class WorkerAgent implements AutoCloseable {
         ModelSpec spec = accepted.getModel();
         rank = accepted.getRank();
         worldSize = accepted.getWorldSize();
-        if (loaded != null && loaded.serves(rank, spec, transport)) {
+        if (loaded != null && loaded.serves(rank, spec, accepted.getPlacement(), transport)) {
             LOG.info("rejoined as rank {} of {}", rank, worldSize);
             return;
         }
@@ -229,22 +236,25 @@ public final class WorkerAgent implements AutoCloseable {
         WeightSource weights = LoadedRank.weights(spec);
         ModelConfig model = LoadedRank.model(spec);
         closeRuntime();
-        Placement placement = Placement.contiguous(model.experts(), worldSize);
+        Placement placement =
+                PlacementCodec.decode(accepted.getPlacement(), model.experts(), worldSize);
         loaded =
                 new LoadedRank(
                         rank,
                         spec,
+                        accepted.getPlacement(),
                         transport,
                         model,
                         plane.runtime(model, weights, placement, rank),
                         new StepMetrics(
                                 registry, model.layers(), model.experts(), worldSize, transport));
         LOG.info(
-                "joined as rank {} of {}: loaded {} experts of {} in {} ms",
+                "joined as rank {} of {}: loaded experts {} of {} (placement version {}) in {} ms",
                 rank,
                 worldSize,
-                placement.localExperts(rank),
+                java.util.Arrays.toString(placement.expertsOf(rank)),
                 weights.description(),
+                placement.version(),
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
     }
 

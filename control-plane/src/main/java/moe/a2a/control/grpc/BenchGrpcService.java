@@ -59,7 +59,7 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
                 BenchResult.Builder result =
                         BenchResult.newBuilder()
                                 .setWorkload(w.name())
-                                .setTransport(group.transport())
+                                .setTransport(group.transport().label())
                                 .setFingerprint(BenchRouting.fingerprint(rows));
                 if (w.worldSize() != group.worldSize()) {
                     result.setRan(false)

@@ -7,6 +7,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ForwardJob;
 import moe.a2a.control.cluster.ForwardOutcome;
 import moe.a2a.control.cluster.StepScheduler;
@@ -44,7 +45,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             WeightSource weights,
             Placement placement,
             StepScheduler scheduler,
-            String transport) {
+            Transport transport) {
         this.model = model;
         this.placement = placement;
         this.scheduler = scheduler;
@@ -59,7 +60,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setLayers(model.layers())
                         .setWorldSize(placement.worldSize())
                         .setDtype(TensorCodec.wire(weights.dtype()))
-                        .setTransport(transport)
+                        .setTransport(transport.label())
                         .setWeightsSource(weights.description())
                         .setDispatchDtype(model.dispatchDType().label())
                         .build();
@@ -193,6 +194,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         }
         return out.setRankImbalance(Imbalance.maxOverMean(perRank))
                 .setExpertImbalance(Imbalance.maxOverMean(perExpert))
+                .setPlacementVersion(placement.version())
                 .build();
     }
 
@@ -203,6 +205,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setStepId(s.stepId())
                         .setStepRequests(s.requests())
                         .setStepTokens(s.tokens())
+                        .setPlacementVersion(s.placementVersion())
                         .setRouteUs(TimeUnit.NANOSECONDS.toMicros(s.routeNs()))
                         .setDispatchUs(TimeUnit.NANOSECONDS.toMicros(s.dispatchNs()))
                         .setExpertUs(TimeUnit.NANOSECONDS.toMicros(s.expertNs()))

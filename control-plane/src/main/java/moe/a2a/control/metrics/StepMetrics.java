@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
+import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.StepListener;
 import moe.a2a.control.cluster.StepStatsSnapshot;
 
@@ -47,11 +48,11 @@ public final class StepMetrics implements StepListener {
     private final String transport;
 
     public StepMetrics(
-            MeterRegistry registry, int layers, int experts, int worldSize, String transport) {
+            MeterRegistry registry, int layers, int experts, int worldSize, Transport transport) {
         this.registry = registry;
-        this.transport = transport;
-        dispatchExchange = exchange(registry, "dispatch", transport);
-        combineExchange = exchange(registry, "combine", transport);
+        this.transport = transport.label();
+        dispatchExchange = exchange(registry, "dispatch", this.transport);
+        combineExchange = exchange(registry, "combine", this.transport);
         queueStage = stage(registry, "queue");
         routeStage = stage(registry, "route");
         dispatchStage = stage(registry, "dispatch");
@@ -86,9 +87,9 @@ public final class StepMetrics implements StepListener {
         }
         failures = counter(registry, A2aMeters.STEP_FAILURES).register(registry);
         dropped = counter(registry, A2aMeters.TOKENS_DROPPED).register(registry);
-        timeouts = transportError(registry, transport, "timeout");
-        peerFailures = transportError(registry, transport, "peer_failed");
-        otherErrors = transportError(registry, transport, "other");
+        timeouts = transportError(registry, this.transport, "timeout");
+        peerFailures = transportError(registry, this.transport, "peer_failed");
+        otherErrors = transportError(registry, this.transport, "other");
         bytesSent = new Counter[worldSize][worldSize];
         bytesReceived = new Counter[worldSize][worldSize];
     }

@@ -7,6 +7,7 @@ import io.grpc.stub.StreamObserver;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Transport;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Heartbeat;
 import moe.a2a.v1.Join;
@@ -26,7 +27,7 @@ class ClusterMembershipTest {
 
     @BeforeEach
     void start() throws Exception {
-        fixture = new InProcessCluster("tcp");
+        fixture = new InProcessCluster(Transport.TCP);
         cluster = fixture.cluster;
     }
 
@@ -42,6 +43,14 @@ class ClusterMembershipTest {
         ControlMessage accepted = a.next();
         assertThat(accepted.getAccepted().getRank()).isZero();
         assertThat(accepted.getAccepted().getTransport()).isEqualTo("tcp");
+        assertThat(
+                        PlacementCodec.decode(
+                                        accepted.getAccepted().getPlacement(),
+                                        cluster.model().experts(),
+                                        cluster.worldSize())
+                                .toString())
+                .as("the coordinator's placement travels in Accepted")
+                .isEqualTo(cluster.placement().toString());
         assertThat(b.next().getAccepted().getRank()).isEqualTo(1);
         assertThat(a.next().hasPrepare()).as("group forms once every rank is taken").isTrue();
         assertThat(cluster.joined()).isEqualTo(2);

@@ -6,6 +6,7 @@ import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ClusterMembershipTest.Session;
 import moe.a2a.control.grpc.ClusterGrpcService;
 import moe.a2a.experts.ModelConfig;
@@ -20,7 +21,7 @@ final class InProcessCluster implements AutoCloseable {
     private final Server server;
     private final ManagedChannel channel;
 
-    InProcessCluster(String transport) throws IOException {
+    InProcessCluster(Transport transport) throws IOException {
         ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
         ModelSpec spec =
                 ModelSpec.newBuilder()

@@ -31,6 +31,7 @@ import java.util.stream.Stream;
 import moe.a2a.control.cluster.EmbeddedCluster;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
+import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.ReferenceMoeLayer;
@@ -67,6 +68,12 @@ class MoeGrpcServiceTest {
     final SeededWeights weights = new SeededWeights(SEED, E, H, I, LAYERS);
     final ModelConfig model = new ModelConfig(E, H, I, K, LAYERS);
     final ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+
+    /**
+     * Experts shuffled over the ranks, so that answers show the coordinator's placement is used.
+     */
+    static final Placement PLACEMENT = shuffledPlacement(new SplittableRandom(11), 3);
+
     MoeServer server;
     String serverName;
     ManagedChannel channel;
@@ -128,6 +135,7 @@ class MoeGrpcServiceTest {
                                     .sum())
                     .isGreaterThanOrEqualTo((long) tokens * K);
             assertThat(response.getStats().getTokensPerRankCount()).isEqualTo(N);
+            assertThat(response.getStats().getPlacementVersion()).isEqualTo(PLACEMENT.version());
         }
     }
 
@@ -214,7 +222,7 @@ class MoeGrpcServiceTest {
             boolean[] seen = new boolean[N];
             for (int j = 0; j < K; j++) {
                 int i = t * K + j;
-                int rank = ids[i] / (E / N);
+                int rank = PLACEMENT.rankOf(ids[i]);
                 assertThat(route.getExpertIds(i)).isEqualTo(ids[i]);
                 assertThat(route.getWeights(i)).isEqualTo(w[i]);
                 assertThat(route.getRanks(i)).isEqualTo(rank);
@@ -225,6 +233,7 @@ class MoeGrpcServiceTest {
                 }
             }
         }
+        assertThat(route.getPlacementVersion()).isEqualTo(PLACEMENT.version());
         assertThat(route.getTokensPerRankList()).containsExactlyElementsOf(boxed(perRank));
         assertThat(route.getTokensPerExpertList()).containsExactlyElementsOf(boxed(perExpert));
         assertThat(route.getExpertImbalance())
@@ -496,6 +505,21 @@ class MoeGrpcServiceTest {
     }
 
     private EmbeddedCluster cluster() {
-        return new EmbeddedCluster(model, weights, N, TimeUnit.SECONDS.toNanos(10));
+        return new EmbeddedCluster(model, weights, PLACEMENT, TimeUnit.SECONDS.toNanos(10));
+    }
+
+    /** E / N experts per rank, drawn from a random permutation of the experts. */
+    static Placement shuffledPlacement(SplittableRandom random, long version) {
+        int[] experts = new int[E];
+        for (int e = 0; e < E; e++) {
+            int j = random.nextInt(e + 1);
+            experts[e] = experts[j];
+            experts[j] = e;
+        }
+        int[][] rankExperts = new int[N][];
+        for (int r = 0; r < N; r++) {
+            rankExperts[r] = java.util.Arrays.copyOfRange(experts, r * E / N, (r + 1) * E / N);
+        }
+        return Placement.of(version, E, rankExperts);
     }
 }

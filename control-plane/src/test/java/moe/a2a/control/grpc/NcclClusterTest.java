@@ -14,6 +14,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.nccl.FakeNcclGroup;
 import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.control.cluster.ClusterListener;
@@ -62,7 +63,7 @@ class NcclClusterTest {
      */
     final Map<NcclUniqueId, FakeNcclGroup> groups = new ConcurrentHashMap<>();
 
-    final List<String> joinedTransports = new ArrayList<>();
+    final List<Transport> joinedTransports = new ArrayList<>();
     final List<NcclUniqueId> madeIds = new ArrayList<>();
 
     @Test
@@ -82,7 +83,7 @@ class NcclClusterTest {
                         spec,
                         "test",
                         WORLD,
-                        "nccl",
+                        Transport.NCCL,
                         TimeUnit.SECONDS.toNanos(10),
                         TimeUnit.SECONDS.toNanos(30),
                         new ClusterListener() {
@@ -104,7 +105,7 @@ class NcclClusterTest {
                         new SimpleMeterRegistry(),
                         true,
                         new ClusterGrpcService(cluster))) {
-            assertThat(server.group().transport()).isEqualTo("nccl");
+            assertThat(server.group().transport()).isEqualTo(Transport.NCCL);
             ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
             for (int r = 0; r < WORLD; r++) {
                 WorkerAgent agent =
@@ -147,7 +148,7 @@ class NcclClusterTest {
                         .containsExactly(madeIds.get(0));
             }
             synchronized (joinedTransports) {
-                assertThat(joinedTransports).hasSize(WORLD).allMatch("nccl"::equals);
+                assertThat(joinedTransports).hasSize(WORLD).containsOnly(Transport.NCCL);
             }
 
             MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);

@@ -9,7 +9,9 @@ import java.util.concurrent.CompletionException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
+import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.StepStatsSnapshot;
+import moe.a2a.dispatch.Placement;
 import org.junit.jupiter.api.Test;
 
 class StepMetricsTest {
@@ -17,7 +19,7 @@ class StepMetricsTest {
     @Test
     void shouldExposeDocumentedSeriesWhenStepsAreRecorded() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        StepMetrics metrics = new StepMetrics(registry, 2, 4, 2, "local");
+        StepMetrics metrics = new StepMetrics(registry, 2, 4, 2, Transport.LOCAL);
         new ClusterMetrics(4, () -> 3, () -> 1, () -> 2).bindTo(registry);
         // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1
         // -> 5 / 3
@@ -27,6 +29,7 @@ class StepMetricsTest {
                 new StepStatsSnapshot(
                         0,
                         1,
+                        Placement.FIRST_VERSION,
                         2,
                         4,
                         new long[] {5, 1},
@@ -43,6 +46,7 @@ class StepMetricsTest {
                 new StepStatsSnapshot(
                         1,
                         1,
+                        Placement.FIRST_VERSION,
                         1,
                         2,
                         new long[] {1, 1},

@@ -7,6 +7,7 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Segments;
+import moe.a2a.comm.Transport;
 
 /**
  * In-process communicator: a rank copies each outgoing segment straight into the peer's receive
@@ -46,8 +47,8 @@ public final class LocalCommunicator implements Communicator {
     }
 
     @Override
-    public String transport() {
-        return "local";
+    public Transport transport() {
+        return Transport.LOCAL;
     }
 
     @Override

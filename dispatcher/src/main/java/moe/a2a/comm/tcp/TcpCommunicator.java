@@ -25,6 +25,7 @@ import moe.a2a.comm.PeerFailedException;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Segments;
+import moe.a2a.comm.Transport;
 
 /**
  * A rank of a group whose ranks are processes, over one TCP connection per pair of ranks. Each
@@ -224,8 +225,8 @@ public final class TcpCommunicator implements Communicator {
     }
 
     @Override
-    public String transport() {
-        return "tcp";
+    public Transport transport() {
+        return Transport.TCP;
     }
 
     /**

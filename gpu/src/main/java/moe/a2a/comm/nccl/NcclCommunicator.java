@@ -8,6 +8,7 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Segments;
+import moe.a2a.comm.Transport;
 import moe.a2a.gpu.CudaMemory;
 import org.bytedeco.cuda.cudart.CUstream_st;
 
@@ -93,8 +94,8 @@ public final class NcclCommunicator implements Communicator {
     }
 
     @Override
-    public String transport() {
-        return "nccl";
+    public Transport transport() {
+        return Transport.NCCL;
     }
 
     @Override

@@ -1,0 +1,91 @@
+package moe.a2a.dispatch;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class PlacementTest {
+
+    @Test
+    void shouldMapEveryExpertToItsSlotWhenGivenRandomSlots() {
+        for (long seed = 0; seed < 50; seed++) {
+            SplittableRandom random = new SplittableRandom(seed);
+            int experts = random.nextInt(1, 40);
+            int ranks = random.nextInt(1, 9);
+            int[][] rankExperts = randomSlots(random, experts, ranks);
+            Placement p = Placement.of(seed + 1, experts, rankExperts);
+            assertThat(p.version()).isEqualTo(seed + 1);
+            assertThat(p.worldSize()).isEqualTo(ranks);
+            for (int r = 0; r < ranks; r++) {
+                assertThat(p.expertsOf(r)).as("seed=%d rank=%d", seed, r).isEqualTo(rankExperts[r]);
+                assertThat(p.localExperts(r)).isEqualTo(rankExperts[r].length);
+                for (int s = 0; s < rankExperts[r].length; s++) {
+                    int e = rankExperts[r][s];
+                    assertThat(p.rankOf(e)).isEqualTo(r);
+                    assertThat(p.slotOf(e)).isEqualTo(s);
+                    assertThat(p.expertAt(r, s)).isEqualTo(e);
+                }
+            }
+        }
+    }
+
+    @Test
+    void shouldBeFirstVersionWhenContiguous() {
+        Placement p = Placement.contiguous(10, 4);
+        assertThat(p.version()).isEqualTo(Placement.FIRST_VERSION);
+        assertThat(p.expertsOf(0)).containsExactly(0, 1);
+        assertThat(p.expertsOf(3)).containsExactly(7, 8, 9);
+        int[][] same = new int[4][];
+        for (int r = 0; r < 4; r++) {
+            same[r] = p.expertsOf(r);
+        }
+        assertThat(Placement.of(1, 10, same).toString()).isEqualTo(p.toString());
+    }
+
+    @Test
+    void shouldNameSlotWhenExpertIsOutOfRange() {
+        assertThatThrownBy(() -> Placement.of(1, 4, new int[][] {{0, 1}, {2, 4}}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("ranks[1].experts[1]: 4 (expected: in [0, 4))");
+    }
+
+    @Test
+    void shouldNameBothSlotsWhenExpertIsInTwo() {
+        assertThatThrownBy(() -> Placement.of(1, 3, new int[][] {{0, 1}, {2, 1}}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(
+                        "ranks[1].experts[1]: expert 1 is already in ranks[0].experts[1]"
+                                + " (expected: one slot per expert)");
+    }
+
+    @Test
+    void shouldNameExpertInNoSlot() {
+        assertThatThrownBy(() -> Placement.of(1, 4, new int[][] {{0, 1}, {3}}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("ranks: expert 2 is in no slot (expected: every expert in one)");
+    }
+
+    /** A random permutation of the experts cut into {@code ranks} runs of random lengths. */
+    private static int[][] randomSlots(SplittableRandom random, int experts, int ranks) {
+        int[] perm = new int[experts];
+        for (int e = 0; e < experts; e++) {
+            int j = random.nextInt(e + 1);
+            perm[e] = perm[j];
+            perm[j] = e;
+        }
+        int[] cuts = new int[ranks + 1];
+        cuts[ranks] = experts;
+        for (int r = 1; r < ranks; r++) {
+            cuts[r] = random.nextInt(experts + 1);
+        }
+        Arrays.sort(cuts, 1, ranks);
+        int[][] out = new int[ranks][];
+        for (int r = 0; r < ranks; r++) {
+            out[r] = Arrays.copyOfRange(perm, cuts[r], cuts[r + 1]);
+        }
+        return out;
+    }
+}
