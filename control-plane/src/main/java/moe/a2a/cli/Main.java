@@ -2,6 +2,7 @@ package moe.a2a.cli;
 
 import java.io.UncheckedIOException;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Transport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -32,6 +33,7 @@ public final class Main {
     static CommandLine commandLine() {
         return new CommandLine(new Main())
                 .setCaseInsensitiveEnumValuesAllowed(true)
+                .registerConverter(Transport.class, text -> Transport.parse("transport", text))
                 .setExecutionExceptionHandler(Main::reportFailure);
     }
 
