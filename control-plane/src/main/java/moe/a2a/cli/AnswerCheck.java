@@ -1,10 +1,10 @@
 package moe.a2a.cli;
 
 import java.nio.ByteOrder;
-import moe.a2a.control.grpc.TensorCodec;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
 

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;

@@ -21,6 +21,7 @@ import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.protocol.TaskCodec;
 import moe.a2a.v1.BenchRankResult;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;

@@ -15,6 +15,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
+import moe.a2a.control.metrics.StepListener;
+import moe.a2a.control.metrics.StepStatsSnapshot;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;

@@ -13,6 +13,7 @@ import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.StepScheduler;
+import moe.a2a.protocol.InvalidRequestException;
 import moe.a2a.v1.BenchEvent;
 import moe.a2a.v1.BenchProgress;
 import moe.a2a.v1.BenchRequest;

@@ -3,6 +3,8 @@ package moe.a2a.control.grpc;
 import java.util.List;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.protocol.InvalidRequestException;
+import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.Tensor;
 import moe.a2a.v1.TopK;
 

@@ -4,6 +4,7 @@ import io.grpc.Status;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.RejectedExecutionException;
 import moe.a2a.comm.A2aException;
+import moe.a2a.protocol.InvalidRequestException;
 
 /**
  * The one place that turns failures into gRPC statuses, by the retry litmus test: a bad field is

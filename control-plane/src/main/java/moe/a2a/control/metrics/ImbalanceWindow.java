@@ -1,7 +1,5 @@
 package moe.a2a.control.metrics;
 
-import moe.a2a.control.grpc.Imbalance;
-
 /**
  * Load imbalance over the last {@code steps} steps of one layer: max over mean of the per-expert
  * (or per-rank) token counts summed over the window, so one small step does not swing the gauge.

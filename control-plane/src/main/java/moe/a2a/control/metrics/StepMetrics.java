@@ -11,8 +11,6 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
 import moe.a2a.comm.Transport;
-import moe.a2a.control.cluster.StepListener;
-import moe.a2a.control.cluster.StepStatsSnapshot;
 
 /**
  * Records every step into Micrometer. Meters are kept in arrays indexed by layer, expert and rank,

@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
+import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Heartbeat;
 import moe.a2a.v1.Join;

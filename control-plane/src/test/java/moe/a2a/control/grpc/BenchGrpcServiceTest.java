@@ -19,6 +19,7 @@ import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
+import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.BenchEvent;
 import moe.a2a.v1.BenchRequest;
 import moe.a2a.v1.BenchServiceGrpc;

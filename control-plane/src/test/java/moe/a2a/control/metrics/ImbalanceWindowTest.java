@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import moe.a2a.control.grpc.Imbalance;
 import org.junit.jupiter.api.Test;
 
 /** The windowed imbalance against a plain recount of the last steps. */

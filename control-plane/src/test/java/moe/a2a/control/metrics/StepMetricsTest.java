@@ -10,7 +10,6 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
 import moe.a2a.comm.Transport;
-import moe.a2a.control.cluster.StepStatsSnapshot;
 import moe.a2a.dispatch.Placement;
 import org.junit.jupiter.api.Test;
 

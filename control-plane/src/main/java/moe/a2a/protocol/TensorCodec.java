@@ -1,4 +1,4 @@
-package moe.a2a.control.grpc;
+package moe.a2a.protocol;
 
 import com.google.protobuf.ByteString;
 import java.nio.ByteBuffer;

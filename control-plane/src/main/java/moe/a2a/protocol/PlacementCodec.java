@@ -1,14 +1,14 @@
-package moe.a2a.control.cluster;
+package moe.a2a.protocol;
 
 import moe.a2a.dispatch.Placement;
 import moe.a2a.v1.PlacementSpec;
 import moe.a2a.v1.RankSlots;
 
 /** {@link Placement} to and from the cluster protocol's {@link PlacementSpec}. Stateless. */
-final class PlacementCodec {
+public final class PlacementCodec {
     private PlacementCodec() {}
 
-    static PlacementSpec encode(Placement placement) {
+    public static PlacementSpec encode(Placement placement) {
         PlacementSpec.Builder out = PlacementSpec.newBuilder().setVersion(placement.version());
         for (int r = 0; r < placement.worldSize(); r++) {
             RankSlots.Builder slots = RankSlots.newBuilder();
@@ -25,7 +25,7 @@ final class PlacementCodec {
      *
      * @throws IllegalArgumentException naming the field of {@code placement} that is wrong
      */
-    static Placement decode(PlacementSpec spec, int numExperts, int worldSize) {
+    public static Placement decode(PlacementSpec spec, int numExperts, int worldSize) {
         if (spec.getVersion() < Placement.FIRST_VERSION) {
             throw new IllegalArgumentException(
                     "placement.version: "

@@ -1,7 +1,8 @@
-package moe.a2a.control.cluster;
+package moe.a2a.worker;
 
 import java.nio.file.Path;
 import moe.a2a.comm.Transport;
+import moe.a2a.control.metrics.StepListener;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;

@@ -1,4 +1,4 @@
-package moe.a2a.control.grpc;
+package moe.a2a.protocol;
 
 /** A request field is wrong; the message names the field and what was expected. */
 public final class InvalidRequestException extends RuntimeException {

@@ -1,4 +1,4 @@
-package moe.a2a.control.cluster;
+package moe.a2a.control.metrics;
 
 /**
  * What one step did, all ranks together: counts summed, stage times the max over ranks (the

@@ -1,4 +1,4 @@
-package moe.a2a.control.cluster;
+package moe.a2a.worker;
 
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;

@@ -1,4 +1,4 @@
-package moe.a2a.control.cluster;
+package moe.a2a.worker;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

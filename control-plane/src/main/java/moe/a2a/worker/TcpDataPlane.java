@@ -1,4 +1,4 @@
-package moe.a2a.control.cluster;
+package moe.a2a.worker;
 
 import java.net.InetSocketAddress;
 import java.util.ArrayList;

@@ -1,11 +1,5 @@
-package moe.a2a.control.cluster;
+package moe.a2a.bench;
 
-import moe.a2a.bench.BenchRouting;
-import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.BenchWorkload;
-import moe.a2a.bench.DispatcherBench;
-import moe.a2a.bench.RankTimes;
-import moe.a2a.bench.TransportBench;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DispatchDType;
 

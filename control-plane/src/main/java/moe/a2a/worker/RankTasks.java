@@ -1,14 +1,17 @@
-package moe.a2a.control.cluster;
+package moe.a2a.worker;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Communicator;
-import moe.a2a.control.grpc.TensorCodec;
+import moe.a2a.control.metrics.StepStatsSnapshot;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RankStepResult;
+import moe.a2a.protocol.TaskCodec;
+import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.BenchRankResult;
 import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.StepTask;

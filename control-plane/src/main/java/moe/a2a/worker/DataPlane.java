@@ -1,4 +1,4 @@
-package moe.a2a.control.cluster;
+package moe.a2a.worker;
 
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;

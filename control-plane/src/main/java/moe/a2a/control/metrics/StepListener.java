@@ -1,4 +1,4 @@
-package moe.a2a.control.cluster;
+package moe.a2a.control.metrics;
 
 /**
  * Told about every finished step and every failed one; used by metrics. Called on the scheduler

@@ -1,4 +1,4 @@
-package moe.a2a.control.cluster;
+package moe.a2a.worker;
 
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
@@ -19,6 +19,8 @@ import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.protocol.PlacementCodec;
+import moe.a2a.protocol.TaskCodec;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Bound;

@@ -1,4 +1,4 @@
-package moe.a2a.control.cluster;
+package moe.a2a.protocol;
 
 import com.google.protobuf.ByteString;
 import java.nio.ByteBuffer;
@@ -7,7 +7,6 @@ import java.util.List;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
-import moe.a2a.control.grpc.TensorCodec;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
@@ -27,11 +26,11 @@ import moe.a2a.v1.WorkerMessage;
  * answers; the worker decodes the tasks and encodes StepResult, BenchRankResult and StepFailure.
  * Each pair lives here so that both ends read a field the way the other wrote it.
  */
-final class TaskCodec {
+public final class TaskCodec {
     private TaskCodec() {}
 
     /** One rank's share of a step: its first {@code count} rows of {@code tokens}. */
-    static StepTask stepTask(
+    public static StepTask stepTask(
             long stepId,
             long epoch,
             int layer,
@@ -71,7 +70,7 @@ final class TaskCodec {
     }
 
     /** The routing a step task carries for its {@code n} tokens; none means the model's gate. */
-    static RoutingInput routing(StepTask task, int n) {
+    public static RoutingInput routing(StepTask task, int n) {
         if (task.hasTopk()) {
             int k = task.getTopk().getK();
             int[] ids = new int[n * k];
@@ -89,7 +88,7 @@ final class TaskCodec {
     }
 
     /** A rank's answer to a step, with the first {@code outputBytes} of its output. */
-    static StepResult stepResult(long stepId, RankStepResult r, int outputBytes) {
+    public static StepResult stepResult(long stepId, RankStepResult r, int outputBytes) {
         StepResult.Builder out =
                 StepResult.newBuilder()
                         .setStepId(stepId)
@@ -114,7 +113,7 @@ final class TaskCodec {
     }
 
     /** The step result as the scheduler joins it; the output stays a view of the message. */
-    static RankStepResult rankStepResult(StepResult res) {
+    public static RankStepResult rankStepResult(StepResult res) {
         return new RankStepResult(
                 res.getOutput().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
                 toArray(res.getTokensPerRankList()),
@@ -128,7 +127,7 @@ final class TaskCodec {
                 res.getCombineNs());
     }
 
-    static WorkerMessage stepFailure(long stepId, String message) {
+    public static WorkerMessage stepFailure(long stepId, String message) {
         return WorkerMessage.newBuilder()
                 .setFailure(
                         StepFailure.newBuilder()
@@ -137,7 +136,7 @@ final class TaskCodec {
                 .build();
     }
 
-    static BenchTask benchTask(
+    public static BenchTask benchTask(
             long benchId, BenchWorkload workload, BenchScope scope, int warmup, int iters) {
         return BenchTask.newBuilder()
                 .setBenchId(benchId)
@@ -148,7 +147,7 @@ final class TaskCodec {
                 .build();
     }
 
-    static BenchRankResult benchResult(long benchId, RankTimes times) {
+    public static BenchRankResult benchResult(long benchId, RankTimes times) {
         BenchRankResult.Builder out =
                 BenchRankResult.newBuilder().setBenchId(benchId).setOk(times.ok());
         for (long v : times.dispatchNs()) {
@@ -164,11 +163,11 @@ final class TaskCodec {
     }
 
     /** A rank's benchmark run that did not happen or broke; the control plane breaks the group. */
-    static BenchRankResult benchFailure(long benchId, String error) {
+    public static BenchRankResult benchFailure(long benchId, String error) {
         return BenchRankResult.newBuilder().setBenchId(benchId).setError(error).build();
     }
 
-    static RankTimes rankTimes(BenchRankResult res) {
+    public static RankTimes rankTimes(BenchRankResult res) {
         return new RankTimes(
                 toArray(res.getDispatchNsList()),
                 toArray(res.getCombineNsList()),

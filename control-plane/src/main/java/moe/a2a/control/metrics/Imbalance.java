@@ -1,4 +1,4 @@
-package moe.a2a.control.grpc;
+package moe.a2a.control.metrics;
 
 /** Load imbalance as reported everywhere: max/mean of the counts, 0 when all are zero. */
 public final class Imbalance {
