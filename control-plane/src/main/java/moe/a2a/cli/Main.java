@@ -21,6 +21,7 @@ import picocli.CommandLine.Command;
             BenchRankCommand.class,
             HealthCommand.class,
             DoctorCommand.class,
+            EplbCommand.class,
             CommandLine.HelpCommand.class
         })
 public final class Main {

@@ -1,0 +1,389 @@
+package moe.a2a.dispatch;
+
+import java.util.Arrays;
+
+/**
+ * Decides, from measured expert loads, which logical expert each of {@code P} physical slots hosts
+ * and what share of its expert's tokens each slot takes, so that the most loaded rank carries as
+ * little as possible. Slot {@code s} lives on rank {@code s / (P / N)}. A rank's load is the sum
+ * over its slots of share × the slot's expert's load.
+ *
+ * <p>Steps, for each node (all ranks form one node unless groups are packed to nodes first):
+ *
+ * <ol>
+ *   <li>replica counts: each extra slot goes to the expert with the highest load per replica that
+ *       is not yet on every rank;
+ *   <li>placement: replicas, heaviest first, each to the least loaded rank with a free slot that
+ *       does not host that expert yet; then pairs of slots are swapped between the most loaded rank
+ *       and the others while that lowers the most loaded rank's load (even shares);
+ *   <li>shares: the smallest load the most loaded rank can have with the slots where they are,
+ *       found by bisection over a max-flow feasibility test (expert → ranks hosting it → sink with
+ *       the bound as capacity); each expert's flow into a rank, split evenly over its slots there,
+ *       is the slots' share.
+ * </ol>
+ *
+ * With {@code nodes > 1} the {@code groups} expert groups are first packed to nodes (equal counts,
+ * balanced the same way by group load), and each node's experts get the node's slots and ranks, so
+ * that no replica leaves its group's node. Stateless.
+ */
+public final class PlacementPlanner {
+    /** Bisection steps on the bound: the bound is found to within 2^-40 of the total load. */
+    private static final int BISECTION_STEPS = 40;
+
+    private PlacementPlanner() {}
+
+    /**
+     * One layer's plan: {@code slotExpert[s]} is the logical expert of slot s, {@code share[s]} its
+     * share.
+     */
+    public record Plan(int[] slotExpert, double[] share) {
+
+        /** Each rank's load under this plan: the sum over its slots of share × load. */
+        public double[] rankLoads(double[] loads, int ranks) {
+            int perRank = slotExpert.length / ranks;
+            double[] out = new double[ranks];
+            for (int s = 0; s < slotExpert.length; s++) {
+                out[s / perRank] += share[s] * loads[slotExpert[s]];
+            }
+            return out;
+        }
+    }
+
+    /**
+     * Plans one layer.
+     *
+     * @param loads load of each logical expert (tokens routed to it), not negative
+     * @param ranks N
+     * @param slots P, a multiple of N and at least the number of experts
+     * @param nodes M, dividing N and {@code groups}; 1 for a single node
+     * @param groups G, dividing the number of experts; ignored when {@code nodes} is 1
+     * @throws IllegalArgumentException naming the argument that does not fit
+     */
+    public static Plan plan(double[] loads, int ranks, int slots, int nodes, int groups) {
+        final int experts = loads.length;
+        check(experts > 0, "loads: empty (expected: one load per logical expert)");
+        for (int e = 0; e < experts; e++) {
+            check(
+                    loads[e] >= 0 && Double.isFinite(loads[e]),
+                    "loads[" + e + "]: " + loads[e] + " (expected: finite, >= 0)");
+        }
+        check(ranks > 0, "ranks: " + ranks + " (expected: > 0)");
+        check(
+                slots >= experts && slots % ranks == 0,
+                "slots: "
+                        + slots
+                        + " (expected: a multiple of ranks="
+                        + ranks
+                        + ", >= experts="
+                        + experts
+                        + ")");
+        check(
+                nodes > 0 && ranks % nodes == 0,
+                "nodes: " + nodes + " (expected: > 0, dividing ranks=" + ranks + ")");
+        if (nodes == 1) {
+            return planNode(loads, ranks, slots);
+        }
+        check(
+                groups > 0 && experts % groups == 0 && groups % nodes == 0,
+                "groups: "
+                        + groups
+                        + " (expected: dividing experts="
+                        + experts
+                        + ", a multiple of nodes="
+                        + nodes
+                        + ")");
+        final int groupSize = experts / groups;
+        final int nodeExperts = experts / nodes;
+        final int nodeSlots = slots / nodes;
+        check(
+                nodeSlots >= nodeExperts,
+                "slots: " + slots + " (expected: >= experts, node by node)");
+        double[] groupLoads = new double[groups];
+        for (int e = 0; e < experts; e++) {
+            groupLoads[e / groupSize] += loads[e];
+        }
+        int[][] nodeGroups = pack(groupLoads, nodes);
+        int[] slotExpert = new int[slots];
+        double[] share = new double[slots];
+        for (int n = 0; n < nodes; n++) {
+            int[] members = new int[nodeExperts];
+            double[] memberLoads = new double[nodeExperts];
+            int m = 0;
+            for (int g : nodeGroups[n]) {
+                for (int e = g * groupSize; e < (g + 1) * groupSize; e++) {
+                    members[m] = e;
+                    memberLoads[m++] = loads[e];
+                }
+            }
+            Plan local = planNode(memberLoads, ranks / nodes, nodeSlots);
+            for (int s = 0; s < nodeSlots; s++) {
+                slotExpert[n * nodeSlots + s] = members[local.slotExpert()[s]];
+                share[n * nodeSlots + s] = local.share()[s];
+            }
+        }
+        return new Plan(slotExpert, share);
+    }
+
+    /** The plan of one node: its experts' {@code loads} over its ranks and slots. */
+    private static Plan planNode(double[] loads, int ranks, int slots) {
+        int[] replicas = replicaCounts(loads, slots, ranks);
+        int perRank = slots / ranks;
+        int[][] rankExperts = assign(loads, replicas, ranks, perRank);
+        Plan assigned = withShares(loads, rankExperts);
+        improveBySwaps(loads, replicas, rankExperts);
+        Plan swapped = withShares(loads, rankExperts);
+        // The swaps judge by even shares; keep them only if they help once shares are optimised.
+        return peak(swapped, loads, ranks) < peak(assigned, loads, ranks) ? swapped : assigned;
+    }
+
+    private static Plan withShares(double[] loads, int[][] rankExperts) {
+        int perRank = rankExperts[0].length;
+        int[] slotExpert = new int[rankExperts.length * perRank];
+        for (int r = 0; r < rankExperts.length; r++) {
+            System.arraycopy(rankExperts[r], 0, slotExpert, r * perRank, perRank);
+        }
+        return new Plan(slotExpert, shares(loads, loads.length, slotExpert, rankExperts.length));
+    }
+
+    private static double peak(Plan plan, double[] loads, int ranks) {
+        return Arrays.stream(plan.rankLoads(loads, ranks)).max().orElse(0);
+    }
+
+    /**
+     * Extra slots, one at a time, to the expert with the highest load per replica among those on
+     * fewer than all ranks (a second replica on one rank adds nothing that shares cannot do).
+     */
+    static int[] replicaCounts(double[] loads, int slots, int ranks) {
+        int[] count = new int[loads.length];
+        Arrays.fill(count, 1);
+        for (int extra = loads.length; extra < slots; extra++) {
+            int best = -1;
+            for (int e = 0; e < loads.length; e++) {
+                if (count[e] < ranks
+                        && (best < 0 || loads[e] / count[e] > loads[best] / count[best])) {
+                    best = e;
+                }
+            }
+            count[best < 0 ? extra % loads.length : best]++;
+        }
+        return count;
+    }
+
+    /**
+     * Replicas, heaviest per replica first, each to the least loaded rank with a free slot,
+     * preferring ranks that do not host the expert yet.
+     */
+    private static int[][] assign(double[] loads, int[] replicas, int ranks, int perRank) {
+        int total = 0;
+        for (int c : replicas) {
+            total += c;
+        }
+        int[] items = new int[total];
+        int k = 0;
+        for (int e = 0; e < replicas.length; e++) {
+            for (int i = 0; i < replicas[e]; i++) {
+                items[k++] = e;
+            }
+        }
+        Integer[] order = new Integer[total];
+        for (int i = 0; i < total; i++) {
+            order[i] = i;
+        }
+        Arrays.sort(
+                order,
+                (a, b) ->
+                        Double.compare(
+                                loads[items[b]] / replicas[items[b]],
+                                loads[items[a]] / replicas[items[a]]));
+        int[][] out = new int[ranks][perRank];
+        int[] filled = new int[ranks];
+        double[] load = new double[ranks];
+        for (int i : order) {
+            int e = items[i];
+            int best = -1;
+            boolean bestHosts = true;
+            for (int r = 0; r < ranks; r++) {
+                if (filled[r] == perRank) {
+                    continue;
+                }
+                boolean hosts = contains(out[r], filled[r], e);
+                if (best < 0
+                        || (bestHosts && !hosts)
+                        || (bestHosts == hosts && load[r] < load[best])) {
+                    best = r;
+                    bestHosts = hosts;
+                }
+            }
+            out[best][filled[best]++] = e;
+            load[best] += loads[e] / replicas[e];
+        }
+        return out;
+    }
+
+    /**
+     * Swaps a slot of the most loaded rank with one of another rank while that lowers the larger of
+     * the two ranks' loads below the most loaded rank's (even shares).
+     */
+    private static void improveBySwaps(double[] loads, int[] replicas, int[][] rankExperts) {
+        final int ranks = rankExperts.length;
+        double[] load = new double[ranks];
+        for (int r = 0; r < ranks; r++) {
+            for (int e : rankExperts[r]) {
+                load[r] += loads[e] / replicas[e];
+            }
+        }
+        for (int round = 0; round < 100 * ranks; round++) {
+            int top = 0;
+            for (int r = 1; r < ranks; r++) {
+                if (load[r] > load[top]) {
+                    top = r;
+                }
+            }
+            double bestPeak = load[top];
+            int bestRank = -1;
+            int bestI = -1;
+            int bestJ = -1;
+            for (int r = 0; r < ranks; r++) {
+                if (r == top) {
+                    continue;
+                }
+                for (int i = 0; i < rankExperts[top].length; i++) {
+                    int x = rankExperts[top][i];
+                    double wx = loads[x] / replicas[x];
+                    for (int j = 0; j < rankExperts[r].length; j++) {
+                        int y = rankExperts[r][j];
+                        double wy = loads[y] / replicas[y];
+                        if (x == y
+                                || wy >= wx
+                                || contains(rankExperts[r], rankExperts[r].length, x)
+                                || contains(rankExperts[top], rankExperts[top].length, y)) {
+                            continue;
+                        }
+                        double peak = Math.max(load[top] - wx + wy, load[r] - wy + wx);
+                        if (peak < bestPeak - 1e-12 * (1 + bestPeak)) {
+                            bestPeak = peak;
+                            bestRank = r;
+                            bestI = i;
+                            bestJ = j;
+                        }
+                    }
+                }
+            }
+            if (bestRank < 0) {
+                return;
+            }
+            int x = rankExperts[top][bestI];
+            int y = rankExperts[bestRank][bestJ];
+            double delta = loads[x] / replicas[x] - loads[y] / replicas[y];
+            rankExperts[top][bestI] = y;
+            rankExperts[bestRank][bestJ] = x;
+            load[top] -= delta;
+            load[bestRank] += delta;
+        }
+    }
+
+    /**
+     * Shares that minimise the most loaded rank's load with the slots where they are. An expert
+     * without load keeps even shares.
+     */
+    static double[] shares(double[] loads, int experts, int[] slotExpert, int ranks) {
+        final int perRank = slotExpert.length / ranks;
+        boolean[][] hosts = new boolean[experts][ranks];
+        for (int s = 0; s < slotExpert.length; s++) {
+            hosts[slotExpert[s]][s / perRank] = true;
+        }
+        double total = 0;
+        for (double l : loads) {
+            total += l;
+        }
+        double[] share = new double[slotExpert.length];
+        if (total == 0) {
+            evenShares(slotExpert, experts, share);
+            return share;
+        }
+        double lo = total / ranks;
+        double hi = 0;
+        for (int e = 0; e < experts; e++) {
+            hi = Math.max(hi, loads[e]);
+        }
+        hi = Math.max(hi * ranks, total);
+        double[][] flow = null;
+        for (int step = 0; step < BISECTION_STEPS; step++) {
+            double mid = (lo + hi) / 2;
+            double[][] f = ShareFlow.route(loads, hosts, mid);
+            if (f != null) {
+                hi = mid;
+                flow = f;
+            } else {
+                lo = mid;
+            }
+        }
+        if (flow == null) {
+            flow = ShareFlow.route(loads, hosts, hi);
+        }
+        int[][] slotsOn = new int[experts][ranks];
+        for (int s = 0; s < slotExpert.length; s++) {
+            slotsOn[slotExpert[s]][s / perRank]++;
+        }
+        // Normalised by what was routed, which the bisection leaves within SLACK of the load.
+        double[] routed = new double[experts];
+        for (int e = 0; e < experts; e++) {
+            for (int r = 0; r < ranks; r++) {
+                routed[e] += flow[e][r];
+            }
+        }
+        for (int s = 0; s < slotExpert.length; s++) {
+            int e = slotExpert[s];
+            int r = s / perRank;
+            share[s] = routed[e] == 0 ? 0 : flow[e][r] / routed[e] / slotsOn[e][r];
+        }
+        for (int e = 0; e < experts; e++) {
+            if (routed[e] == 0) {
+                int count = 0;
+                for (int x : slotExpert) {
+                    count += x == e ? 1 : 0;
+                }
+                for (int s = 0; s < slotExpert.length; s++) {
+                    if (slotExpert[s] == e) {
+                        share[s] = 1.0 / count;
+                    }
+                }
+            }
+        }
+        return share;
+    }
+
+    /** Groups (by load) to {@code packs} packs of equal count: heaviest first, then swaps. */
+    private static int[][] pack(double[] loads, int packs) {
+        int[] ones = new int[loads.length];
+        Arrays.fill(ones, 1);
+        int[][] packed = assign(loads, ones, packs, loads.length / packs);
+        improveBySwaps(loads, ones, packed);
+        return packed;
+    }
+
+    private static void evenShares(int[] slotExpert, int experts, double[] share) {
+        int[] count = new int[experts];
+        for (int e : slotExpert) {
+            count[e]++;
+        }
+        for (int s = 0; s < slotExpert.length; s++) {
+            share[s] = 1.0 / count[slotExpert[s]];
+        }
+    }
+
+    private static boolean contains(int[] values, int length, int value) {
+        for (int i = 0; i < length; i++) {
+            if (values[i] == value) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void check(boolean ok, String message) {
+        if (!ok) {
+            throw new IllegalArgumentException(message);
+        }
+    }
+}
