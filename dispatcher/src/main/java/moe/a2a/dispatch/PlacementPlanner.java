@@ -19,7 +19,9 @@ import java.util.Arrays;
  *   <li>shares: the smallest load the most loaded rank can have with the slots where they are,
  *       found by bisection over a max-flow feasibility test (expert → ranks hosting it → sink with
  *       the bound as capacity); each expert's flow into a rank, split evenly over its slots there,
- *       is the slots' share.
+ *       is the slots' share;
+ *   <li>swaps again, now judged by what the slots carry under those shares, each kept only if the
+ *       peak with shares found again is lower.
  * </ol>
  *
  * With {@code nodes > 1} the {@code groups} expert groups are first packed to nodes (equal counts,
@@ -133,7 +135,81 @@ public final class PlacementPlanner {
         improveBySwaps(loads, replicas, rankExperts);
         Plan swapped = withShares(loads, rankExperts);
         // The swaps judge by even shares; keep them only if they help once shares are optimised.
-        return peak(swapped, loads, ranks) < peak(assigned, loads, ranks) ? swapped : assigned;
+        Plan best = peak(swapped, loads, ranks) < peak(assigned, loads, ranks) ? swapped : assigned;
+        return improveWithShares(loads, best, ranks);
+    }
+
+    /**
+     * Swaps slots between the most loaded rank and another while the peak, with shares optimised
+     * again after each swap, goes down. A swap is chosen by what the two slots carry under the
+     * current shares, then kept only if the re-optimised peak is lower.
+     */
+    private static Plan improveWithShares(double[] loads, Plan start, int ranks) {
+        Plan plan = start;
+        double peak = peak(plan, loads, ranks);
+        final int slots = plan.slotExpert().length;
+        final int perRank = slots / ranks;
+        for (int round = 0; round < 4 * ranks; round++) {
+            double[] carried = new double[slots];
+            double[] rankLoad = new double[ranks];
+            for (int s = 0; s < slots; s++) {
+                carried[s] = plan.share()[s] * loads[plan.slotExpert()[s]];
+                rankLoad[s / perRank] += carried[s];
+            }
+            int top = 0;
+            for (int r = 1; r < ranks; r++) {
+                if (rankLoad[r] > rankLoad[top]) {
+                    top = r;
+                }
+            }
+            int[] slotExpert = plan.slotExpert();
+            double bestEstimate = rankLoad[top];
+            int bestI = -1;
+            int bestJ = -1;
+            for (int i = top * perRank; i < (top + 1) * perRank; i++) {
+                for (int j = 0; j < slots; j++) {
+                    int r = j / perRank;
+                    if (r == top
+                            || carried[j] >= carried[i]
+                            || hostsOn(slotExpert, r, perRank, slotExpert[i])
+                            || hostsOn(slotExpert, top, perRank, slotExpert[j])) {
+                        continue;
+                    }
+                    double estimate =
+                            Math.max(
+                                    rankLoad[top] - carried[i] + carried[j],
+                                    rankLoad[r] - carried[j] + carried[i]);
+                    if (estimate < bestEstimate) {
+                        bestEstimate = estimate;
+                        bestI = i;
+                        bestJ = j;
+                    }
+                }
+            }
+            if (bestI < 0) {
+                return plan;
+            }
+            int[] next = slotExpert.clone();
+            next[bestI] = slotExpert[bestJ];
+            next[bestJ] = slotExpert[bestI];
+            Plan candidate = new Plan(next, shares(loads, loads.length, next, ranks));
+            double candidatePeak = peak(candidate, loads, ranks);
+            if (candidatePeak >= peak * (1 - 1e-9)) {
+                return plan;
+            }
+            plan = candidate;
+            peak = candidatePeak;
+        }
+        return plan;
+    }
+
+    private static boolean hostsOn(int[] slotExpert, int rank, int perRank, int expert) {
+        for (int s = rank * perRank; s < (rank + 1) * perRank; s++) {
+            if (slotExpert[s] == expert) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static Plan withShares(double[] loads, int[][] rankExperts) {
