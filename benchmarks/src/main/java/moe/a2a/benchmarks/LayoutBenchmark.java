@@ -43,7 +43,7 @@ public class LayoutBenchmark {
         ids = BenchRouting.topkIds(w, 0);
         tokens = w.tokens();
         topK = w.topK();
-        layout = new DispatchLayout(Placement.contiguous(w.experts(), w.worldSize()));
+        layout = new DispatchLayout(Placement.contiguous(w.experts(), w.worldSize()), 0);
     }
 
     @Benchmark

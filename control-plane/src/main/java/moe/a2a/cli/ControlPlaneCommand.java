@@ -119,7 +119,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                         config,
                         spec,
                         fingerprint,
-                        server.worldSize,
+                        server.placement(config.experts()),
                         transport,
                         server.exchangeTimeout.toNanos(),
                         heartbeatTimeout.toNanos(),

@@ -48,7 +48,10 @@ final class ServeCommand implements Callable<Integer> {
         MetricsEndpoint metrics = ServerOptions.metrics(registry, server.host, server.metricsPort);
         EmbeddedCluster cluster =
                 new EmbeddedCluster(
-                        config, weights, server.worldSize, server.exchangeTimeout.toNanos());
+                        config,
+                        weights,
+                        server.placement(config.experts()),
+                        server.exchangeTimeout.toNanos());
         MoeServer moe =
                 MoeServer.start(
                         NettyServerBuilder.forAddress(

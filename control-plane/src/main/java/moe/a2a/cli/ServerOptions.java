@@ -5,9 +5,11 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import moe.a2a.control.cluster.FirstPlacement;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.control.metrics.ProcessMetrics;
+import moe.a2a.dispatch.Placement;
 import picocli.CommandLine.Option;
 
 /** The flags shared by the server commands ({@code serve}, {@code control-plane}). */
@@ -35,6 +37,13 @@ final class ServerOptions {
             defaultValue = "4",
             description = "Ranks (default: ${DEFAULT-VALUE}).")
     int worldSize;
+
+    @Option(
+            names = "--redundant-experts",
+            defaultValue = "0",
+            description =
+                    "R extra expert slots: experts + R slots over the ranks, a multiple of the world size; the extra slots hold replicas that share their expert's tokens (default: ${DEFAULT-VALUE}).")
+    int redundantExperts;
 
     @Option(
             names = "--max-request-bytes",
@@ -68,6 +77,11 @@ final class ServerOptions {
             description =
                     "How long a rank waits for its peers in one exchange, ISO-8601; it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
     Duration exchangeTimeout;
+
+    /** The coordinator's first placement of {@code experts} over the world size. */
+    Placement placement(int experts) {
+        return FirstPlacement.decide(experts, worldSize, redundantExperts);
+    }
 
     MoeServer.Settings settings() {
         return new MoeServer.Settings(

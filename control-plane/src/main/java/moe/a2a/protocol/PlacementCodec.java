@@ -15,6 +15,9 @@ public final class PlacementCodec {
             for (int e : placement.expertsOf(r)) {
                 slots.addExperts(e);
             }
+            for (double share : placement.sharesOf(r)) {
+                slots.addShares(share);
+            }
             out.addRanks(slots);
         }
         return out.build();
@@ -43,11 +46,18 @@ public final class PlacementCodec {
                             + ", the world size)");
         }
         int[][] rankExperts = new int[worldSize][];
+        double[][] rankShares = new double[worldSize][];
+        boolean shares = false;
         for (int r = 0; r < worldSize; r++) {
-            rankExperts[r] = spec.getRanks(r).getExpertsList().stream().mapToInt(e -> e).toArray();
+            RankSlots slots = spec.getRanks(r);
+            rankExperts[r] = slots.getExpertsList().stream().mapToInt(e -> e).toArray();
+            rankShares[r] = slots.getSharesList().stream().mapToDouble(v -> v).toArray();
+            shares |= slots.getSharesCount() > 0;
         }
         try {
-            return Placement.of(spec.getVersion(), numExperts, rankExperts);
+            return shares
+                    ? Placement.of(spec.getVersion(), numExperts, rankExperts, rankShares)
+                    : Placement.of(spec.getVersion(), numExperts, rankExperts);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("placement." + e.getMessage(), e);
         }

@@ -25,6 +25,18 @@ class PlacementCodecTest {
     }
 
     @Test
+    void shouldKeepSharesWhenExpertsHaveReplicas() {
+        Placement replicated =
+                Placement.of(
+                        2, 3, new int[][] {{0, 1}, {1, 2}}, new double[][] {{1, 0.7}, {0.3, 1}});
+        Placement back = PlacementCodec.decode(PlacementCodec.encode(replicated), 3, 2);
+        assertThat(back.replicas(1)).isEqualTo(2);
+        assertThat(back.replicaShare(1, 0)).isEqualTo(0.7);
+        assertThat(back.replicaShare(1, 1)).isEqualTo(0.3);
+        assertThat(back.toString()).isEqualTo(replicated.toString());
+    }
+
+    @Test
     void shouldNameFieldWhenPlacementDoesNotFitGroup() {
         PlacementSpec spec = PlacementCodec.encode(SHUFFLED);
         assertThatThrownBy(() -> PlacementCodec.decode(spec, 6, 5))

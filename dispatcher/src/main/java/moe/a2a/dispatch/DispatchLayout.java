@@ -13,25 +13,56 @@ import java.util.Arrays;
  *              ^ rankOffsets[0]    ^ rankOffsets[1]          ^ rankOffsets[N-1]    ^ rankOffsets[N]
  * </pre>
  *
+ * <p>Replica choice, for an expert in several slots: the replica on the tokens' home rank if it has
+ * one; otherwise the replicas take the expert's assignments of the step in proportion to their
+ * shares, in token order, each assignment going to the replica furthest behind its share (ties to
+ * the first). The choice depends on the step's routing alone: the same input routes the same way.
+ *
  * <p>Reusable: {@link #compute} overwrites the previous layout and grows its arrays only when a
  * step is larger than any before. Owned by one rank thread.
  */
 public final class DispatchLayout {
     private final Placement placement;
+    private final int homeRank;
     private final int worldSize;
     private final long[] tokensPerRank;
     private final long[] tokensPerExpert;
     private final int[] rankOffsets;
+
+    /** Per expert: its replica on the home rank, or -1. */
+    private final int[] homeReplica;
+
+    /** Per expert and replica: assignments given this step. */
+    private final int[][] given;
+
     private boolean[] tokenInRank = new boolean[0];
     private int[] packOrder = new int[0];
+    private int[] chosenRank = new int[0];
+    private int[] chosenSlot = new int[0];
     private int numTokens;
 
-    public DispatchLayout(Placement placement) {
+    /**
+     * @param homeRank the rank whose tokens this layout routes (its replicas are preferred), or -1
+     *     for none
+     */
+    public DispatchLayout(Placement placement, int homeRank) {
         this.placement = placement;
+        this.homeRank = homeRank;
         this.worldSize = placement.worldSize();
         this.tokensPerRank = new long[worldSize];
         this.tokensPerExpert = new long[placement.numExperts()];
         this.rankOffsets = new int[worldSize + 1];
+        this.homeReplica = new int[placement.numExperts()];
+        this.given = new int[placement.numExperts()][];
+        for (int e = 0; e < homeReplica.length; e++) {
+            homeReplica[e] = -1;
+            for (int i = placement.replicas(e) - 1; i >= 0; i--) {
+                if (placement.replicaRank(e, i) == homeRank) {
+                    homeReplica[e] = i;
+                }
+            }
+            given[e] = new int[placement.replicas(e)];
+        }
     }
 
     /**
@@ -45,11 +76,22 @@ public final class DispatchLayout {
         Arrays.fill(tokenInRank, 0, numTokens * worldSize, false);
         Arrays.fill(tokensPerRank, 0);
         Arrays.fill(tokensPerExpert, 0);
+        for (int[] g : given) {
+            Arrays.fill(g, 0);
+        }
+        if (chosenRank.length < numTokens * topK) {
+            chosenRank = new int[numTokens * topK];
+            chosenSlot = new int[numTokens * topK];
+        }
         for (int t = 0; t < numTokens; t++) {
             for (int k = 0; k < topK; k++) {
                 final int expert = topkIds[t * topK + k];
                 tokensPerExpert[expert]++;
-                final int cell = t * worldSize + placement.rankOf(expert);
+                final int replica = choose(expert);
+                final int rank = placement.replicaRank(expert, replica);
+                chosenRank[t * topK + k] = rank;
+                chosenSlot[t * topK + k] = placement.replicaSlot(expert, replica);
+                final int cell = t * worldSize + rank;
                 if (!tokenInRank[cell]) {
                     tokenInRank[cell] = true;
                     tokensPerRank[cell - t * worldSize]++;
@@ -74,8 +116,43 @@ public final class DispatchLayout {
         }
     }
 
+    /** The replica of {@code expert} that its next assignment goes to (see the class comment). */
+    private int choose(int expert) {
+        final int[] g = given[expert];
+        int pick = homeReplica[expert];
+        if (pick < 0) {
+            pick = 0;
+            if (g.length > 1) {
+                long total = 0;
+                for (int v : g) {
+                    total += v;
+                }
+                double bestLag = Double.NEGATIVE_INFINITY;
+                for (int i = 0; i < g.length; i++) {
+                    double lag = placement.replicaShare(expert, i) * (total + 1) - g[i];
+                    if (lag > bestLag) {
+                        bestLag = lag;
+                        pick = i;
+                    }
+                }
+            }
+        }
+        g[pick]++;
+        return pick;
+    }
+
     public int numTokens() {
         return numTokens;
+    }
+
+    /** The rank of the replica chosen for assignment {@code t * K + k} of the last step. */
+    public int chosenRank(int assignment) {
+        return chosenRank[assignment];
+    }
+
+    /** The slot, on {@link #chosenRank}, of the replica chosen for {@code assignment}. */
+    public int chosenSlot(int assignment) {
+        return chosenSlot[assignment];
     }
 
     public int worldSize() {

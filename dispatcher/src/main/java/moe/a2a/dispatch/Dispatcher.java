@@ -76,7 +76,7 @@ public final class Dispatcher {
         this.worldSize = comm.size();
         this.dispatchDType = dispatchDType;
         this.quantizer = new Fp8Quantizer(hidden);
-        this.layout = new DispatchLayout(placement);
+        this.layout = new DispatchLayout(placement, rank);
         this.handle = new DispatchHandle(layout, worldSize, placement.localExperts(rank));
         this.result = new DispatchResult(handle);
         this.sendRows = new long[worldSize];
@@ -84,7 +84,7 @@ public final class Dispatcher {
         this.recvBytes = new long[worldSize];
         this.slotCursor = new int[placement.localExperts(rank)];
         this.reducer = new RowReducer(layout, hidden, worldSize);
-        this.packer = new RowPacker(layout, placement, topK, worldSize);
+        this.packer = new RowPacker(layout, topK, worldSize);
         for (DType dtype : DType.values()) {
             rowLayouts[dtype.ordinal()] = new DispatchRowLayout(hidden, topK, dtype, dispatchDType);
         }
@@ -126,7 +126,7 @@ public final class Dispatcher {
                 dispatchDType == DispatchDType.FP8
                         ? quantizer.quantize(tokens, numTokens, dtype)
                         : tokens;
-        packer.prepare(payloads, row, topkIds, topkWeights);
+        packer.prepare(payloads, row, topkWeights);
         comm.allToAllV(
                 handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBuffer, recvBytes);
         handle.numRecvTokens = (int) totalRecv;

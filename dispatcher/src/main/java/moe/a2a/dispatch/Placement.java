@@ -3,10 +3,11 @@ package moe.a2a.dispatch;
 import java.util.Arrays;
 
 /**
- * Where each logical expert lives: its replica's rank and local slot on that rank. This is the one
- * place that maps experts to ranks, so load balancing replaces a {@code Placement} and changes
- * nothing else. The coordinator decides it and numbers each one it decides ({@link #version}).
- * Currently one replica per expert. Immutable.
+ * Where each logical expert lives: the physical slots of every rank, each hosting one logical
+ * expert, and each slot's share of its expert's tokens. An expert in several slots has replicas;
+ * {@link DispatchLayout} chooses one per token. This is the one place that maps experts to ranks,
+ * so load balancing replaces a {@code Placement} and changes nothing else. The coordinator decides
+ * it and numbers each one it decides ({@link #version}). Immutable.
  */
 public final class Placement {
     /** The version of a cluster's first placement. */
@@ -14,34 +15,45 @@ public final class Placement {
 
     private final long version;
     private final int numExperts;
-    private final int worldSize;
-    private final int[] expertRank;
-    private final int[] expertSlot;
     private final int[][] rankExperts;
+    private final double[][] rankShares;
+    private final int[][] replicaRank;
+    private final int[][] replicaSlot;
+    private final double[][] replicaShare;
 
-    private Placement(
-            long version, int numExperts, int worldSize, int[] expertRank, int[] expertSlot) {
+    private Placement(long version, int numExperts, int[][] rankExperts, double[][] rankShares) {
         this.version = version;
         this.numExperts = numExperts;
-        this.worldSize = worldSize;
-        this.expertRank = expertRank;
-        this.expertSlot = expertSlot;
-        int[] slotsPerRank = new int[worldSize];
-        for (int e = 0; e < numExperts; e++) {
-            slotsPerRank[expertRank[e]]++;
+        this.rankExperts = rankExperts;
+        this.rankShares = rankShares;
+        int[] count = new int[numExperts];
+        for (int[] slots : rankExperts) {
+            for (int e : slots) {
+                count[e]++;
+            }
         }
-        this.rankExperts = new int[worldSize][];
-        for (int r = 0; r < worldSize; r++) {
-            rankExperts[r] = new int[slotsPerRank[r]];
-        }
+        this.replicaRank = new int[numExperts][];
+        this.replicaSlot = new int[numExperts][];
+        this.replicaShare = new double[numExperts][];
         for (int e = 0; e < numExperts; e++) {
-            rankExperts[expertRank[e]][expertSlot[e]] = e;
+            replicaRank[e] = new int[count[e]];
+            replicaSlot[e] = new int[count[e]];
+            replicaShare[e] = new double[count[e]];
+        }
+        int[] next = new int[numExperts];
+        for (int r = 0; r < rankExperts.length; r++) {
+            for (int s = 0; s < rankExperts[r].length; s++) {
+                int e = rankExperts[r][s];
+                replicaRank[e][next[e]] = r;
+                replicaSlot[e][next[e]] = s;
+                replicaShare[e][next[e]++] = rankShares[r][s];
+            }
         }
     }
 
     /**
-     * Contiguous placement: rank {@code r} hosts experts {@code [r*E/N, (r+1)*E/N)} in order. With
-     * {@code E < N} some ranks host none (they still take part in every step).
+     * Contiguous placement: rank {@code r} hosts experts {@code [r*E/N, (r+1)*E/N)} in order, one
+     * slot each. With {@code E < N} some ranks host none (they still take part in every step).
      */
     public static Placement contiguous(int numExperts, int worldSize) {
         if (numExperts <= 0) {
@@ -50,35 +62,103 @@ public final class Placement {
         if (worldSize <= 0) {
             throw new IllegalArgumentException("worldSize: " + worldSize + " (expected: > 0)");
         }
-        int[] rank = new int[numExperts];
-        int[] slot = new int[numExperts];
+        int[][] rankExperts = new int[worldSize][];
         for (int r = 0; r < worldSize; r++) {
             int first = (int) ((long) r * numExperts / worldSize);
             int end = (int) ((long) (r + 1) * numExperts / worldSize);
+            rankExperts[r] = new int[end - first];
             for (int e = first; e < end; e++) {
-                rank[e] = r;
-                slot[e] = e - first;
+                rankExperts[r][e - first] = e;
             }
         }
-        return new Placement(FIRST_VERSION, numExperts, worldSize, rank, slot);
+        return of(FIRST_VERSION, numExperts, rankExperts);
     }
 
     /**
      * The placement whose rank {@code r} hosts logical expert {@code rankExperts[r][s]} in its slot
-     * {@code s}. Every expert in {@code [0, numExperts)} must be in exactly one slot.
+     * {@code s}, the replicas of an expert taking even shares.
      *
-     * @throws IllegalArgumentException naming the first slot or expert that breaks this
+     * @throws IllegalArgumentException naming the first slot or expert that does not fit
      */
     public static Placement of(long version, int numExperts, int[][] rankExperts) {
+        int[] count = new int[Math.max(0, numExperts)];
+        checkSlots(numExperts, rankExperts, count);
+        double[][] shares = new double[rankExperts.length][];
+        for (int r = 0; r < rankExperts.length; r++) {
+            shares[r] = new double[rankExperts[r].length];
+            for (int s = 0; s < shares[r].length; s++) {
+                shares[r][s] = 1.0 / count[rankExperts[r][s]];
+            }
+        }
+        return new Placement(version, numExperts, copy(rankExperts), shares);
+    }
+
+    /**
+     * As {@link #of(long, int, int[][])}, with the share of each slot: {@code rankShares[r][s]},
+     * not negative; an expert's shares are scaled to add up to 1, and must not all be 0.
+     */
+    public static Placement of(
+            long version, int numExperts, int[][] rankExperts, double[][] rankShares) {
+        int[] count = new int[Math.max(0, numExperts)];
+        checkSlots(numExperts, rankExperts, count);
+        if (rankShares.length != rankExperts.length) {
+            throw new IllegalArgumentException(
+                    "shares: "
+                            + rankShares.length
+                            + " ranks (expected: "
+                            + rankExperts.length
+                            + ", as the slots)");
+        }
+        double[] sum = new double[numExperts];
+        for (int r = 0; r < rankExperts.length; r++) {
+            if (rankShares[r].length != rankExperts[r].length) {
+                throw new IllegalArgumentException(
+                        "ranks["
+                                + r
+                                + "].shares: "
+                                + rankShares[r].length
+                                + " (expected: "
+                                + rankExperts[r].length
+                                + ", one per slot)");
+            }
+            for (int s = 0; s < rankShares[r].length; s++) {
+                double v = rankShares[r][s];
+                if (!(v >= 0) || Double.isInfinite(v)) {
+                    throw new IllegalArgumentException(
+                            "ranks["
+                                    + r
+                                    + "].shares["
+                                    + s
+                                    + "]: "
+                                    + v
+                                    + " (expected: finite, >= 0)");
+                }
+                sum[rankExperts[r][s]] += v;
+            }
+        }
+        double[][] shares = new double[rankExperts.length][];
+        for (int r = 0; r < rankExperts.length; r++) {
+            shares[r] = new double[rankExperts[r].length];
+            for (int s = 0; s < shares[r].length; s++) {
+                int e = rankExperts[r][s];
+                if (sum[e] == 0) {
+                    throw new IllegalArgumentException(
+                            "shares: expert " + e + " has shares adding up to 0 (expected: > 0)");
+                }
+                shares[r][s] = rankShares[r][s] / sum[e];
+            }
+        }
+        return new Placement(version, numExperts, copy(rankExperts), shares);
+    }
+
+    /** Checks that every slot holds an expert in range and every expert has a slot; counts them. */
+    private static void checkSlots(int numExperts, int[][] rankExperts, int[] count) {
         if (numExperts <= 0) {
             throw new IllegalArgumentException("numExperts: " + numExperts + " (expected: > 0)");
         }
         if (rankExperts.length == 0) {
             throw new IllegalArgumentException("ranks: 0 (expected: > 0)");
         }
-        int[] rank = new int[numExperts];
-        int[] slot = new int[numExperts];
-        Arrays.fill(rank, -1);
         for (int r = 0; r < rankExperts.length; r++) {
             for (int s = 0; s < rankExperts[r].length; s++) {
                 int e = rankExperts[r][s];
@@ -94,31 +174,23 @@ public final class Placement {
                                     + numExperts
                                     + "))");
                 }
-                if (rank[e] >= 0) {
-                    throw new IllegalArgumentException(
-                            "ranks["
-                                    + r
-                                    + "].experts["
-                                    + s
-                                    + "]: expert "
-                                    + e
-                                    + " is already in ranks["
-                                    + rank[e]
-                                    + "].experts["
-                                    + slot[e]
-                                    + "] (expected: one slot per expert)");
-                }
-                rank[e] = r;
-                slot[e] = s;
+                count[e]++;
             }
         }
         for (int e = 0; e < numExperts; e++) {
-            if (rank[e] < 0) {
+            if (count[e] == 0) {
                 throw new IllegalArgumentException(
                         "ranks: expert " + e + " is in no slot (expected: every expert in one)");
             }
         }
-        return new Placement(version, numExperts, rankExperts.length, rank, slot);
+    }
+
+    private static int[][] copy(int[][] values) {
+        int[][] out = new int[values.length][];
+        for (int i = 0; i < values.length; i++) {
+            out[i] = values[i].clone();
+        }
+        return out;
     }
 
     /** Which of the coordinator's placements this is; a later one has a higher version. */
@@ -131,17 +203,27 @@ public final class Placement {
     }
 
     public int worldSize() {
-        return worldSize;
+        return rankExperts.length;
     }
 
-    /** The rank hosting the replica of {@code expert} that tokens are sent to. */
-    public int rankOf(int expert) {
-        return expertRank[expert];
+    /** Slots of {@code expert}: 1, or more when it has replicas. */
+    public int replicas(int expert) {
+        return replicaRank[expert].length;
     }
 
-    /** The local slot of {@code expert} on {@link #rankOf}. */
-    public int slotOf(int expert) {
-        return expertSlot[expert];
+    /** The rank of replica {@code i} of {@code expert} (replicas in rank, then slot order). */
+    public int replicaRank(int expert, int i) {
+        return replicaRank[expert][i];
+    }
+
+    /** The slot of replica {@code i} of {@code expert} on {@link #replicaRank}. */
+    public int replicaSlot(int expert, int i) {
+        return replicaSlot[expert][i];
+    }
+
+    /** The share of {@code expert}'s tokens that replica {@code i} takes; they add up to 1. */
+    public double replicaShare(int expert, int i) {
+        return replicaShare[expert][i];
     }
 
     /** Number of expert slots hosted by {@code rank}. */
@@ -159,16 +241,21 @@ public final class Placement {
         return rankExperts[rank].clone();
     }
 
+    /** The shares of {@code rank}'s slots, in slot order (a copy). */
+    public double[] sharesOf(int rank) {
+        return rankShares[rank].clone();
+    }
+
     @Override
     public String toString() {
         return "Placement{version="
                 + version
                 + ", numExperts="
                 + numExperts
-                + ", worldSize="
-                + worldSize
-                + ", expertRank="
-                + Arrays.toString(expertRank)
+                + ", rankExperts="
+                + Arrays.deepToString(rankExperts)
+                + ", rankShares="
+                + Arrays.deepToString(rankShares)
                 + "}";
     }
 }

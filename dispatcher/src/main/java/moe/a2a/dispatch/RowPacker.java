@@ -10,27 +10,24 @@ import moe.a2a.comm.SegmentWriter;
  */
 final class RowPacker implements SegmentWriter {
     private final DispatchLayout layout;
-    private final Placement placement;
     private final int topK;
     private final int worldSize;
     private final long[] cursor;
     private ByteBuffer tokens;
     private DispatchRowLayout row;
-    private int[] topkIds;
     private float[] weights;
 
-    RowPacker(DispatchLayout layout, Placement placement, int topK, int worldSize) {
+    RowPacker(DispatchLayout layout, int topK, int worldSize) {
         this.layout = layout;
-        this.placement = placement;
         this.topK = topK;
         this.worldSize = worldSize;
         this.cursor = new long[worldSize];
     }
 
-    void prepare(ByteBuffer tokens, DispatchRowLayout row, int[] topkIds, float[] weights) {
+    /** The step's tokens and weights; destinations and slots come from the layout. */
+    void prepare(ByteBuffer tokens, DispatchRowLayout row, float[] weights) {
         this.tokens = tokens;
         this.row = row;
-        this.topkIds = topkIds;
         this.weights = weights;
     }
 
@@ -68,10 +65,10 @@ final class RowPacker implements SegmentWriter {
         final int payloadBytes = row.payloadBytes();
         dst.put(at, tokens, t * payloadBytes, payloadBytes);
         for (int k = 0; k < topK; k++) {
-            final int expert = topkIds[t * topK + k];
-            final boolean here = placement.rankOf(expert) == peer;
-            dst.putInt(at + row.slotOffset(k), here ? placement.slotOf(expert) : -1);
-            dst.putFloat(at + row.weightOffset(k), weights[t * topK + k]);
+            final int assignment = t * topK + k;
+            final boolean here = layout.chosenRank(assignment) == peer;
+            dst.putInt(at + row.slotOffset(k), here ? layout.chosenSlot(assignment) : -1);
+            dst.putFloat(at + row.weightOffset(k), weights[assignment]);
         }
     }
 }

@@ -22,7 +22,7 @@ class DispatchLayoutTest {
                             ? TestRoutings.concentrated(t, k, random.nextInt(e - k + 1))
                             : TestRoutings.uniform(random, t, e, k);
             Placement placement = Placement.contiguous(e, n);
-            DispatchLayout layout = new DispatchLayout(placement);
+            DispatchLayout layout = new DispatchLayout(placement, 0);
             // compute twice with a larger step in between: reuse must not leak state
             layout.compute(TestRoutings.uniform(random, 70, e, k), 70, k);
             layout.compute(ids, t, k);
@@ -65,5 +65,50 @@ class DispatchLayoutTest {
                 assertThat(layout.tokensPerExpert(x)).as(where).isEqualTo(count);
             }
         }
+    }
+
+    /** Expert 0 on ranks 1, 2 and 3 with shares 1/2, 1/3, 1/6; expert 1 on rank 0 only. */
+    private static final Placement REPLICATED =
+            Placement.of(
+                    4, 2, new int[][] {{1}, {0}, {0}, {0}}, new double[][] {{1}, {3}, {2}, {1}});
+
+    @Test
+    void shouldSpreadByShareWhenHomeRankHasNoReplica() {
+        DispatchLayout layout = new DispatchLayout(REPLICATED, 0);
+        int tokens = 600;
+        int[] ids = new int[tokens];
+        layout.compute(ids, tokens, 1);
+        int[] perRank = new int[4];
+        for (int i = 0; i < tokens; i++) {
+            perRank[layout.chosenRank(i)]++;
+            assertThat(layout.chosenSlot(i)).isZero();
+        }
+        // in proportion to the shares, to within one assignment at any point of the step
+        assertThat(perRank).containsExactly(0, 300, 200, 100);
+        DispatchLayout again = new DispatchLayout(REPLICATED, 0);
+        again.compute(ids, tokens, 1);
+        for (int i = 0; i < tokens; i++) {
+            assertThat(again.chosenRank(i))
+                    .as("the same input routes the same way")
+                    .isEqualTo(layout.chosenRank(i));
+        }
+        int[] prefix = new int[4];
+        for (int i = 0; i < tokens; i++) {
+            prefix[layout.chosenRank(i)]++;
+            assertThat(Math.abs(prefix[1] - (i + 1) / 2.0)).isLessThanOrEqualTo(1.0);
+            assertThat(Math.abs(prefix[3] - (i + 1) / 6.0)).isLessThanOrEqualTo(1.0);
+        }
+    }
+
+    @Test
+    void shouldKeepTokensHomeWhenHomeRankHasReplica() {
+        DispatchLayout layout = new DispatchLayout(REPLICATED, 2);
+        int[] ids = {0, 1, 0, 1, 0};
+        layout.compute(ids, 5, 1);
+        for (int i = 0; i < 5; i++) {
+            assertThat(layout.chosenRank(i)).isEqualTo(ids[i] == 0 ? 2 : 0);
+        }
+        assertThat(layout.tokensPerRank(2)).isEqualTo(3);
+        assertThat(layout.tokensPerRank(1)).isZero();
     }
 }

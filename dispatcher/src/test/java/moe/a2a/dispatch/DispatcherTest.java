@@ -29,24 +29,29 @@ class DispatcherTest {
 
     static List<Arguments> cases() {
         return List.of(
-                Arguments.of(1, 4, 2, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16),
-                Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16),
-                Arguments.of(3, 7, 3, 0, Routing.UNIFORM, DType.FP16, DispatchDType.BF16),
-                Arguments.of(4, 16, 4, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16),
-                Arguments.of(4, 16, 2, 0, Routing.ONE_EXPERT, DType.FP32, DispatchDType.BF16),
-                Arguments.of(8, 32, 8, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16),
+                Arguments.of(1, 4, 2, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16, false),
+                Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16, false),
+                Arguments.of(3, 7, 3, 0, Routing.UNIFORM, DType.FP16, DispatchDType.BF16, false),
+                Arguments.of(4, 16, 4, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16, false),
+                Arguments.of(
+                        4, 16, 2, 0, Routing.ONE_EXPERT, DType.FP32, DispatchDType.BF16, false),
+                Arguments.of(8, 32, 8, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16, false),
                 // T smaller than N: most ranks bring no tokens
-                Arguments.of(8, 16, 2, 1, Routing.UNIFORM, DType.BF16, DispatchDType.BF16),
+                Arguments.of(8, 16, 2, 1, Routing.UNIFORM, DType.BF16, DispatchDType.BF16, false),
                 // E smaller than N: some ranks host no expert
-                Arguments.of(4, 3, 2, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16),
-                Arguments.of(8, 8, 1, 0, Routing.ONE_EXPERT, DType.BF16, DispatchDType.BF16),
+                Arguments.of(4, 3, 2, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16, false),
+                Arguments.of(8, 8, 1, 0, Routing.ONE_EXPERT, DType.BF16, DispatchDType.BF16, false),
                 // FP8 dispatch: the experts see each token after one quantize/dequantize
-                Arguments.of(4, 16, 4, 0, Routing.UNIFORM, DType.FP32, DispatchDType.FP8),
-                Arguments.of(3, 7, 3, 0, Routing.UNIFORM, DType.BF16, DispatchDType.FP8),
-                Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.FP16, DispatchDType.FP8));
+                Arguments.of(4, 16, 4, 0, Routing.UNIFORM, DType.FP32, DispatchDType.FP8, false),
+                Arguments.of(3, 7, 3, 0, Routing.UNIFORM, DType.BF16, DispatchDType.FP8, false),
+                Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.FP16, DispatchDType.FP8, false),
+                // redundant experts: replicas with planned shares; local replicas first
+                Arguments.of(4, 8, 2, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16, true),
+                Arguments.of(3, 6, 3, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16, true),
+                Arguments.of(4, 8, 4, 0, Routing.ONE_EXPERT, DType.BF16, DispatchDType.BF16, true));
     }
 
-    @ParameterizedTest(name = "N={0} E={1} K={2} maxT={3} {4} {5} dispatch {6}")
+    @ParameterizedTest(name = "N={0} E={1} K={2} maxT={3} {4} {5} dispatch {6} replicas {7}")
     @MethodSource("cases")
     void shouldReturnWeightedInputWhenExpertsAreIdentity(
             int n,
@@ -55,11 +60,13 @@ class DispatcherTest {
             int fixedTokens,
             Routing routing,
             DType dtype,
-            DispatchDType dispatchDType)
+            DispatchDType dispatchDType,
+            boolean replicas)
             throws Exception {
         final int hidden = 24;
         final long seed = 31L * n + numExperts + topK;
-        Placement placement = Placement.contiguous(numExperts, n);
+        Placement placement =
+                replicas ? replicated(numExperts, n, seed) : Placement.contiguous(numExperts, n);
         LocalGroup group = new LocalGroup(n);
         RankInput[] inputs = new RankInput[n];
         SplittableRandom random = new SplittableRandom(seed);
@@ -130,6 +137,30 @@ class DispatcherTest {
                 }
             }
         }
+    }
+
+    /** N extra slots, placed by the planner for random loads: replicas with uneven shares. */
+    private static Placement replicated(int numExperts, int n, long seed) {
+        SplittableRandom random = new SplittableRandom(seed);
+        double[] loads = new double[numExperts];
+        for (int e = 0; e < numExperts; e++) {
+            loads[e] = random.nextDouble(0.1, 10);
+        }
+        int slots = Math.ceilDiv(numExperts, n) * n + n;
+        PlacementPlanner.Plan plan = PlacementPlanner.plan(loads, n, slots, 1, 1);
+        int[][] experts = new int[n][slots / n];
+        double[][] shares = new double[n][slots / n];
+        for (int s = 0; s < slots; s++) {
+            experts[s / (slots / n)][s % (slots / n)] = plan.slotExpert()[s];
+            shares[s / (slots / n)][s % (slots / n)] = plan.share()[s];
+        }
+        Placement placement = Placement.of(2, numExperts, experts, shares);
+        int replicated = 0;
+        for (int e = 0; e < numExperts; e++) {
+            replicated += placement.replicas(e) > 1 ? 1 : 0;
+        }
+        assertThat(replicated).isPositive();
+        return placement;
     }
 
     /** Token {@code t} as the experts see it: as sent, or after the scalar FP8 round trip. */

@@ -24,8 +24,10 @@ class PlacementTest {
                 assertThat(p.localExperts(r)).isEqualTo(rankExperts[r].length);
                 for (int s = 0; s < rankExperts[r].length; s++) {
                     int e = rankExperts[r][s];
-                    assertThat(p.rankOf(e)).isEqualTo(r);
-                    assertThat(p.slotOf(e)).isEqualTo(s);
+                    assertThat(p.replicas(e)).isEqualTo(1);
+                    assertThat(p.replicaRank(e, 0)).isEqualTo(r);
+                    assertThat(p.replicaSlot(e, 0)).isEqualTo(s);
+                    assertThat(p.replicaShare(e, 0)).isEqualTo(1.0);
                     assertThat(p.expertAt(r, s)).isEqualTo(e);
                 }
             }
@@ -53,12 +55,39 @@ class PlacementTest {
     }
 
     @Test
-    void shouldNameBothSlotsWhenExpertIsInTwo() {
-        assertThatThrownBy(() -> Placement.of(1, 3, new int[][] {{0, 1}, {2, 1}}))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage(
-                        "ranks[1].experts[1]: expert 1 is already in ranks[0].experts[1]"
-                                + " (expected: one slot per expert)");
+    void shouldSplitSharesEvenlyWhenExpertHasReplicas() {
+        Placement p = Placement.of(2, 3, new int[][] {{0, 1}, {2, 1}});
+        assertThat(p.replicas(1)).isEqualTo(2);
+        assertThat(p.replicaRank(1, 0)).isZero();
+        assertThat(p.replicaSlot(1, 0)).isEqualTo(1);
+        assertThat(p.replicaRank(1, 1)).isEqualTo(1);
+        assertThat(p.replicaSlot(1, 1)).isEqualTo(1);
+        assertThat(p.replicaShare(1, 0)).isEqualTo(0.5);
+        assertThat(p.sharesOf(1)).containsExactly(1.0, 0.5);
+    }
+
+    @Test
+    void shouldScaleSharesToOnePerExpert() {
+        Placement p = Placement.of(2, 2, new int[][] {{0, 1}, {1}}, new double[][] {{5, 3}, {1}});
+        assertThat(p.replicaShare(0, 0)).isEqualTo(1.0);
+        assertThat(p.replicaShare(1, 0)).isEqualTo(0.75);
+        assertThat(p.replicaShare(1, 1)).isEqualTo(0.25);
+        assertThatThrownBy(
+                        () ->
+                                Placement.of(
+                                        2,
+                                        2,
+                                        new int[][] {{0, 1}, {1}},
+                                        new double[][] {{1, 0}, {0}}))
+                .hasMessage("shares: expert 1 has shares adding up to 0 (expected: > 0)");
+        assertThatThrownBy(
+                        () ->
+                                Placement.of(
+                                        2,
+                                        2,
+                                        new int[][] {{0, 1}, {1}},
+                                        new double[][] {{1, -1}, {2}}))
+                .hasMessage("ranks[0].shares[1]: -1.0 (expected: finite, >= 0)");
     }
 
     @Test

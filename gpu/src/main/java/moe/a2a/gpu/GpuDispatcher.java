@@ -58,7 +58,7 @@ public final class GpuDispatcher implements AutoCloseable {
         this.topK = topK;
         this.worldSize = comm.size();
         this.rowBytes = hidden * Short.BYTES;
-        this.layout = new DispatchLayout(placement);
+        this.layout = new DispatchLayout(placement, comm.rank());
         this.plan = new RoutePlan(placement, comm.rank(), topK);
         this.sendRows = new long[worldSize];
         this.recvRows = new long[worldSize];
@@ -96,7 +96,7 @@ public final class GpuDispatcher implements AutoCloseable {
         comm.allToAllV(
                 s,
                 ExchangePhase.DISPATCH,
-                (peer, dst, at) -> plan.writeRoutes(layout, peer, dst, at, topkIds, topkWeights),
+                (peer, dst, at) -> plan.writeRoutes(layout, peer, dst, at, topkWeights),
                 sendBytes,
                 routes,
                 recvBytes);

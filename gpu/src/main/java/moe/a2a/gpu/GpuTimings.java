@@ -41,7 +41,7 @@ final class GpuTimings {
         BenchWorkload prefill = BenchWorkload.named("prefill");
         int rowBytes = prefill.rowBytes();
         DispatchLayout layout =
-                new DispatchLayout(Placement.contiguous(prefill.experts(), prefill.worldSize()));
+                new DispatchLayout(Placement.contiguous(prefill.experts(), prefill.worldSize()), 0);
         layout.compute(BenchRouting.topkIds(prefill, 0), prefill.tokens(), prefill.topK());
         int rows = layout.rankOffsets(prefill.worldSize());
         long bytes = (long) rows * rowBytes;
@@ -159,9 +159,9 @@ final class GpuTimings {
             int[] ids = BenchRouting.topkIds(w, src);
             float[] weights = new float[ids.length];
             Arrays.fill(weights, 1f / w.topK());
-            DispatchLayout layout = new DispatchLayout(placement);
+            DispatchLayout layout = new DispatchLayout(placement, src);
             layout.compute(ids, w.tokens(), w.topK());
-            plan.writeRoutes(layout, 0, routes, at, ids, weights);
+            plan.writeRoutes(layout, 0, routes, at, weights);
             at += rows[src][0] * plan.routeRowBytes();
         }
         plan.group(routes, numRecv);

@@ -18,7 +18,6 @@ final class RoutePlan {
     /** Per choice: an int slot and a float weight. */
     static final int ROUTE_BYTES = Integer.BYTES + Float.BYTES;
 
-    private final Placement placement;
     private final int rank;
     private final int topK;
     private final int[] rowsPerSlot;
@@ -37,7 +36,6 @@ final class RoutePlan {
     private int numRecv;
 
     RoutePlan(Placement placement, int rank, int topK) {
-        this.placement = placement;
         this.rank = rank;
         this.topK = topK;
         this.rowsPerSlot = new int[placement.localExperts(rank)];
@@ -54,19 +52,15 @@ final class RoutePlan {
      * Writes the routes of the rows {@code layout} sends to {@code peer}, in its pack order, at
      * {@code at}.
      */
-    void writeRoutes(
-            DispatchLayout layout,
-            int peer,
-            ByteBuffer dst,
-            int at,
-            int[] topkIds,
-            float[] topkWeights) {
+    void writeRoutes(DispatchLayout layout, int peer, ByteBuffer dst, int at, float[] topkWeights) {
         int pos = at;
         for (int i = layout.rankOffsets(peer); i < layout.rankOffsets(peer + 1); i++) {
             int t = layout.packOrder(i);
             for (int k = 0; k < topK; k++) {
-                int expert = topkIds[t * topK + k];
-                dst.putInt(pos, placement.rankOf(expert) == peer ? placement.slotOf(expert) : -1);
+                int assignment = t * topK + k;
+                dst.putInt(
+                        pos,
+                        layout.chosenRank(assignment) == peer ? layout.chosenSlot(assignment) : -1);
                 dst.putFloat(pos + Integer.BYTES, topkWeights[t * topK + k]);
                 pos += ROUTE_BYTES;
             }

@@ -91,7 +91,7 @@ class RoutePlanTest {
 
                     // The GPU path's plan, its kernels replayed in Java.
                     Communicator comm = simGroup.communicator(rank);
-                    DispatchLayout layout = new DispatchLayout(placement);
+                    DispatchLayout layout = new DispatchLayout(placement, rank);
                     layout.compute(ids, TOKENS, TOP_K);
                     RoutePlan plan = new RoutePlan(placement, rank, TOP_K);
                     long[] sendRows = new long[n];
@@ -107,8 +107,7 @@ class RoutePlanTest {
                     comm.allToAllV(
                             0,
                             ExchangePhase.DISPATCH,
-                            (peer, dst, off) ->
-                                    plan.writeRoutes(layout, peer, dst, off, ids, weights),
+                            (peer, dst, off) -> plan.writeRoutes(layout, peer, dst, off, weights),
                             scaled(sendRows, plan.routeRowBytes()),
                             routes,
                             scaled(recvRows, plan.routeRowBytes()));

@@ -17,6 +17,7 @@ class ServeAndClientIT {
     void shouldServeReferenceAnswersToClientProcess() throws Exception {
         serveAndCheck(
                 "bf16",
+                new String[0],
                 new String[][] {
                     {"--routing", "TOPK", "--skew", "1.2", "--dtype", "BF16"},
                     {"--routing", "LOGITS", "--dtype", "FP32", "--layer", "1"},
@@ -28,36 +29,53 @@ class ServeAndClientIT {
     void shouldServeAnswersWithinFp8ToleranceWhenTokensTravelAsFp8() throws Exception {
         serveAndCheck(
                 "fp8",
+                new String[0],
                 new String[][] {
                     {"--routing", "GATE", "--dtype", "BF16"},
                     {"--routing", "TOPK", "--skew", "1.2", "--dtype", "FP32", "--layer", "1"}
                 });
     }
 
-    private void serveAndCheck(String dispatchDType, String[][] clientRuns) throws Exception {
+    @Test
+    void shouldServeReferenceAnswersWhenExpertsHaveReplicas() throws Exception {
+        serveAndCheck(
+                "bf16",
+                new String[] {"--redundant-experts", "4"},
+                new String[][] {
+                    {"--routing", "TOPK", "--skew", "1.2", "--dtype", "BF16"},
+                    {"--routing", "GATE", "--dtype", "FP32", "--layer", "1"}
+                });
+    }
+
+    private void serveAndCheck(String dispatchDType, String[] serveFlags, String[][] clientRuns)
+            throws Exception {
         try (CliProcess serve =
                 CliProcess.moeA2a(
                         dir,
                         "serve",
-                        "serve",
-                        "--port",
-                        "0",
-                        "--metrics-port",
-                        "0",
-                        "--world-size",
-                        "4",
-                        "--experts",
-                        "8",
-                        "--hidden",
-                        "64",
-                        "--ffn",
-                        "96",
-                        "--layers",
-                        "2",
-                        "--seed",
-                        "11",
-                        "--dispatch-dtype",
-                        dispatchDType)) {
+                        concat(
+                                new String[] {
+                                    "serve",
+                                    "--port",
+                                    "0",
+                                    "--metrics-port",
+                                    "0",
+                                    "--world-size",
+                                    "4",
+                                    "--experts",
+                                    "8",
+                                    "--hidden",
+                                    "64",
+                                    "--ffn",
+                                    "96",
+                                    "--layers",
+                                    "2",
+                                    "--seed",
+                                    "11",
+                                    "--dispatch-dtype",
+                                    dispatchDType
+                                },
+                                serveFlags))) {
             int port = serve.awaitServingPort(Duration.ofSeconds(60));
             for (String[] extra : clientRuns) {
                 String[] args =

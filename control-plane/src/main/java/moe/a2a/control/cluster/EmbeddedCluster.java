@@ -50,14 +50,7 @@ public final class EmbeddedCluster implements RankGroup {
      */
     public EmbeddedCluster(
             ModelConfig model, WeightSource weights, Placement placement, long exchangeTimeoutNs) {
-        if (placement.numExperts() != model.experts()) {
-            throw new IllegalArgumentException(
-                    "placement.numExperts: "
-                            + placement.numExperts()
-                            + " (expected: "
-                            + model.experts()
-                            + ", the model's)");
-        }
+        RankGroup.checkPlacement(placement, model);
         final int worldSize = placement.worldSize();
         this.model = model;
         this.placement = placement;

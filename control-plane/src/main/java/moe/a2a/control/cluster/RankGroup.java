@@ -18,6 +18,21 @@ import moe.a2a.experts.RoutingInput;
  * worker processes ({@code RemoteCluster}). Called by the scheduler thread only.
  */
 public interface RankGroup extends AutoCloseable {
+
+    /**
+     * @throws IllegalArgumentException when {@code placement} is not of {@code model}'s experts
+     */
+    static void checkPlacement(Placement placement, ModelConfig model) {
+        if (placement.numExperts() != model.experts()) {
+            throw new IllegalArgumentException(
+                    "placement.numExperts: "
+                            + placement.numExperts()
+                            + " (expected: "
+                            + model.experts()
+                            + ", the model's)");
+        }
+    }
+
     ModelConfig model();
 
     Placement placement();

@@ -75,6 +75,8 @@ public final class RemoteCluster implements RankGroup {
     private int rebuilds;
 
     /**
+     * @param placement where the experts live, as this coordinator decided; its world size is the
+     *     group's, and every worker is sent it
      * @param transport the data plane the workers must run: {@link Transport#TCP} or {@link
      *     Transport#NCCL}
      */
@@ -82,14 +84,13 @@ public final class RemoteCluster implements RankGroup {
             ModelConfig model,
             ModelSpec spec,
             String fingerprint,
-            int worldSize,
+            Placement placement,
             Transport transport,
             long exchangeTimeoutNs,
             long heartbeatTimeoutNs,
             ClusterListener listener) {
-        if (worldSize <= 0) {
-            throw new IllegalArgumentException("worldSize: " + worldSize + " (expected: > 0)");
-        }
+        RankGroup.checkPlacement(placement, model);
+        final int worldSize = placement.worldSize();
         if (!TRANSPORTS.contains(transport)) {
             throw new IllegalArgumentException(
                     "transport: "
@@ -100,7 +101,7 @@ public final class RemoteCluster implements RankGroup {
         }
         this.transport = transport;
         this.model = model;
-        this.placement = Placement.contiguous(model.experts(), worldSize);
+        this.placement = placement;
         this.worldSize = worldSize;
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.heartbeatTimeoutNs = heartbeatTimeoutNs;

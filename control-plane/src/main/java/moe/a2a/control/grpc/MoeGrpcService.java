@@ -181,11 +181,12 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             ids = Arrays.copyOf(router.ids(), numTokens * k);
             weights = Arrays.copyOf(router.weights(), numTokens * k);
         }
-        DispatchLayout layout = new DispatchLayout(placement);
+        // No home rank: a replica is chosen by the shares alone.
+        DispatchLayout layout = new DispatchLayout(placement, -1);
         layout.compute(ids, numTokens, k);
         RouteResponse.Builder out = RouteResponse.newBuilder().setK(k);
         for (int i = 0; i < ids.length; i++) {
-            out.addExpertIds(ids[i]).addWeights(weights[i]).addRanks(placement.rankOf(ids[i]));
+            out.addExpertIds(ids[i]).addWeights(weights[i]).addRanks(layout.chosenRank(i));
         }
         long[] perRank = layout.tokensPerRankCopy();
         long[] perExpert = layout.tokensPerExpertCopy();

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ClusterMembershipTest.Session;
 import moe.a2a.control.grpc.ClusterGrpcService;
+import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.v1.ClusterServiceGrpc;
 import moe.a2a.v1.ModelSpec;
@@ -37,7 +38,7 @@ final class InProcessCluster implements AutoCloseable {
                         model,
                         spec,
                         FINGERPRINT,
-                        2,
+                        Placement.contiguous(model.experts(), 2),
                         transport,
                         TimeUnit.SECONDS.toNanos(5),
                         TimeUnit.SECONDS.toNanos(30),

@@ -32,6 +32,7 @@ import moe.a2a.control.cluster.EmbeddedCluster;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.dispatch.PlacementPlanner;
 import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.ReferenceMoeLayer;
@@ -71,9 +72,10 @@ class MoeGrpcServiceTest {
     final ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
 
     /**
-     * Experts shuffled over the ranks, so that answers show the coordinator's placement is used.
+     * Twelve slots for eight experts, placed by the planner for random loads (replicas with uneven
+     * shares), so that answers show the coordinator's placement and the replica choice are used.
      */
-    static final Placement PLACEMENT = shuffledPlacement(new SplittableRandom(11), 3);
+    static final Placement PLACEMENT = replicatedPlacement(new SplittableRandom(11), 3);
 
     MoeServer server;
     String serverName;
@@ -223,7 +225,10 @@ class MoeGrpcServiceTest {
             boolean[] seen = new boolean[N];
             for (int j = 0; j < K; j++) {
                 int i = t * K + j;
-                int rank = PLACEMENT.rankOf(ids[i]);
+                int rank = route.getRanks(i);
+                assertThat(hosts(ids[i], rank))
+                        .as("token %d choice %d: rank %d hosts expert %d", t, j, rank, ids[i])
+                        .isTrue();
                 assertThat(route.getExpertIds(i)).isEqualTo(ids[i]);
                 assertThat(route.getWeights(i)).isEqualTo(w[i]);
                 assertThat(route.getRanks(i)).isEqualTo(rank);
@@ -509,18 +514,29 @@ class MoeGrpcServiceTest {
         return new EmbeddedCluster(model, weights, PLACEMENT, TimeUnit.SECONDS.toNanos(10));
     }
 
-    /** E / N experts per rank, drawn from a random permutation of the experts. */
-    static Placement shuffledPlacement(SplittableRandom random, long version) {
-        int[] experts = new int[E];
+    /** 3 slots per rank, planned for random loads. */
+    static Placement replicatedPlacement(SplittableRandom random, long version) {
+        double[] loads = new double[E];
         for (int e = 0; e < E; e++) {
-            int j = random.nextInt(e + 1);
-            experts[e] = experts[j];
-            experts[j] = e;
+            loads[e] = random.nextDouble(1, 100);
         }
-        int[][] rankExperts = new int[N][];
-        for (int r = 0; r < N; r++) {
-            rankExperts[r] = java.util.Arrays.copyOfRange(experts, r * E / N, (r + 1) * E / N);
+        int perRank = 3;
+        PlacementPlanner.Plan plan = PlacementPlanner.plan(loads, N, N * perRank, 1, 1);
+        int[][] rankExperts = new int[N][perRank];
+        double[][] rankShares = new double[N][perRank];
+        for (int s = 0; s < N * perRank; s++) {
+            rankExperts[s / perRank][s % perRank] = plan.slotExpert()[s];
+            rankShares[s / perRank][s % perRank] = plan.share()[s];
         }
-        return Placement.of(version, E, rankExperts);
+        return Placement.of(version, E, rankExperts, rankShares);
+    }
+
+    private static boolean hosts(int expert, int rank) {
+        for (int i = 0; i < PLACEMENT.replicas(expert); i++) {
+            if (PLACEMENT.replicaRank(expert, i) == rank) {
+                return true;
+            }
+        }
+        return false;
     }
 }

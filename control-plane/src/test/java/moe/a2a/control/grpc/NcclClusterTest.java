@@ -83,7 +83,7 @@ class NcclClusterTest {
                         model,
                         spec,
                         "test",
-                        WORLD,
+                        Placement.contiguous(model.experts(), WORLD),
                         Transport.NCCL,
                         TimeUnit.SECONDS.toNanos(10),
                         TimeUnit.SECONDS.toNanos(30),

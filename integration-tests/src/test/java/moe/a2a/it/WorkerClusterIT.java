@@ -15,16 +15,17 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * FP8 dispatch across processes: a control plane with {@code --dispatch-dtype fp8} hands it to two
- * TCP workers in the model spec, and the client process checks every answer within the FP8
- * tolerance.
+ * FP8 dispatch and redundant experts across processes: a control plane with {@code --dispatch-dtype
+ * fp8 --redundant-experts 2} hands the dispatch dtype to two TCP workers in the model spec and its
+ * placement (six slots for four experts, replicas with shares) in Accepted; the client process
+ * checks every answer within the FP8 tolerance.
  */
 @Timeout(300)
-class Fp8ClusterIT {
+class WorkerClusterIT {
     @TempDir Path dir;
 
     @Test
-    void shouldServeFp8DispatchThroughTcpWorkers() throws Exception {
+    void shouldServeFp8DispatchAndReplicasThroughTcpWorkers() throws Exception {
         int port = CliProcess.freePort();
         List<CliProcess> processes = new ArrayList<>();
         ManagedChannel channel =
@@ -50,7 +51,9 @@ class Fp8ClusterIT {
                             "--seed",
                             "5",
                             "--dispatch-dtype",
-                            "fp8");
+                            "fp8",
+                            "--redundant-experts",
+                            "2");
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             for (int rank = 0; rank < 2; rank++) {
