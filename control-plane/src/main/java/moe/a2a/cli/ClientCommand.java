@@ -122,8 +122,10 @@ final class ClientCommand implements Callable<Integer> {
             ModelInfo model = stub.describeModel(DescribeModelRequest.getDefaultInstance());
             System.out.printf(
                     Locale.ROOT,
-                    "server: %d experts, hidden %d, ffn %d, top-%d, %d layers, %d ranks, transport %s, dispatch %s, weights %s%n",
+                    "server: %d experts in %d slots (placement version %d), hidden %d, ffn %d, top-%d, %d layers, %d ranks, transport %s, dispatch %s, weights %s%n",
                     model.getExperts(),
+                    model.getSlots(),
+                    model.getPlacementVersion(),
                     model.getHidden(),
                     model.getFfn(),
                     model.getTopK(),

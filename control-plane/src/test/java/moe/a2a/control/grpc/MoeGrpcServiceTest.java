@@ -263,6 +263,8 @@ class MoeGrpcServiceTest {
         assertThat(info.getTransport()).isEqualTo("local");
         assertThat(info.getWeightsSource()).isEqualTo("seeded:" + SEED);
         assertThat(info.getDispatchDtype()).isEqualTo("bf16");
+        assertThat(info.getSlots()).isEqualTo(12);
+        assertThat(info.getPlacementVersion()).isEqualTo(PLACEMENT.version());
     }
 
     @Test
