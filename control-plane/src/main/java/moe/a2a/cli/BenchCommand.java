@@ -3,6 +3,7 @@ package moe.a2a.cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
@@ -11,6 +12,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.bench.BenchPlacement;
 import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchRun;
@@ -21,6 +23,7 @@ import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.RowKernels;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -82,6 +85,13 @@ final class BenchCommand implements Callable<Integer> {
     String dispatchDTypeName;
 
     @Option(
+            names = "--redundant-experts",
+            defaultValue = "0",
+            description =
+                    "R extra expert slots, placed by the planner of moe-a2a eplb for each workload's own expert loads (replicas with shares; experts + R a multiple of the ranks); dispatcher scope, here only (default: ${DEFAULT-VALUE}).")
+    int redundantExperts;
+
+    @Option(
             names = "--iters",
             defaultValue = "-1",
             description =
@@ -140,10 +150,20 @@ final class BenchCommand implements Callable<Integer> {
             return RemoteBench.run(
                     target, workload, scope, Math.max(0, iters), Math.max(0, warmup), json);
         }
+        if (redundantExperts != 0 && (target != null || scope == BenchScope.TRANSPORT)) {
+            throw new IllegalArgumentException(
+                    "--redundant-experts: "
+                            + redundantExperts
+                            + " (expected: 0 with --target or --scope TRANSPORT)");
+        }
         List<BenchWorkload> workloads =
                 workload.equals("all")
                         ? BenchWorkload.CANONICAL
                         : List.of(BenchWorkload.named(workload));
+        List<Placement> placements = new ArrayList<>();
+        for (BenchWorkload w : workloads) {
+            placements.add(BenchPlacement.of(w, redundantExperts));
+        }
         int cores = Runtime.getRuntime().availableProcessors();
         double memcpy = MachineLimits.memcpyGbps(cores, 5, 256 << 20);
         System.out.printf(
@@ -185,8 +205,9 @@ final class BenchCommand implements Callable<Integer> {
         List<String> reports = new ArrayList<>();
         List<BenchReport> results = new ArrayList<>();
         boolean allOk = true;
-        for (BenchWorkload w : workloads) {
-            int[][] rows = BenchRouting.rows(w);
+        for (int wi = 0; wi < workloads.size(); wi++) {
+            BenchWorkload w = workloads.get(wi);
+            int[][] rows = BenchRouting.rows(w, placements.get(wi));
             for (Transport transport : transports) {
                 progress(done, runs, w.name() + " " + transport);
                 int runWarmup = warmup >= 0 ? warmup : w.defaultWarmup();
@@ -225,7 +246,15 @@ final class BenchCommand implements Callable<Integer> {
                             "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
                             100 * r.aggGbps() / loopback);
                 }
-                reports.add(r.json(memcpy));
+                if (redundantExperts != 0) {
+                    System.out.printf(
+                            Locale.ROOT,
+                            "  placement: %d redundant slots planned for the workload's loads; tokens per rank max/mean %.3f (contiguous: %.3f)%n",
+                            redundantExperts,
+                            maxOverMean(rows),
+                            maxOverMean(BenchRouting.rows(w)));
+                }
+                reports.add(r.json(memcpy, redundantExperts));
                 results.add(r);
             }
         }
@@ -257,7 +286,8 @@ final class BenchCommand implements Callable<Integer> {
                                                 group.communicator(rank),
                                                 runWarmup,
                                                 runIters,
-                                                dispatchDType)));
+                                                dispatchDType,
+                                                redundantExperts)));
             }
             List<RankTimes> out = new ArrayList<>();
             for (Future<RankTimes> f : ranks) {
@@ -307,7 +337,9 @@ final class BenchCommand implements Callable<Integer> {
                                                 "--scope",
                                                 scope.name(),
                                                 "--dispatch-dtype",
-                                                dispatchDType.label()))
+                                                dispatchDType.label(),
+                                                "--redundant-experts",
+                                                Integer.toString(redundantExperts)))
                                 .redirectErrorStream(true)
                                 .redirectOutput(dir.resolve("rank-" + r + ".log").toFile())
                                 .start());
@@ -353,5 +385,18 @@ final class BenchCommand implements Callable<Integer> {
             System.err.print("\r" + " ".repeat(BAR_WIDTH + 60) + "\r");
             System.err.flush();
         }
+    }
+
+    /** max/mean over ranks of the tokens each receives ({@code rows[src][dst]}). */
+    private static double maxOverMean(int[][] rows) {
+        long[] in = new long[rows.length];
+        long total = 0;
+        for (int[] src : rows) {
+            for (int d = 0; d < src.length; d++) {
+                in[d] += src[d];
+                total += src[d];
+            }
+        }
+        return total == 0 ? 0 : (double) Arrays.stream(in).max().orElse(0) * in.length / total;
     }
 }

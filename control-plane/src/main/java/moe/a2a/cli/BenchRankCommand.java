@@ -55,6 +55,9 @@ final class BenchRankCommand implements Callable<Integer> {
     @Option(names = "--dispatch-dtype", defaultValue = "bf16")
     String dispatchDType;
 
+    @Option(names = "--redundant-experts", defaultValue = "0")
+    int redundantExperts;
+
     @Override
     public Integer call() throws Exception {
         BenchWorkload w = BenchWorkload.named(workload);
@@ -97,7 +100,8 @@ final class BenchRankCommand implements Callable<Integer> {
                             comm,
                             warmup,
                             iters,
-                            DispatchDType.parse("--dispatch-dtype", dispatchDType));
+                            DispatchDType.parse("--dispatch-dtype", dispatchDType),
+                            redundantExperts);
             comm.barrier();
             comm.close();
             Path out = dir.resolve("rank-" + rank + ".times.tmp");

@@ -44,8 +44,10 @@ public record BenchReport(
     }
 
     /**
-     * The report of one run. {@code bytes_per_rank} keeps the shared definition (bf16 rows) for
-     * every dispatch dtype, so that rows compare with the peers'.
+     * The report of one run. {@code rows} is the traffic as placed (bytes per rank, copy bound);
+     * the fingerprint is always the workload's own, of its contiguous placement, so that it names
+     * the routing. {@code bytes_per_rank} keeps the shared definition (bf16 rows) for every
+     * dispatch dtype, so that rows compare with the peers'.
      */
     public static BenchReport of(
             BenchWorkload w,
@@ -86,7 +88,7 @@ public record BenchReport(
                 w,
                 transport,
                 scope,
-                BenchRouting.fingerprint(rows),
+                BenchRouting.fingerprint(BenchRouting.rows(w)),
                 bytesPerRank,
                 percentileUs(dispatch, 50),
                 percentileUs(dispatch, 90),
@@ -114,6 +116,11 @@ public record BenchReport(
      * dispatch dtype. Times in whole microseconds, as the format's peers write them.
      */
     public String json(double memcpyGbps) {
+        return json(memcpyGbps, 0);
+    }
+
+    /** As {@link #json(double)}, for a run with {@code redundantExperts} extra expert slots. */
+    public String json(double memcpyGbps, int redundantExperts) {
         BenchWorkload w = workload;
         JsonObject o = new JsonObject();
         o.addProperty("workload", w.name());
@@ -139,6 +146,7 @@ public record BenchReport(
         o.addProperty("barrier_us_p50", Math.round(barrierP50Us));
         o.addProperty("overhead_over_barrier", Math.round(overheadOverBarrier() * 100) / 100.0);
         o.addProperty("dispatch_dtype", dispatchDType.label());
+        o.addProperty("redundant_experts", redundantExperts);
         o.addProperty("ok", ok);
         o.addProperty("scope", scope.name().toLowerCase(Locale.ROOT));
         return GSON.toJson(o);

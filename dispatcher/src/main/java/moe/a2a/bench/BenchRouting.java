@@ -1,6 +1,8 @@
 package moe.a2a.bench;
 
 import java.util.Locale;
+import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.Placement;
 
 /**
  * The routing of a {@link BenchWorkload}, exactly as the shared benchmark definition draws it
@@ -39,6 +41,23 @@ public final class BenchRouting {
             }
         }
         return ids;
+    }
+
+    /**
+     * rows[src][dst] under {@code placement}: how many of src's tokens have at least one chosen
+     * replica on dst (each source choosing as its dispatcher does).
+     */
+    public static int[][] rows(BenchWorkload w, Placement placement) {
+        int n = w.worldSize();
+        int[][] rows = new int[n][n];
+        for (int src = 0; src < n; src++) {
+            DispatchLayout layout = new DispatchLayout(placement, src);
+            layout.compute(topkIds(w, src), w.tokens(), w.topK());
+            for (int dst = 0; dst < n; dst++) {
+                rows[src][dst] = (int) layout.tokensPerRank(dst);
+            }
+        }
+        return rows;
     }
 
     /** rows[src][dst]: how many of src's tokens have at least one expert on dst. */

@@ -21,8 +21,32 @@ public final class BenchRun {
             int warmup,
             int iters,
             DispatchDType dispatchDType) {
-        return scope == BenchScope.TRANSPORT
-                ? TransportBench.run(w, comm, BenchRouting.rows(w), warmup, iters)
-                : DispatcherBench.run(w, comm, warmup, iters, dispatchDType);
+        return rank(w, scope, comm, warmup, iters, dispatchDType, 0);
+    }
+
+    /**
+     * With {@code redundant} extra expert slots, placed for the workload's loads ({@link
+     * BenchPlacement}); the transport scope moves the canonical rows and takes none.
+     */
+    public static RankTimes rank(
+            BenchWorkload w,
+            BenchScope scope,
+            Communicator comm,
+            int warmup,
+            int iters,
+            DispatchDType dispatchDType,
+            int redundant) {
+        if (scope == BenchScope.TRANSPORT) {
+            if (redundant != 0) {
+                throw new IllegalArgumentException(
+                        "--redundant-experts: "
+                                + redundant
+                                + " (expected: 0 with --scope TRANSPORT, which moves the canonical"
+                                + " rows)");
+            }
+            return TransportBench.run(w, comm, BenchRouting.rows(w), warmup, iters);
+        }
+        return DispatcherBench.run(
+                w, comm, warmup, iters, dispatchDType, BenchPlacement.of(w, redundant));
     }
 }

@@ -11,6 +11,7 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchHandle;
+import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
@@ -31,7 +32,13 @@ public final class DispatcherBench {
     private DispatcherBench() {}
 
     public static RankTimes run(BenchWorkload w, Communicator comm, int warmup, int iters) {
-        return run(w, comm, warmup, iters, DispatchDType.BF16);
+        return run(
+                w,
+                comm,
+                warmup,
+                iters,
+                DispatchDType.BF16,
+                Placement.contiguous(w.experts(), w.worldSize()));
     }
 
     public static RankTimes run(
@@ -39,7 +46,8 @@ public final class DispatcherBench {
             Communicator comm,
             int warmup,
             int iters,
-            DispatchDType dispatchDType) {
+            DispatchDType dispatchDType,
+            Placement placement) {
         final int me = comm.rank();
         final int t = w.tokens();
         final int h = w.hidden();
@@ -54,13 +62,7 @@ public final class DispatcherBench {
                 DType.BF16.put(tokens, (tok * h + c) * 2, BenchRouting.payload(me, tok, c));
             }
         }
-        Dispatcher dispatcher =
-                new Dispatcher(
-                        comm,
-                        Placement.contiguous(w.experts(), w.worldSize()),
-                        h,
-                        k,
-                        dispatchDType);
+        Dispatcher dispatcher = new Dispatcher(comm, placement, h, k, dispatchDType);
         FloatBuffer out =
                 ByteBuffer.allocateDirect(t * h * Float.BYTES)
                         .order(ByteOrder.nativeOrder())
@@ -75,7 +77,7 @@ public final class DispatcherBench {
             long t1 = System.nanoTime();
             ByteBuffer back = dispatcher.combineRows(result.handle());
             if (i == 0) {
-                ok = receivedRight(w, me, result, dispatchDType);
+                ok = receivedRight(w, me, result, dispatchDType, placement);
                 scaledRows(result, back, me);
             } else {
                 for (int j = 0; j < result.numRecvTokens(); j++) {
@@ -88,7 +90,7 @@ public final class DispatcherBench {
             dispatcher.combine(result.handle(), out);
             long t3 = System.nanoTime();
             if (i == 0) {
-                ok &= combinedRight(w, me, ids, out, dispatchDType);
+                ok &= combinedRight(w, me, ids, out, dispatchDType, placement);
             }
             if (i >= warmup) {
                 dispatchNs[i - warmup] = t1 - t0;
@@ -116,14 +118,21 @@ public final class DispatcherBench {
         }
     }
 
+    /** Each source's tokens that choose a replica here, in source then token order. */
     private static boolean receivedRight(
-            BenchWorkload w, int me, DispatchResult result, DispatchDType dispatchDType) {
+            BenchWorkload w,
+            int me,
+            DispatchResult result,
+            DispatchDType dispatchDType,
+            Placement placement) {
         float[] row = new float[w.hidden()];
         int j = 0;
         for (int src = 0; src < w.worldSize(); src++) {
             int[] ids = BenchRouting.topkIds(w, src);
+            DispatchLayout layout = new DispatchLayout(placement, src);
+            layout.compute(ids, w.tokens(), w.topK());
             for (int tok = 0; tok < w.tokens(); tok++) {
-                if (TransportBench.hits(w, ids, tok, me)) {
+                if (layout.tokenInRank(tok, me)) {
                     result.recvToken(j++, row, 0);
                     if (!Arrays.equals(row, sentRow(w, src, tok, dispatchDType))) {
                         return false;
@@ -135,8 +144,15 @@ public final class DispatcherBench {
     }
 
     private static boolean combinedRight(
-            BenchWorkload w, int me, int[] ids, FloatBuffer out, DispatchDType dispatchDType) {
+            BenchWorkload w,
+            int me,
+            int[] ids,
+            FloatBuffer out,
+            DispatchDType dispatchDType,
+            Placement placement) {
         int k = w.topK();
+        DispatchLayout layout = new DispatchLayout(placement, me);
+        layout.compute(ids, w.tokens(), k);
         for (int tok = 0; tok < w.tokens(); tok++) {
             float[] sent = sentRow(w, me, tok, dispatchDType);
             for (int c = 0; c < w.hidden(); c++) {
@@ -145,7 +161,7 @@ public final class DispatcherBench {
                 for (int d = 0; d < w.worldSize(); d++) {
                     float factor = 0;
                     for (int j = 0; j < k; j++) {
-                        factor += w.rankOf(ids[tok * k + j]) == d ? 1f / k : 0f;
+                        factor += layout.chosenRank(tok * k + j) == d ? 1f / k : 0f;
                     }
                     if (factor > 0) {
                         expected += DType.BF16.round(val * (factor * (d + 1)));

@@ -40,6 +40,18 @@ public final class PlacementPlanner {
      */
     public record Plan(int[] slotExpert, double[] share) {
 
+        /** This plan as a {@link Placement} of {@code experts} over {@code ranks}. */
+        public Placement placement(long version, int experts, int ranks) {
+            int perRank = slotExpert.length / ranks;
+            int[][] rankExperts = new int[ranks][perRank];
+            double[][] rankShares = new double[ranks][perRank];
+            for (int s = 0; s < slotExpert.length; s++) {
+                rankExperts[s / perRank][s % perRank] = slotExpert[s];
+                rankShares[s / perRank][s % perRank] = share[s];
+            }
+            return Placement.of(version, experts, rankExperts, rankShares);
+        }
+
         /** Each rank's load under this plan: the sum over its slots of share × load. */
         public double[] rankLoads(double[] loads, int ranks) {
             int perRank = slotExpert.length / ranks;

@@ -45,9 +45,51 @@ class BenchHarnessTest {
                 RankThreads.run(
                         SKEWED.worldSize(),
                         rank ->
-                                DispatcherBench.run(
-                                        SKEWED, group.communicator(rank), 1, 2, DispatchDType.FP8));
+                                BenchRun.rank(
+                                        SKEWED,
+                                        BenchScope.DISPATCHER,
+                                        group.communicator(rank),
+                                        1,
+                                        2,
+                                        DispatchDType.FP8));
         assertThat(times).allMatch(RankTimes::ok);
+    }
+
+    /** Replicas planned for the skewed loads: every rank still gets and returns the right rows. */
+    @Test
+    void shouldValidateDispatcherPathWhenExpertsHaveReplicas() throws Exception {
+        LocalGroup group = new LocalGroup(SKEWED.worldSize(), TimeUnit.SECONDS.toNanos(20));
+        int redundant = SKEWED.worldSize() * 2;
+        List<RankTimes> times =
+                RankThreads.run(
+                        SKEWED.worldSize(),
+                        rank ->
+                                BenchRun.rank(
+                                        SKEWED,
+                                        BenchScope.DISPATCHER,
+                                        group.communicator(rank),
+                                        1,
+                                        2,
+                                        DispatchDType.BF16,
+                                        redundant));
+        assertThat(times).allMatch(RankTimes::ok);
+        int[][] placed = BenchRouting.rows(SKEWED, BenchPlacement.of(SKEWED, redundant));
+        int[][] plain = BenchRouting.rows(SKEWED);
+        assertThat(maxOverMean(placed))
+                .as("the planned replicas even out the tokens per rank")
+                .isLessThan(maxOverMean(plain));
+    }
+
+    /** max/mean over ranks of the tokens each receives. */
+    private static double maxOverMean(int[][] rows) {
+        double[] in = new double[rows.length];
+        for (int[] src : rows) {
+            for (int d = 0; d < src.length; d++) {
+                in[d] += src[d];
+            }
+        }
+        double max = java.util.Arrays.stream(in).max().orElse(0);
+        return max * in.length / java.util.Arrays.stream(in).sum();
     }
 
     @Test

@@ -147,14 +147,8 @@ class DispatcherTest {
             loads[e] = random.nextDouble(0.1, 10);
         }
         int slots = Math.ceilDiv(numExperts, n) * n + n;
-        PlacementPlanner.Plan plan = PlacementPlanner.plan(loads, n, slots, 1, 1);
-        int[][] experts = new int[n][slots / n];
-        double[][] shares = new double[n][slots / n];
-        for (int s = 0; s < slots; s++) {
-            experts[s / (slots / n)][s % (slots / n)] = plan.slotExpert()[s];
-            shares[s / (slots / n)][s % (slots / n)] = plan.share()[s];
-        }
-        Placement placement = Placement.of(2, numExperts, experts, shares);
+        Placement placement =
+                PlacementPlanner.plan(loads, n, slots, 1, 1).placement(2, numExperts, n);
         int replicated = 0;
         for (int e = 0; e < numExperts; e++) {
             replicated += placement.replicas(e) > 1 ? 1 : 0;

@@ -37,14 +37,7 @@ public final class FirstPlacement {
         }
         double[] even = new double[experts];
         Arrays.fill(even, 1);
-        PlacementPlanner.Plan plan = PlacementPlanner.plan(even, worldSize, slots, 1, 1);
-        int perRank = slots / worldSize;
-        int[][] rankExperts = new int[worldSize][perRank];
-        double[][] rankShares = new double[worldSize][perRank];
-        for (int s = 0; s < slots; s++) {
-            rankExperts[s / perRank][s % perRank] = plan.slotExpert()[s];
-            rankShares[s / perRank][s % perRank] = plan.share()[s];
-        }
-        return Placement.of(Placement.FIRST_VERSION, experts, rankExperts, rankShares);
+        return PlacementPlanner.plan(even, worldSize, slots, 1, 1)
+                .placement(Placement.FIRST_VERSION, experts, worldSize);
     }
 }

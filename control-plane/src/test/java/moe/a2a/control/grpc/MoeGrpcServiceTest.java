@@ -522,15 +522,7 @@ class MoeGrpcServiceTest {
         for (int e = 0; e < E; e++) {
             loads[e] = random.nextDouble(1, 100);
         }
-        int perRank = 3;
-        PlacementPlanner.Plan plan = PlacementPlanner.plan(loads, N, N * perRank, 1, 1);
-        int[][] rankExperts = new int[N][perRank];
-        double[][] rankShares = new double[N][perRank];
-        for (int s = 0; s < N * perRank; s++) {
-            rankExperts[s / perRank][s % perRank] = plan.slotExpert()[s];
-            rankShares[s / perRank][s % perRank] = plan.share()[s];
-        }
-        return Placement.of(version, E, rankExperts, rankShares);
+        return PlacementPlanner.plan(loads, N, N * 3, 1, 1).placement(version, E, N);
     }
 
     private static boolean hosts(int expert, int rank) {
