@@ -301,7 +301,6 @@ class PrometheusIT {
                 .allMatch(
                         e ->
                                 e.contains("status_code!=\"OK\"")
-                                        || e.contains("dropped")
                                         || e.contains("failed")
                                         || e.contains("rebuilds")
                                         || e.contains("transport_errors"),

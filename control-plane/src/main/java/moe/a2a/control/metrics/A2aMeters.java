@@ -46,8 +46,8 @@ public enum A2aMeters {
             null,
             "Max over mean of tokens per rank, summed over the layer's last 16 steps"),
     /** Tokens of steps that failed: their requests were answered with an error, not rows. */
-    TOKENS_DROPPED(
-            "moe.a2a.dropped",
+    FAILED_STEP_TOKENS(
+            "moe.a2a.failed.step",
             "tokens",
             "Tokens whose step failed and were answered with an error"),
     /** Steps that failed (a rank failed or timed out). */

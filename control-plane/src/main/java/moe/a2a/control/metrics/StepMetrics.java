@@ -36,7 +36,7 @@ public final class StepMetrics implements StepListener {
     private final ImbalanceWindow[] expertWindows;
     private final ImbalanceWindow[] rankWindows;
     private final Counter failures;
-    private final Counter dropped;
+    private final Counter failedStepTokens;
     private final Counter timeouts;
     private final Counter peerFailures;
     private final Counter otherErrors;
@@ -84,7 +84,7 @@ public final class StepMetrics implements StepListener {
             rankWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, worldSize);
         }
         failures = counter(registry, A2aMeters.STEP_FAILURES).register(registry);
-        dropped = counter(registry, A2aMeters.TOKENS_DROPPED).register(registry);
+        failedStepTokens = counter(registry, A2aMeters.FAILED_STEP_TOKENS).register(registry);
         timeouts = transportError(registry, this.transport, "timeout");
         peerFailures = transportError(registry, this.transport, "peer_failed");
         otherErrors = transportError(registry, this.transport, "other");
@@ -121,7 +121,7 @@ public final class StepMetrics implements StepListener {
     @Override
     public void onStepFailed(Throwable cause, long tokens) {
         failures.increment();
-        dropped.increment(tokens);
+        failedStepTokens.increment(tokens);
         for (Throwable t = cause; t != null; t = t.getCause()) {
             if (t instanceof ExchangeTimeoutException) {
                 timeouts.increment();

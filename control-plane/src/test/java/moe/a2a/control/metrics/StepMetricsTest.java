@@ -82,7 +82,7 @@ class StepMetricsTest {
                         "moe_a2a_transport_received_bytes_total{peer=\"0\",rank=\"1\",transport=\"local\"} 720.0")
                 .doesNotContain("moe_a2a_transport_sent_bytes_total{peer=\"0\",rank=\"0\"")
                 .contains("moe_a2a_failed_steps_total 3.0")
-                .contains("moe_a2a_dropped_tokens_total 100.0")
+                .contains("moe_a2a_failed_step_tokens_total 100.0")
                 .contains(
                         "moe_a2a_transport_errors_total{kind=\"timeout\",transport=\"local\"} 1.0")
                 .contains(
