@@ -45,6 +45,11 @@ public enum A2aMeters {
             "moe.a2a.rank.imbalance",
             null,
             "Max over mean of tokens per rank, summed over the layer's last 16 steps"),
+    /** The version of the expert placement each layer's last step ran with (tag {@code layer}). */
+    PLACEMENT_VERSION(
+            "moe.a2a.placement.version",
+            null,
+            "Version of the expert placement the layer's last step ran with"),
     /** Tokens of steps that failed: their requests were answered with an error, not rows. */
     FAILED_STEP_TOKENS(
             "moe.a2a.failed.step",

@@ -33,6 +33,7 @@ public final class StepMetrics implements StepListener {
     private final Counter[][] rankRouted;
     private final AtomicLong[] expertImbalanceBits;
     private final AtomicLong[] rankImbalanceBits;
+    private final AtomicLong[] placementVersionBits;
     private final ImbalanceWindow[] expertWindows;
     private final ImbalanceWindow[] rankWindows;
     private final Counter failures;
@@ -60,6 +61,7 @@ public final class StepMetrics implements StepListener {
         rankRouted = new Counter[layers][worldSize];
         expertImbalanceBits = new AtomicLong[layers];
         rankImbalanceBits = new AtomicLong[layers];
+        placementVersionBits = new AtomicLong[layers];
         expertWindows = new ImbalanceWindow[layers];
         rankWindows = new ImbalanceWindow[layers];
         for (int l = 0; l < layers; l++) {
@@ -80,6 +82,7 @@ public final class StepMetrics implements StepListener {
             }
             expertImbalanceBits[l] = gauge(registry, A2aMeters.EXPERT_IMBALANCE, layer);
             rankImbalanceBits[l] = gauge(registry, A2aMeters.RANK_IMBALANCE, layer);
+            placementVersionBits[l] = gauge(registry, A2aMeters.PLACEMENT_VERSION, layer);
             expertWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, experts);
             rankWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, worldSize);
         }
@@ -114,6 +117,7 @@ public final class StepMetrics implements StepListener {
                 Double.doubleToLongBits(expertWindows[l].add(stats.tokensPerExpert())));
         rankImbalanceBits[l].set(
                 Double.doubleToLongBits(rankWindows[l].add(stats.tokensPerRank())));
+        placementVersionBits[l].set(Double.doubleToLongBits(stats.placementVersion()));
         recordTraffic(A2aMeters.BYTES_SENT, bytesSent, stats.bytesSent());
         recordTraffic(A2aMeters.BYTES_RECEIVED, bytesReceived, stats.bytesReceived());
     }

@@ -88,6 +88,7 @@ class StepMetricsTest {
                 .contains(
                         "moe_a2a_transport_errors_total{kind=\"peer_failed\",transport=\"local\"} 1.0")
                 .contains("moe_a2a_transport_errors_total{kind=\"other\",transport=\"local\"} 0.0")
+                .contains("moe_a2a_placement_version{layer=\"1\"} 1.0")
                 .contains("moe_a2a_cluster_size_ranks 4.0")
                 .contains("moe_a2a_cluster_joined_ranks 3.0")
                 .contains("moe_a2a_cluster_healthy_ranks 1.0")
