@@ -15,11 +15,12 @@ import java.util.Arrays;
  *       is not yet on every rank;
  *   <li>placement: replicas, heaviest first, each to the least loaded rank with a free slot that
  *       does not host that expert yet; then pairs of slots are swapped between the most loaded rank
- *       and the others while that lowers the most loaded rank's load (even shares);
+ *       and the others while that lowers the most loaded rank's load (even shares; {@link
+ *       SlotPacking});
  *   <li>shares: the smallest load the most loaded rank can have with the slots where they are,
  *       found by bisection over a max-flow feasibility test (expert → ranks hosting it → sink with
  *       the bound as capacity); each expert's flow into a rank, split evenly over its slots there,
- *       is the slots' share;
+ *       is the slots' share ({@link ShareFlow});
  *   <li>swaps again, now judged by what the slots carry under those shares, each kept only if the
  *       peak with shares found again is lower.
  * </ol>
@@ -29,9 +30,6 @@ import java.util.Arrays;
  * that no replica leaves its group's node. Stateless.
  */
 public final class PlacementPlanner {
-    /** Bisection steps on the bound: the bound is found to within 2^-40 of the total load. */
-    private static final int BISECTION_STEPS = 40;
-
     private PlacementPlanner() {}
 
     /**
@@ -142,9 +140,9 @@ public final class PlacementPlanner {
     private static Plan planNode(double[] loads, int ranks, int slots) {
         int[] replicas = replicaCounts(loads, slots, ranks);
         int perRank = slots / ranks;
-        int[][] rankExperts = assign(loads, replicas, ranks, perRank);
+        int[][] rankExperts = SlotPacking.assign(loads, replicas, ranks, perRank);
         Plan assigned = withShares(loads, rankExperts);
-        improveBySwaps(loads, replicas, rankExperts);
+        SlotPacking.improveBySwaps(loads, replicas, rankExperts);
         Plan swapped = withShares(loads, rankExperts);
         // The swaps judge by even shares; keep them only if they help once shares are optimised.
         Plan best = peak(swapped, loads, ranks) < peak(assigned, loads, ranks) ? swapped : assigned;
@@ -204,7 +202,7 @@ public final class PlacementPlanner {
             int[] next = slotExpert.clone();
             next[bestI] = slotExpert[bestJ];
             next[bestJ] = slotExpert[bestI];
-            Plan candidate = new Plan(next, shares(loads, loads.length, next, ranks));
+            Plan candidate = new Plan(next, ShareFlow.shares(loads, loads.length, next, ranks));
             double candidatePeak = peak(candidate, loads, ranks);
             if (candidatePeak >= peak * (1 - 1e-9)) {
                 return plan;
@@ -230,7 +228,8 @@ public final class PlacementPlanner {
         for (int r = 0; r < rankExperts.length; r++) {
             System.arraycopy(rankExperts[r], 0, slotExpert, r * perRank, perRank);
         }
-        return new Plan(slotExpert, shares(loads, loads.length, slotExpert, rankExperts.length));
+        return new Plan(
+                slotExpert, ShareFlow.shares(loads, loads.length, slotExpert, rankExperts.length));
     }
 
     private static double peak(Plan plan, double[] loads, int ranks) {
@@ -257,216 +256,13 @@ public final class PlacementPlanner {
         return count;
     }
 
-    /**
-     * Replicas, heaviest per replica first, each to the least loaded rank with a free slot,
-     * preferring ranks that do not host the expert yet.
-     */
-    private static int[][] assign(double[] loads, int[] replicas, int ranks, int perRank) {
-        int total = 0;
-        for (int c : replicas) {
-            total += c;
-        }
-        int[] items = new int[total];
-        int k = 0;
-        for (int e = 0; e < replicas.length; e++) {
-            for (int i = 0; i < replicas[e]; i++) {
-                items[k++] = e;
-            }
-        }
-        Integer[] order = new Integer[total];
-        for (int i = 0; i < total; i++) {
-            order[i] = i;
-        }
-        Arrays.sort(
-                order,
-                (a, b) ->
-                        Double.compare(
-                                loads[items[b]] / replicas[items[b]],
-                                loads[items[a]] / replicas[items[a]]));
-        int[][] out = new int[ranks][perRank];
-        int[] filled = new int[ranks];
-        double[] load = new double[ranks];
-        for (int i : order) {
-            int e = items[i];
-            int best = -1;
-            boolean bestHosts = true;
-            for (int r = 0; r < ranks; r++) {
-                if (filled[r] == perRank) {
-                    continue;
-                }
-                boolean hosts = contains(out[r], filled[r], e);
-                if (best < 0
-                        || (bestHosts && !hosts)
-                        || (bestHosts == hosts && load[r] < load[best])) {
-                    best = r;
-                    bestHosts = hosts;
-                }
-            }
-            out[best][filled[best]++] = e;
-            load[best] += loads[e] / replicas[e];
-        }
-        return out;
-    }
-
-    /**
-     * Swaps a slot of the most loaded rank with one of another rank while that lowers the larger of
-     * the two ranks' loads below the most loaded rank's (even shares).
-     */
-    private static void improveBySwaps(double[] loads, int[] replicas, int[][] rankExperts) {
-        final int ranks = rankExperts.length;
-        double[] load = new double[ranks];
-        for (int r = 0; r < ranks; r++) {
-            for (int e : rankExperts[r]) {
-                load[r] += loads[e] / replicas[e];
-            }
-        }
-        for (int round = 0; round < 100 * ranks; round++) {
-            int top = 0;
-            for (int r = 1; r < ranks; r++) {
-                if (load[r] > load[top]) {
-                    top = r;
-                }
-            }
-            double bestPeak = load[top];
-            int bestRank = -1;
-            int bestI = -1;
-            int bestJ = -1;
-            for (int r = 0; r < ranks; r++) {
-                if (r == top) {
-                    continue;
-                }
-                for (int i = 0; i < rankExperts[top].length; i++) {
-                    int x = rankExperts[top][i];
-                    double wx = loads[x] / replicas[x];
-                    for (int j = 0; j < rankExperts[r].length; j++) {
-                        int y = rankExperts[r][j];
-                        double wy = loads[y] / replicas[y];
-                        if (x == y
-                                || wy >= wx
-                                || contains(rankExperts[r], rankExperts[r].length, x)
-                                || contains(rankExperts[top], rankExperts[top].length, y)) {
-                            continue;
-                        }
-                        double peak = Math.max(load[top] - wx + wy, load[r] - wy + wx);
-                        if (peak < bestPeak - 1e-12 * (1 + bestPeak)) {
-                            bestPeak = peak;
-                            bestRank = r;
-                            bestI = i;
-                            bestJ = j;
-                        }
-                    }
-                }
-            }
-            if (bestRank < 0) {
-                return;
-            }
-            int x = rankExperts[top][bestI];
-            int y = rankExperts[bestRank][bestJ];
-            double delta = loads[x] / replicas[x] - loads[y] / replicas[y];
-            rankExperts[top][bestI] = y;
-            rankExperts[bestRank][bestJ] = x;
-            load[top] -= delta;
-            load[bestRank] += delta;
-        }
-    }
-
-    /**
-     * Shares that minimise the most loaded rank's load with the slots where they are. An expert
-     * without load keeps even shares.
-     */
-    static double[] shares(double[] loads, int experts, int[] slotExpert, int ranks) {
-        final int perRank = slotExpert.length / ranks;
-        boolean[][] hosts = new boolean[experts][ranks];
-        for (int s = 0; s < slotExpert.length; s++) {
-            hosts[slotExpert[s]][s / perRank] = true;
-        }
-        double total = 0;
-        for (double l : loads) {
-            total += l;
-        }
-        double[] share = new double[slotExpert.length];
-        if (total == 0) {
-            evenShares(slotExpert, experts, share);
-            return share;
-        }
-        double lo = total / ranks;
-        double hi = 0;
-        for (int e = 0; e < experts; e++) {
-            hi = Math.max(hi, loads[e]);
-        }
-        hi = Math.max(hi * ranks, total);
-        double[][] flow = null;
-        for (int step = 0; step < BISECTION_STEPS; step++) {
-            double mid = (lo + hi) / 2;
-            double[][] f = ShareFlow.route(loads, hosts, mid);
-            if (f != null) {
-                hi = mid;
-                flow = f;
-            } else {
-                lo = mid;
-            }
-        }
-        if (flow == null) {
-            flow = ShareFlow.route(loads, hosts, hi);
-        }
-        int[][] slotsOn = new int[experts][ranks];
-        for (int s = 0; s < slotExpert.length; s++) {
-            slotsOn[slotExpert[s]][s / perRank]++;
-        }
-        // Normalised by what was routed, which the bisection leaves within SLACK of the load.
-        double[] routed = new double[experts];
-        for (int e = 0; e < experts; e++) {
-            for (int r = 0; r < ranks; r++) {
-                routed[e] += flow[e][r];
-            }
-        }
-        for (int s = 0; s < slotExpert.length; s++) {
-            int e = slotExpert[s];
-            int r = s / perRank;
-            share[s] = routed[e] == 0 ? 0 : flow[e][r] / routed[e] / slotsOn[e][r];
-        }
-        for (int e = 0; e < experts; e++) {
-            if (routed[e] == 0) {
-                int count = 0;
-                for (int x : slotExpert) {
-                    count += x == e ? 1 : 0;
-                }
-                for (int s = 0; s < slotExpert.length; s++) {
-                    if (slotExpert[s] == e) {
-                        share[s] = 1.0 / count;
-                    }
-                }
-            }
-        }
-        return share;
-    }
-
     /** Groups (by load) to {@code packs} packs of equal count: heaviest first, then swaps. */
     private static int[][] pack(double[] loads, int packs) {
         int[] ones = new int[loads.length];
         Arrays.fill(ones, 1);
-        int[][] packed = assign(loads, ones, packs, loads.length / packs);
-        improveBySwaps(loads, ones, packed);
+        int[][] packed = SlotPacking.assign(loads, ones, packs, loads.length / packs);
+        SlotPacking.improveBySwaps(loads, ones, packed);
         return packed;
-    }
-
-    private static void evenShares(int[] slotExpert, int experts, double[] share) {
-        int[] count = new int[experts];
-        for (int e : slotExpert) {
-            count[e]++;
-        }
-        for (int s = 0; s < slotExpert.length; s++) {
-            share[s] = 1.0 / count[slotExpert[s]];
-        }
-    }
-
-    private static boolean contains(int[] values, int length, int value) {
-        for (int i = 0; i < length; i++) {
-            if (values[i] == value) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private static void check(boolean ok, String message) {

@@ -4,15 +4,99 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 
 /**
- * Whether each expert's load can be spread over the ranks that host it so that no rank carries more
- * than a bound: a max flow (Dinic's algorithm) from the experts, through the ranks that host them,
- * to a sink that takes at most the bound from each rank. Stateless.
+ * The shares of a placement's slots that give its most loaded rank the least load: a bisection on
+ * that load, each bound tested by a max flow (Dinic's algorithm) from the experts, through the
+ * ranks that host them, to a sink that takes at most the bound from each rank. Stateless.
  */
 final class ShareFlow {
     /** Flow short of the total by less than this fraction of it still counts as all routed. */
     private static final double SLACK = 1e-9;
 
+    /** Bisection steps on the bound: the bound is found to within 2^-40 of the total load. */
+    private static final int BISECTION_STEPS = 40;
+
     private ShareFlow() {}
+
+    /**
+     * Shares that minimise the most loaded rank's load with the slots where they are. An expert
+     * without load keeps even shares.
+     */
+    static double[] shares(double[] loads, int experts, int[] slotExpert, int ranks) {
+        final int perRank = slotExpert.length / ranks;
+        boolean[][] hosts = new boolean[experts][ranks];
+        for (int s = 0; s < slotExpert.length; s++) {
+            hosts[slotExpert[s]][s / perRank] = true;
+        }
+        double total = 0;
+        for (double l : loads) {
+            total += l;
+        }
+        double[] share = new double[slotExpert.length];
+        if (total == 0) {
+            evenShares(slotExpert, experts, share);
+            return share;
+        }
+        double lo = total / ranks;
+        double hi = 0;
+        for (int e = 0; e < experts; e++) {
+            hi = Math.max(hi, loads[e]);
+        }
+        hi = Math.max(hi * ranks, total);
+        double[][] flow = null;
+        for (int step = 0; step < BISECTION_STEPS; step++) {
+            double mid = (lo + hi) / 2;
+            double[][] f = route(loads, hosts, mid);
+            if (f != null) {
+                hi = mid;
+                flow = f;
+            } else {
+                lo = mid;
+            }
+        }
+        if (flow == null) {
+            flow = route(loads, hosts, hi);
+        }
+        int[][] slotsOn = new int[experts][ranks];
+        for (int s = 0; s < slotExpert.length; s++) {
+            slotsOn[slotExpert[s]][s / perRank]++;
+        }
+        // Normalised by what was routed, which the bisection leaves within SLACK of the load.
+        double[] routed = new double[experts];
+        for (int e = 0; e < experts; e++) {
+            for (int r = 0; r < ranks; r++) {
+                routed[e] += flow[e][r];
+            }
+        }
+        for (int s = 0; s < slotExpert.length; s++) {
+            int e = slotExpert[s];
+            int r = s / perRank;
+            share[s] = routed[e] == 0 ? 0 : flow[e][r] / routed[e] / slotsOn[e][r];
+        }
+        for (int e = 0; e < experts; e++) {
+            if (routed[e] == 0) {
+                int count = 0;
+                for (int x : slotExpert) {
+                    count += x == e ? 1 : 0;
+                }
+                for (int s = 0; s < slotExpert.length; s++) {
+                    if (slotExpert[s] == e) {
+                        share[s] = 1.0 / count;
+                    }
+                }
+            }
+        }
+        return share;
+    }
+
+    private static void evenShares(int[] slotExpert, int experts, double[] share) {
+        int[] count = new int[experts];
+        for (int e : slotExpert) {
+            count[e]++;
+        }
+        for (int s = 0; s < slotExpert.length; s++) {
+            share[s] = 1.0 / count[slotExpert[s]];
+        }
+    }
 
     /**
      * The load of each expert on each rank ({@code [expert][rank]}) when every rank stays within

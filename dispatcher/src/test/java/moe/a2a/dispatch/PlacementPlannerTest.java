@@ -89,7 +89,7 @@ class PlacementPlannerTest {
                     return Double.MAX_VALUE;
                 }
             }
-            double[] share = PlacementPlanner.shares(loads, loads.length, slotExpert, ranks);
+            double[] share = ShareFlow.shares(loads, loads.length, slotExpert, ranks);
             return max(
                     new PlacementPlanner.Plan(slotExpert.clone(), share).rankLoads(loads, ranks));
         }
