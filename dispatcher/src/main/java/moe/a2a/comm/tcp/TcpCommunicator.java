@@ -3,7 +3,6 @@ package moe.a2a.comm.tcp;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -55,13 +54,9 @@ public final class TcpCommunicator implements Communicator {
     private final long[] recvOffsets;
     private final long[] barrierSend;
     private final long[] barrierRecv;
-    private final ChannelFuture[] writes;
-    private final ByteBuf[] dataHeaders;
-    private final PeerViews[] sendViews;
-    private final PeerViews[] recvViews;
+    private final DataFrames frames;
+    private final ReceiveRegions regions;
     private volatile A2aException failure;
-    private long landedBytes;
-    private long copiedBytes;
     private long op;
     private ByteBuffer staging = ByteBuffer.allocateDirect(0);
     private ByteBuffer inbound = ByteBuffer.allocateDirect(0);
@@ -82,18 +77,8 @@ public final class TcpCommunicator implements Communicator {
         this.recvOffsets = new long[n];
         this.barrierSend = new long[n];
         this.barrierRecv = new long[n];
-        this.writes = new ChannelFuture[n];
-        this.dataHeaders = new ByteBuf[n];
-        for (int p = 0; p < n; p++) {
-            dataHeaders[p] = Unpooled.directBuffer(FrameHeader.BYTES);
-        }
-        int phases = ExchangePhase.values().length;
-        this.sendViews = new PeerViews[phases];
-        this.recvViews = new PeerViews[phases];
-        for (int i = 0; i < phases; i++) {
-            sendViews[i] = new PeerViews(n);
-            recvViews[i] = new PeerViews(n);
-        }
+        this.frames = new DataFrames(peers);
+        this.regions = new ReceiveRegions(inboxes);
         this.readSegments = new ByteBuffer[n];
         this.readOffsets = new long[n];
     }
@@ -234,7 +219,7 @@ public final class TcpCommunicator implements Communicator {
      * what came before the post, if anything, was copied there by the event loop.
      */
     public long landedBytes() {
-        return landedBytes;
+        return regions.landedBytes();
     }
 
     /**
@@ -242,7 +227,7 @@ public final class TcpCommunicator implements Communicator {
      * ahead): read into Netty's buffers, then copied.
      */
     public long copiedBytes() {
-        return copiedBytes;
+        return regions.copiedBytes();
     }
 
     @Override
@@ -331,27 +316,13 @@ public final class TcpCommunicator implements Communicator {
                                     + ", expectedBytes="
                                     + recvCounts[me]));
         }
-        if (recv.isDirect()) {
-            for (int p = 0; p < n; p++) {
-                if (p != me && recvCounts[p] > 0) {
-                    inboxes[p].post(
-                            seq,
-                            recvViews[phase.ordinal()].region(recv, recvOffsets[p], recvCounts[p]));
-                }
-            }
-        }
-        PeerViews rows = sendViews[phase.ordinal()];
+        regions.post(seq, phase, recv, recvOffsets, recvCounts, me);
         for (int i = 1; i < n; i++) {
             int p = (me + i) % n;
             if (writer != null && sendCounts[p] > 0) {
                 writer.write(p, send, (int) sendOffsets[p]);
             }
-            ByteBuf header = dataHeaders[p].clear();
-            FrameHeader.write(header, FrameHeader.DATA, phase.ordinal(), step, seq, sendCounts[p]);
-            peers[p].write(header.retain(), peers[p].voidPromise());
-            writes[p] =
-                    peers[p].writeAndFlush(
-                            rows.rows(send, p, sendOffsets[p], sendCounts[p]).retain());
+            frames.send(p, phase, step, seq, send, sendOffsets[p], sendCounts[p]);
         }
         if (writer == null) {
             recv.put((int) recvOffsets[me], send, (int) sendOffsets[me], (int) sendCounts[me]);
@@ -362,47 +333,22 @@ public final class TcpCommunicator implements Communicator {
             for (int i = 1; i < n; i++) {
                 int p = (me - i + n) % n;
                 Frame frame = await(p, step, phase, seq, FrameHeader.DATA, deadline);
-                inboxes[p].unpost();
                 try {
-                    if (frame.landed()) {
-                        landedBytes += recvCounts[p];
-                    } else {
-                        copyRows(frame.payload(), p, recv, recvOffsets[p], recvCounts[p]);
-                        copiedBytes += recvCounts[p];
-                    }
+                    regions.take(frame, p, me, recv, recvOffsets[p], recvCounts[p]);
+                } catch (A2aException e) {
+                    fail(e);
                 } finally {
                     frame.release();
                 }
             }
         } finally {
-            for (PeerInbox inbox : inboxes) {
-                inbox.unpost();
-            }
+            regions.withdrawAll();
         }
         for (int p = 0; p < n; p++) {
             if (p != me) {
                 awaitWrite(p, step, phase, deadline);
-                writes[p] = null;
             }
         }
-    }
-
-    /** Rows that arrived in Netty's buffers (the peer ran ahead of this rank's post). */
-    private void copyRows(ByteBuf payload, int p, ByteBuffer recv, long offset, long expected) {
-        int len = payload.readableBytes();
-        if (len != expected) {
-            fail(
-                    new A2aException(
-                            "all-to-all-v counts disagree: src="
-                                    + p
-                                    + ", dst="
-                                    + config.rank()
-                                    + ", sentBytes="
-                                    + len
-                                    + ", expectedBytes="
-                                    + expected));
-        }
-        payload.getBytes(payload.readerIndex(), recv.slice((int) offset, len));
     }
 
     /**
@@ -494,13 +440,8 @@ public final class TcpCommunicator implements Communicator {
         for (PeerInbox inbox : inboxes) {
             inbox.close(closed);
         }
-        for (ByteBuf header : dataHeaders) {
-            header.release();
-        }
-        for (int i = 0; i < sendViews.length; i++) {
-            sendViews[i].release();
-            recvViews[i].release();
-        }
+        frames.release();
+        regions.release();
     }
 
     private Frame await(
@@ -552,7 +493,7 @@ public final class TcpCommunicator implements Communicator {
     }
 
     private void awaitWrite(int peer, long step, ExchangePhase phase, long deadline) {
-        ChannelFuture write = writes[peer];
+        ChannelFuture write = frames.takeWrite(peer);
         long waitNs = Math.max(0, deadline - System.nanoTime());
         if (!write.awaitUninterruptibly(waitNs, TimeUnit.NANOSECONDS)) {
             fail(
