@@ -3,7 +3,6 @@ package moe.a2a.cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
@@ -22,6 +21,7 @@ import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.control.metrics.Imbalance;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.RowKernels;
@@ -251,8 +251,8 @@ final class BenchCommand implements Callable<Integer> {
                             Locale.ROOT,
                             "  placement: %d redundant slots planned for the workload's loads; tokens per rank max/mean %.3f (contiguous: %.3f)%n",
                             redundantExperts,
-                            maxOverMean(rows),
-                            maxOverMean(BenchRouting.rows(w)));
+                            Imbalance.maxOverMean(tokensPerRank(rows)),
+                            Imbalance.maxOverMean(tokensPerRank(BenchRouting.rows(w))));
                 }
                 reports.add(r.json(memcpy, redundantExperts));
                 results.add(r);
@@ -387,16 +387,14 @@ final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    /** max/mean over ranks of the tokens each receives ({@code rows[src][dst]}). */
-    private static double maxOverMean(int[][] rows) {
+    /** Tokens each rank receives: the column sums of {@code rows[src][dst]}. */
+    private static long[] tokensPerRank(int[][] rows) {
         long[] in = new long[rows.length];
-        long total = 0;
         for (int[] src : rows) {
             for (int d = 0; d < src.length; d++) {
                 in[d] += src[d];
-                total += src[d];
             }
         }
-        return total == 0 ? 0 : (double) Arrays.stream(in).max().orElse(0) * in.length / total;
+        return in;
     }
 }

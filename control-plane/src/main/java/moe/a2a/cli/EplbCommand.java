@@ -10,9 +10,9 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import moe.a2a.control.metrics.Imbalance;
 import moe.a2a.dispatch.PlacementPlanner;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -85,14 +85,14 @@ final class EplbCommand implements Callable<Integer> {
             }
             placement.add(p);
             shares.add(s);
-            double ratio = maxOverMean(plan.rankLoads(loads[layer], ranks));
+            double ratio = Imbalance.maxOverMean(plan.rankLoads(loads[layer], ranks));
             balance.add(ratio);
             System.out.printf(
                     Locale.ROOT,
                     "layer %d: max/mean rank load %.4f (one slot per expert in order: %.4f)%n",
                     layer,
                     ratio,
-                    maxOverMean(contiguousLoads(loads[layer])));
+                    Imbalance.maxOverMean(contiguousLoads(loads[layer])));
         }
         JsonObject doc = new JsonObject();
         doc.add("placement", placement);
@@ -111,11 +111,6 @@ final class EplbCommand implements Callable<Integer> {
             out[(int) ((long) e * ranks / layer.length)] += layer[e];
         }
         return out;
-    }
-
-    private static double maxOverMean(double[] rankLoads) {
-        double sum = Arrays.stream(rankLoads).sum();
-        return sum == 0 ? 0 : Arrays.stream(rankLoads).max().orElse(0) * rankLoads.length / sum;
     }
 
     static double[][] readLoads(Path file) throws IOException {

@@ -4,6 +4,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -254,7 +255,7 @@ public final class WorkerAgent implements AutoCloseable {
                 "joined as rank {} of {}: loaded experts {} of {} (placement version {}) in {} ms",
                 rank,
                 worldSize,
-                java.util.Arrays.toString(placement.expertsOf(rank)),
+                Arrays.toString(placement.expertsOf(rank)),
                 weights.description(),
                 placement.version(),
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));

@@ -56,29 +56,20 @@ class EplbCommandTest {
 
     @Test
     void shouldNameFieldWhenLoadIsNotANumber() throws IOException {
-        Path in = write("{\"loads\": [[1, \"x\", 3]]}");
-        StringWriter err = new StringWriter();
-        int exit =
-                Main.commandLine()
-                        .setErr(new PrintWriter(err, true))
-                        .execute(
-                                "eplb",
-                                "--loads",
-                                in.toString(),
-                                "--ranks",
-                                "1",
-                                "--slots",
-                                "3",
-                                "--json",
-                                dir.resolve("o.json").toString());
-        assertThat(exit).isEqualTo(1);
-        assertThat(err.toString().strip())
+        assertThat(refusal("{\"loads\": [[1, \"x\", 3]]}", 1, 3))
                 .isEqualTo("moe-a2a eplb: loads[0][1]: \"x\" (expected: a number)");
     }
 
     @Test
     void shouldNameLayerWhenSlotsDoNotFit() throws IOException {
-        Path in = write("{\"loads\": [[1, 2, 3]]}");
+        assertThat(refusal("{\"loads\": [[1, 2, 3]]}", 2, 3))
+                .isEqualTo(
+                        "moe-a2a eplb: layer 0: slots: 3 (expected: a multiple of ranks=2, >= experts=3)");
+    }
+
+    /** Runs eplb on {@code json}; returns its error line, after checking that it failed. */
+    private String refusal(String json, int ranks, int slots) throws IOException {
+        Path in = write(json);
         StringWriter err = new StringWriter();
         int exit =
                 Main.commandLine()
@@ -88,15 +79,13 @@ class EplbCommandTest {
                                 "--loads",
                                 in.toString(),
                                 "--ranks",
-                                "2",
+                                Integer.toString(ranks),
                                 "--slots",
-                                "3",
+                                Integer.toString(slots),
                                 "--json",
                                 dir.resolve("o.json").toString());
         assertThat(exit).isEqualTo(1);
-        assertThat(err.toString().strip())
-                .isEqualTo(
-                        "moe-a2a eplb: layer 0: slots: 3 (expected: a multiple of ranks=2, >= experts=3)");
+        return err.toString().strip();
     }
 
     private Path write(String json) throws IOException {

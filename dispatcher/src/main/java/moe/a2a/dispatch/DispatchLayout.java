@@ -123,10 +123,8 @@ public final class DispatchLayout {
         if (pick < 0) {
             pick = 0;
             if (g.length > 1) {
-                long total = 0;
-                for (int v : g) {
-                    total += v;
-                }
+                // the expert's assignments so far this step, this one excluded
+                final long total = tokensPerExpert[expert] - 1;
                 double bestLag = Double.NEGATIVE_INFINITY;
                 for (int i = 0; i < g.length; i++) {
                     double lag = placement.replicaShare(expert, i) * (total + 1) - g[i];

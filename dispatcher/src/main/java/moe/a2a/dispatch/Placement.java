@@ -226,6 +226,15 @@ public final class Placement {
         return replicaShare[expert][i];
     }
 
+    /** Physical slots over all ranks: the experts plus their extra replicas. */
+    public int slots() {
+        int slots = 0;
+        for (int[] rank : rankExperts) {
+            slots += rank.length;
+        }
+        return slots;
+    }
+
     /** Number of expert slots hosted by {@code rank}. */
     public int localExperts(int rank) {
         return rankExperts[rank].length;

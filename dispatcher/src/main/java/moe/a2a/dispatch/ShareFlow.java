@@ -57,8 +57,10 @@ final class ShareFlow {
             flow = route(loads, hosts, hi);
         }
         int[][] slotsOn = new int[experts][ranks];
+        int[] replicas = new int[experts];
         for (int s = 0; s < slotExpert.length; s++) {
             slotsOn[slotExpert[s]][s / perRank]++;
+            replicas[slotExpert[s]]++;
         }
         // Normalised by what was routed, which the bisection leaves within SLACK of the load.
         double[] routed = new double[experts];
@@ -70,20 +72,8 @@ final class ShareFlow {
         for (int s = 0; s < slotExpert.length; s++) {
             int e = slotExpert[s];
             int r = s / perRank;
-            share[s] = routed[e] == 0 ? 0 : flow[e][r] / routed[e] / slotsOn[e][r];
-        }
-        for (int e = 0; e < experts; e++) {
-            if (routed[e] == 0) {
-                int count = 0;
-                for (int x : slotExpert) {
-                    count += x == e ? 1 : 0;
-                }
-                for (int s = 0; s < slotExpert.length; s++) {
-                    if (slotExpert[s] == e) {
-                        share[s] = 1.0 / count;
-                    }
-                }
-            }
+            // an expert without load keeps even shares
+            share[s] = routed[e] == 0 ? 1.0 / replicas[e] : flow[e][r] / routed[e] / slotsOn[e][r];
         }
         return share;
     }

@@ -18,6 +18,8 @@ import jdk.incubator.vector.VectorOperators;
  * conversion, so both directions are integer and fp32 arithmetic on the bits, exhaustively equal to
  * {@link ScalarKernels#fp16ToFloat} and {@link ScalarKernels#floatToFp16}. Stateless.
  */
+// The loops mirror VectorBf16's on purpose: one loop taking the widening as a parameter would see
+// two implementations, and C2 then boxes the vectors instead of keeping them in registers.
 final class VectorFp16 {
     private VectorFp16() {}
 

@@ -66,17 +66,9 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setTransport(transport.label())
                         .setWeightsSource(weights.description())
                         .setDispatchDtype(model.dispatchDType().label())
-                        .setSlots(slots(placement))
+                        .setSlots(placement.slots())
                         .setPlacementVersion(placement.version())
                         .build();
-    }
-
-    private static int slots(Placement placement) {
-        int slots = 0;
-        for (int r = 0; r < placement.worldSize(); r++) {
-            slots += placement.localExperts(r);
-        }
-        return slots;
     }
 
     @Override

@@ -13,4 +13,15 @@ public final class Imbalance {
         }
         return sum == 0 ? 0 : max * (double) counts.length / sum;
     }
+
+    /** As {@link #maxOverMean(long[])}, for loads that are not counts. */
+    public static double maxOverMean(double[] loads) {
+        double max = 0;
+        double sum = 0;
+        for (double l : loads) {
+            max = Math.max(max, l);
+            sum += l;
+        }
+        return sum == 0 ? 0 : max * loads.length / sum;
+    }
 }
