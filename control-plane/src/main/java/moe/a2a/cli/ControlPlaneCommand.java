@@ -78,6 +78,13 @@ final class ControlPlaneCommand implements Callable<Integer> {
                             + config.dispatchDType().label()
                             + " (expected: bf16 with --transport nccl; FP8 dispatch runs on tcp)");
         }
+        if (transport == Transport.NCCL && server.rebalanceEvery != 0) {
+            throw new IllegalArgumentException(
+                    "--rebalance-every: "
+                            + server.rebalanceEvery
+                            + " (expected: 0 with --transport nccl; GPU ranks keep the placement they"
+                            + " start with, live rebalancing runs on tcp)");
+        }
         ModelSpec spec = model.spec(config);
         String fingerprint = ModelOptions.fingerprint(spec);
         LOG.info(

@@ -46,6 +46,14 @@ final class ServerOptions {
     int redundantExperts;
 
     @Option(
+            names = "--rebalance-every",
+            defaultValue = "0",
+            description =
+                    "Live rebalancing: every STEPS steps of a layer, plan its placement from the expert loads of those steps and switch to it once every rank has loaded it, if it lowers the predicted rank imbalance by 3 %% or more; 0 never (default: ${DEFAULT-VALUE}).",
+            paramLabel = "STEPS")
+    int rebalanceEvery;
+
+    @Option(
             names = "--max-request-bytes",
             defaultValue = "67108864",
             description = "Largest accepted request message (default: ${DEFAULT-VALUE}).")
@@ -85,7 +93,11 @@ final class ServerOptions {
 
     MoeServer.Settings settings() {
         return new MoeServer.Settings(
-                maxBatchTokens, maxQueuedRequests, maxRequestBytes, maxStepsInFlight);
+                maxBatchTokens,
+                maxQueuedRequests,
+                maxRequestBytes,
+                maxStepsInFlight,
+                rebalanceEvery);
     }
 
     /** A Prometheus registry with the process binders, tagged with the process's role. */

@@ -1,6 +1,7 @@
 package moe.a2a.worker;
 
 import java.nio.file.Path;
+import java.util.List;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.metrics.StepListener;
 import moe.a2a.dispatch.DispatchDType;
@@ -9,30 +10,41 @@ import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.PlacementSpec;
 
 /**
- * What a worker loaded for the rank the control plane gave it: the experts' runtime and the rank's
- * meters, with the rank, model spec, placement and data plane they were built for. Kept across
- * sessions, so a worker that rejoins with the same rank, model, placement and data plane need not
- * load again. Owned by the worker's data-plane thread.
+ * What a worker loaded for the rank the control plane gave it: the experts' runtime (which holds
+ * each layer's placement) and the rank's meters, with the rank, model spec and data plane they were
+ * built for. Kept across sessions, so a worker that rejoins with the same rank, model, placements
+ * and data plane need not load again. Owned by the worker's data-plane thread.
  */
 record LoadedRank(
         int rank,
         ModelSpec spec,
-        PlacementSpec placement,
         Transport transport,
         ModelConfig model,
         RankRuntime runtime,
         StepListener metrics) {
 
-    /** Whether this is what the control plane asks for now. */
-    boolean serves(int rank, ModelSpec spec, PlacementSpec placement, Transport transport) {
-        return this.rank == rank
-                && spec.equals(this.spec)
-                && placement.equals(this.placement)
-                && transport == this.transport;
+    /**
+     * Whether this is what the control plane asks for now, each layer's placement included (as the
+     * runtime holds it now).
+     */
+    boolean serves(int rank, ModelSpec spec, List<PlacementSpec> placements, Transport transport) {
+        if (this.rank != rank
+                || !spec.equals(this.spec)
+                || transport != this.transport
+                || placements.size() != model.layers()) {
+            return false;
+        }
+        for (int layer = 0; layer < placements.size(); layer++) {
+            if (!PlacementCodec.encode(runtime.placement(layer)).equals(placements.get(layer))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The spec's weights: its safetensors file, or seeded ones when it names none. */

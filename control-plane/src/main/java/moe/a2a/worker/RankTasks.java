@@ -66,7 +66,7 @@ final class RankTasks {
                             new StepStatsSnapshot(
                                     task.getStepId(),
                                     task.getLayer(),
-                                    loaded.placement().getVersion(),
+                                    loaded.runtime().placement(task.getLayer()).version(),
                                     1,
                                     n,
                                     r.tokensPerRank(),

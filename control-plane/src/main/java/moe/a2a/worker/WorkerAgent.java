@@ -4,10 +4,12 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -18,11 +20,14 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.LayerSlots;
 import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.protocol.TaskCodec;
 import moe.a2a.v1.Accepted;
+import moe.a2a.v1.ActivatePlacement;
 import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ClusterServiceGrpc;
@@ -31,7 +36,10 @@ import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.GroupReady;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.PlacementSpec;
+import moe.a2a.v1.PlacementStaged;
 import moe.a2a.v1.PrepareGroup;
+import moe.a2a.v1.StagePlacement;
 import moe.a2a.v1.StepTask;
 import moe.a2a.v1.WorkerMessage;
 import org.slf4j.Logger;
@@ -42,8 +50,9 @@ import org.slf4j.LoggerFactory;
  * when told (over the data plane the control plane picked from those this worker offers), runs its
  * share of every step, and rejoins with backoff when the control plane goes away (asking for its
  * old rank). Control messages are handled in order on one data-plane thread, which owns the
- * communicator and the rank's buffers; heartbeats go out on a timer. Each step is recorded in the
- * worker's own meters (its tokens and its stage times).
+ * communicator and the rank's buffers; a coming placement's weights load on a loader thread;
+ * heartbeats go out on a timer. Each step is recorded in the worker's own meters (its tokens and
+ * its stage times).
  */
 public final class WorkerAgent implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerAgent.class);
@@ -79,6 +88,19 @@ public final class WorkerAgent implements AutoCloseable {
                     });
     private volatile boolean closed;
     private volatile int rank = -1;
+
+    /** Loads staged placements' weights, apart from the data-plane thread. */
+    private final ExecutorService loader =
+            Executors.newSingleThreadExecutor(
+                    r -> {
+                        Thread t = new Thread(r, "moe-a2a-placement-loader");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
+    /** Per layer, the slots staged for its next placement. */
+    private final Map<Integer, LayerSlots> staged = new ConcurrentHashMap<>();
+
     // Owned by the data-plane thread:
     private final RankTasks tasks = new RankTasks();
     private LoadedRank loaded;
@@ -190,6 +212,12 @@ public final class WorkerAgent implements AutoCloseable {
                 case BENCH:
                     bench(message.getBench(), sender);
                     break;
+                case STAGE_PLACEMENT:
+                    stage(message.getStagePlacement(), sender);
+                    break;
+                case ACTIVATE_PLACEMENT:
+                    activate(message.getActivatePlacement());
+                    break;
                 case ABORT:
                     dropGroup(
                             "control plane abandoned epoch "
@@ -231,7 +259,8 @@ public final class WorkerAgent implements AutoCloseable {
         ModelSpec spec = accepted.getModel();
         rank = accepted.getRank();
         worldSize = accepted.getWorldSize();
-        if (loaded != null && loaded.serves(rank, spec, accepted.getPlacement(), transport)) {
+        staged.clear();
+        if (loaded != null && loaded.serves(rank, spec, accepted.getPlacementsList(), transport)) {
             LOG.info("rejoined as rank {} of {}", rank, worldSize);
             return;
         }
@@ -239,26 +268,85 @@ public final class WorkerAgent implements AutoCloseable {
         WeightSource weights = LoadedRank.weights(spec);
         ModelConfig model = LoadedRank.model(spec);
         closeRuntime();
-        Placement placement =
-                PlacementCodec.decode(accepted.getPlacement(), model.experts(), worldSize);
+        if (accepted.getPlacementsCount() != model.layers()) {
+            throw new IllegalArgumentException(
+                    "accepted.placements: "
+                            + accepted.getPlacementsCount()
+                            + " (expected: "
+                            + model.layers()
+                            + ", one per layer)");
+        }
+        List<Placement> placements = new ArrayList<>();
+        for (PlacementSpec p : accepted.getPlacementsList()) {
+            placements.add(PlacementCodec.decode(p, model.experts(), worldSize));
+        }
+        RankRuntime runtime = plane.runtime(model, weights, placements.get(0), rank);
+        // A layer the coordinator has rebalanced since the start differs from layer 0's placement.
+        for (int layer = 1; layer < placements.size(); layer++) {
+            if (!placements.get(layer).sameSlots(placements.get(0))
+                    || placements.get(layer).version() != placements.get(0).version()) {
+                runtime.install(runtime.stage(layer, placements.get(layer)));
+            }
+        }
         loaded =
                 new LoadedRank(
                         rank,
                         spec,
-                        accepted.getPlacement(),
                         transport,
                         model,
-                        plane.runtime(model, weights, placement, rank),
+                        runtime,
                         new StepMetrics(
                                 registry, model.layers(), model.experts(), worldSize, transport));
         LOG.info(
                 "joined as rank {} of {}: loaded experts {} of {} (placement version {}) in {} ms",
                 rank,
                 worldSize,
-                Arrays.toString(placement.expertsOf(rank)),
+                Arrays.toString(placements.get(0).expertsOf(rank)),
                 weights.description(),
-                placement.version(),
+                placements.get(0).version(),
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+    }
+
+    /**
+     * Loads a coming placement's weights on the loader thread, so that steps go on meanwhile, and
+     * answers when done.
+     */
+    private void stage(StagePlacement stage, SessionSender sender) {
+        final LoadedRank rank = loaded;
+        loader.execute(
+                () -> {
+                    PlacementStaged.Builder answer =
+                            PlacementStaged.newBuilder().setStageId(stage.getStageId());
+                    try {
+                        Placement next =
+                                PlacementCodec.decode(
+                                        stage.getPlacement(), rank.model().experts(), worldSize);
+                        LayerSlots slots = rank.runtime().stage(stage.getLayer(), next);
+                        staged.put(stage.getLayer(), slots);
+                        answer.setLoadedBytes(slots.loadedBytes());
+                    } catch (RuntimeException e) {
+                        LOG.warn("cannot stage layer {}: {}", stage.getLayer(), e.toString());
+                        answer.setError(String.valueOf(e.getMessage()));
+                    }
+                    sender.send(WorkerMessage.newBuilder().setStaged(answer).build());
+                });
+    }
+
+    /** Switches a layer to its new placement, loading it now if it was not staged. */
+    private void activate(ActivatePlacement activate) {
+        int layer = activate.getLayer();
+        Placement next =
+                PlacementCodec.decode(activate.getPlacement(), loaded.model().experts(), worldSize);
+        LayerSlots slots = staged.remove(layer);
+        if (slots == null || slots.placement().version() != next.version()) {
+            slots = loaded.runtime().stage(layer, next);
+        }
+        loaded.runtime().install(slots);
+        LOG.info(
+                "layer {}: placement version {} in use, experts {}",
+                layer,
+                next.version(),
+                Arrays.toString(next.expertsOf(rank)));
     }
 
     private void prepare(PrepareGroup prepare, SessionSender sender) {
@@ -345,6 +433,7 @@ public final class WorkerAgent implements AutoCloseable {
                     closeRuntime();
                 });
         dataPlane.shutdown();
+        loader.shutdownNow();
         timer.shutdownNow();
     }
 }

@@ -22,7 +22,7 @@ import java.util.Arrays;
  * step is larger than any before. Owned by one rank thread.
  */
 public final class DispatchLayout {
-    private final Placement placement;
+    private Placement placement;
     private final int homeRank;
     private final int worldSize;
     private final long[] tokensPerRank;
@@ -46,7 +46,6 @@ public final class DispatchLayout {
      *     for none
      */
     public DispatchLayout(Placement placement, int homeRank) {
-        this.placement = placement;
         this.homeRank = homeRank;
         this.worldSize = placement.worldSize();
         this.tokensPerRank = new long[worldSize];
@@ -54,14 +53,43 @@ public final class DispatchLayout {
         this.rankOffsets = new int[worldSize + 1];
         this.homeReplica = new int[placement.numExperts()];
         this.given = new int[placement.numExperts()][];
+        replicas(placement);
+    }
+
+    /**
+     * Routes later steps by {@code next}, as when the coordinator moved experts between steps.
+     *
+     * @throws IllegalArgumentException when {@code next} has another world size or expert count
+     */
+    public void use(Placement next) {
+        if (next == placement) {
+            return;
+        }
+        if (next.worldSize() != worldSize || next.numExperts() != placement.numExperts()) {
+            throw new IllegalArgumentException(
+                    "placement: "
+                            + next.worldSize()
+                            + " ranks, "
+                            + next.numExperts()
+                            + " experts (expected: "
+                            + worldSize
+                            + " ranks, "
+                            + placement.numExperts()
+                            + " experts, as before)");
+        }
+        replicas(next);
+    }
+
+    private void replicas(Placement next) {
+        this.placement = next;
         for (int e = 0; e < homeReplica.length; e++) {
             homeReplica[e] = -1;
-            for (int i = placement.replicas(e) - 1; i >= 0; i--) {
-                if (placement.replicaRank(e, i) == homeRank) {
+            for (int i = next.replicas(e) - 1; i >= 0; i--) {
+                if (next.replicaRank(e, i) == homeRank) {
                     homeReplica[e] = i;
                 }
             }
-            given[e] = new int[placement.replicas(e)];
+            given[e] = new int[next.replicas(e)];
         }
     }
 

@@ -26,7 +26,7 @@ public final class Dispatcher {
     private static final int VIEW_EXPERT_OUTPUTS = 2;
 
     private final Communicator comm;
-    private final Placement placement;
+    private Placement placement;
     private final int hidden;
     private final int topK;
     private final int rank;
@@ -92,6 +92,36 @@ public final class Dispatcher {
 
     public Communicator communicator() {
         return comm;
+    }
+
+    /** The placement the next dispatch routes by. */
+    public Placement placement() {
+        return placement;
+    }
+
+    /**
+     * Routes the next dispatches by {@code next}: the coordinator moved experts between steps. The
+     * rank's slots keep their count; what they hold is the experts' business, not the dispatcher's.
+     *
+     * @throws IllegalArgumentException when {@code next} has another world size, expert count or
+     *     number of slots on this rank
+     */
+    public void use(Placement next) {
+        if (next == placement) {
+            return;
+        }
+        if (next.localExperts(rank) != slotCursor.length) {
+            throw new IllegalArgumentException(
+                    "placement.localExperts("
+                            + rank
+                            + "): "
+                            + next.localExperts(rank)
+                            + " (expected: "
+                            + slotCursor.length
+                            + ", the rank's slots)");
+        }
+        layout.use(next);
+        placement = next;
     }
 
     /** How rows travel in this dispatcher's dispatch. */

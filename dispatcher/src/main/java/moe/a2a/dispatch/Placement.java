@@ -255,6 +255,27 @@ public final class Placement {
         return rankShares[rank].clone();
     }
 
+    /**
+     * Each rank's load when the replicas take exactly their shares: the sum over its slots of share
+     * × the slot's expert's load.
+     */
+    public double[] rankLoads(double[] expertLoads) {
+        double[] out = new double[rankExperts.length];
+        for (int r = 0; r < rankExperts.length; r++) {
+            for (int s = 0; s < rankExperts[r].length; s++) {
+                out[r] += rankShares[r][s] * expertLoads[rankExperts[r][s]];
+            }
+        }
+        return out;
+    }
+
+    /** Whether {@code other} has the same experts in the same slots with the same shares. */
+    public boolean sameSlots(Placement other) {
+        return numExperts == other.numExperts
+                && Arrays.deepEquals(rankExperts, other.rankExperts)
+                && Arrays.deepEquals(rankShares, other.rankShares);
+    }
+
     @Override
     public String toString() {
         return "Placement{version="

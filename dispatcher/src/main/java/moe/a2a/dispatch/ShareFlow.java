@@ -72,8 +72,12 @@ final class ShareFlow {
         for (int s = 0; s < slotExpert.length; s++) {
             int e = slotExpert[s];
             int r = s / perRank;
-            // an expert without load keeps even shares
-            share[s] = routed[e] == 0 ? 1.0 / replicas[e] : flow[e][r] / routed[e] / slotsOn[e][r];
+            // an expert without load keeps even shares; a flow the float arithmetic left a hair
+            // below zero is none
+            share[s] =
+                    routed[e] == 0
+                            ? 1.0 / replicas[e]
+                            : Math.max(0, flow[e][r]) / routed[e] / slotsOn[e][r];
         }
         return share;
     }

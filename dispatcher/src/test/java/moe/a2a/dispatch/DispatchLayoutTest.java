@@ -1,6 +1,7 @@
 package moe.a2a.dispatch;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -110,5 +111,53 @@ class DispatchLayoutTest {
         }
         assertThat(layout.tokensPerRank(2)).isEqualTo(3);
         assertThat(layout.tokensPerRank(1)).isZero();
+    }
+
+    @Test
+    void shouldRouteAsAFreshLayoutWhenSwitchedToAnotherPlacement() {
+        for (long seed = 0; seed < 100; seed++) {
+            SplittableRandom random = new SplittableRandom(seed);
+            int n = 1 + random.nextInt(6);
+            int e = 2 + random.nextInt(20);
+            int k = 1 + random.nextInt(Math.min(e, 4));
+            int slots = n * ((e + n - 1) / n + random.nextInt(3));
+            Placement before = planned(random, e, n, slots, 1);
+            Placement after = planned(random, e, n, slots, 2);
+            int home = random.nextInt(n);
+            int t = random.nextInt(50);
+            int[] ids = TestRoutings.uniform(random, t, e, k);
+
+            DispatchLayout switched = new DispatchLayout(before, home);
+            switched.compute(TestRoutings.uniform(random, 30, e, k), 30, k);
+            switched.use(after);
+            switched.compute(ids, t, k);
+            DispatchLayout fresh = new DispatchLayout(after, home);
+            fresh.compute(ids, t, k);
+
+            String where = "seed=" + seed;
+            for (int i = 0; i < t * k; i++) {
+                assertThat(switched.chosenRank(i)).as(where).isEqualTo(fresh.chosenRank(i));
+                assertThat(switched.chosenSlot(i)).as(where).isEqualTo(fresh.chosenSlot(i));
+            }
+            assertThat(switched.tokensPerRankCopy()).as(where).isEqualTo(fresh.tokensPerRankCopy());
+        }
+    }
+
+    @Test
+    void shouldRefuseAPlacementOfAnotherWorldSize() {
+        DispatchLayout layout = new DispatchLayout(Placement.contiguous(8, 4), 0);
+        assertThatThrownBy(() -> layout.use(Placement.contiguous(8, 2)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(
+                        "placement: 2 ranks, 8 experts (expected: 4 ranks, 8 experts, as before)");
+    }
+
+    private static Placement planned(
+            SplittableRandom random, int experts, int ranks, int slots, long version) {
+        double[] loads = new double[experts];
+        for (int x = 0; x < experts; x++) {
+            loads[x] = random.nextDouble(0.5, 50);
+        }
+        return PlacementPlanner.plan(loads, ranks, slots, 1, 1).placement(version, experts, ranks);
     }
 }

@@ -1,34 +1,82 @@
 package moe.a2a.experts;
 
 import java.nio.FloatBuffer;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Placement;
 
 /**
  * The experts one rank hosts, for every layer, and their SwiGLU forward pass: {@code y = W2 ·
- * (silu(W1·x) ⊙ (W3·x))}, fp32 throughout, GEMMs through {@link Sgemm}. Scratch buffers grow to the
- * largest group seen. Owned by the rank thread.
+ * (silu(W1·x) ⊙ (W3·x))}, fp32 throughout, GEMMs through {@link Sgemm}. Each layer has its own
+ * placement: a new one is staged on any thread (loading only the experts the rank lacks) and
+ * installed on the rank thread between steps. Scratch buffers grow to the largest group seen; the
+ * forward pass and {@link #install} belong to the rank thread.
  */
 public final class ExpertBank {
+    private final WeightSource source;
+    private final int rank;
     private final int hidden;
     private final int ffn;
-    private final ExpertWeights[][] weights;
+    private final AtomicReferenceArray<LayerSlots> layers;
     private FloatBuffer input = Buffers.floats(0);
     private FloatBuffer gateProj = Buffers.floats(0);
     private FloatBuffer upProj = Buffers.floats(0);
 
     /** Loads the experts that {@code placement} puts on {@code rank}, for every layer. */
     public ExpertBank(WeightSource source, Placement placement, int rank) {
+        this.source = source;
+        this.rank = rank;
         this.hidden = source.hidden();
         this.ffn = source.ffn();
-        int slots = placement.localExperts(rank);
-        this.weights = new ExpertWeights[source.layers()][slots];
+        this.layers = new AtomicReferenceArray<>(source.layers());
         for (int layer = 0; layer < source.layers(); layer++) {
-            for (int slot = 0; slot < slots; slot++) {
-                weights[layer][slot] = source.expert(layer, placement.expertAt(rank, slot));
-            }
+            layers.set(layer, load(layer, placement, Map.of()));
         }
+    }
+
+    /** The placement and weights the next step of {@code layer} uses. */
+    public LayerSlots layer(int layer) {
+        return layers.get(layer);
+    }
+
+    /**
+     * Loads this rank's slots of {@code layer} under {@code next}, reusing the weights of experts
+     * it already hosts there; steps keep using the current slots until {@link #install}. Any
+     * thread; one staging per layer at a time.
+     */
+    public LayerSlots stage(int layer, Placement next) {
+        LayerSlots now = layers.get(layer);
+        Map<Integer, ExpertWeights> held = new HashMap<>();
+        for (int slot = 0; slot < now.weights().length; slot++) {
+            held.put(now.placement().expertAt(rank, slot), now.weights()[slot]);
+        }
+        return load(layer, next, held);
+    }
+
+    /** Makes {@code staged} the layer's current slots. Rank thread, between steps. */
+    public void install(LayerSlots staged) {
+        layers.set(staged.layer(), staged);
+    }
+
+    private LayerSlots load(int layer, Placement placement, Map<Integer, ExpertWeights> held) {
+        Map<Integer, ExpertWeights> have = new HashMap<>(held);
+        int slots = placement.localExperts(rank);
+        ExpertWeights[] weights = new ExpertWeights[slots];
+        long loaded = 0;
+        for (int slot = 0; slot < slots; slot++) {
+            int expert = placement.expertAt(rank, slot);
+            ExpertWeights w = have.get(expert);
+            if (w == null) {
+                w = source.expert(layer, expert);
+                have.put(expert, w);
+                loaded += 4L * (w.w1().capacity() + w.w3().capacity() + w.w2().capacity());
+            }
+            weights[slot] = w;
+        }
+        return new LayerSlots(layer, placement, weights, loaded);
     }
 
     /**
@@ -37,6 +85,7 @@ public final class ExpertBank {
      */
     public void forward(int layer, DispatchResult result, FloatBuffer outputs) {
         DispatchHandle handle = result.handle();
+        ExpertWeights[] weights = layers.get(layer).weights();
         for (int slot = 0; slot < handle.localExperts(); slot++) {
             int rows = handle.recvTokensPerLocalExpert(slot);
             if (rows == 0) {
@@ -45,7 +94,7 @@ public final class ExpertBank {
             input = Buffers.ensure(input, (long) rows * hidden);
             result.gather(slot, input, 0);
             FloatBuffer out = outputs.slice(handle.expertOffsets(slot) * hidden, rows * hidden);
-            swiglu(weights[layer][slot], input, rows, out);
+            swiglu(weights[slot], input, rows, out);
         }
     }
 

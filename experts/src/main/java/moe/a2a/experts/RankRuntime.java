@@ -3,6 +3,7 @@ package moe.a2a.experts;
 import java.nio.ByteBuffer;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.Placement;
 
 /**
  * What runs one rank's share of every step: route, dispatch, experts, combine. {@link RankWorker}
@@ -11,6 +12,23 @@ import moe.a2a.dispatch.DType;
 public interface RankRuntime {
     /** Continues on a new communicator (same rank), as when the old group broke. */
     void rebind(Communicator comm);
+
+    /** The placement the next step of {@code layer} routes by. */
+    Placement placement(int layer);
+
+    /**
+     * Loads what this rank needs to serve {@code layer} under {@code next}, while steps go on with
+     * the current placement. Any thread; one staging per layer at a time.
+     *
+     * @throws moe.a2a.comm.A2aException when this runtime cannot change placement
+     */
+    LayerSlots stage(int layer, Placement next);
+
+    /**
+     * Makes {@code staged} current: the layer's later steps route by its placement. Rank thread,
+     * between steps; every rank installs it before the same step.
+     */
+    void install(LayerSlots staged);
 
     /**
      * Runs one step for this rank's {@code numTokens} tokens ({@code [T, H]} of {@code dtype} in

@@ -14,13 +14,14 @@ import moe.a2a.dispatch.Placement;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The runtime of one rank: for each step, route its home tokens, dispatch them, run the local
- * experts on what arrived, combine back, and encode the output in the step's dtype. Every rank of
- * the group must run every step, with zero tokens if it has none. Owned by the rank thread.
+ * The runtime of one rank: for each step, route its home tokens, dispatch them by the layer's
+ * placement, run the local experts on what arrived, combine back, and encode the output in the
+ * step's dtype. Every rank of the group must run every step, with zero tokens if it has none. Owned
+ * by the rank thread, except {@link #stage}.
  */
 public final class RankWorker implements RankRuntime {
     private final ModelConfig model;
-    private final Placement placement;
+    private final Placement first;
     private final ExpertBank experts;
     private final TokenRouter router;
     private @Nullable Dispatcher dispatcher;
@@ -37,7 +38,7 @@ public final class RankWorker implements RankRuntime {
     /** Loads {@code rank}'s experts; {@link #rebind} must give it a communicator before a step. */
     public RankWorker(ModelConfig model, WeightSource weights, Placement placement, int rank) {
         this.model = model;
-        this.placement = placement;
+        this.first = placement;
         this.experts = new ExpertBank(weights, placement, rank);
         this.router = new TokenRouter(weights, model.topK());
     }
@@ -45,8 +46,22 @@ public final class RankWorker implements RankRuntime {
     @Override
     public void rebind(Communicator comm) {
         this.dispatcher =
-                new Dispatcher(
-                        comm, placement, model.hidden(), model.topK(), model.dispatchDType());
+                new Dispatcher(comm, first, model.hidden(), model.topK(), model.dispatchDType());
+    }
+
+    @Override
+    public Placement placement(int layer) {
+        return experts.layer(layer).placement();
+    }
+
+    @Override
+    public LayerSlots stage(int layer, Placement next) {
+        return experts.stage(layer, next);
+    }
+
+    @Override
+    public void install(LayerSlots staged) {
+        experts.install(staged);
     }
 
     /** {@inheritDoc} The routing arrays are read, never written. */
@@ -58,6 +73,7 @@ public final class RankWorker implements RankRuntime {
         if (dispatcher == null) {
             throw new IllegalStateException("rank has no communicator yet: call rebind first");
         }
+        dispatcher.use(experts.layer(layer).placement());
         long t0 = System.nanoTime();
         router.route(layer, dtype, tokens, numTokens, routing);
         long t1 = System.nanoTime();

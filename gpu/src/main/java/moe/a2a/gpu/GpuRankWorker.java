@@ -12,12 +12,14 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.LayerSlots;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.RankStepResult;
@@ -80,6 +82,31 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
             events[i] = new CUevent_st();
             CudaCheck.check(cudaEventCreate(events[i]), "cudaEventCreate");
         }
+    }
+
+    /** One placement for every layer: the GPU runtime does not change placement while serving. */
+    @Override
+    public Placement placement(int layer) {
+        return placement;
+    }
+
+    /**
+     * @throws A2aException always: device weights are loaded once, at start
+     */
+    @Override
+    public LayerSlots stage(int layer, Placement next) {
+        throw new A2aException(
+                "rank "
+                        + rank
+                        + ": the GPU runtime keeps the placement it started with; rebalancing runs on the CPU transports");
+    }
+
+    /**
+     * @throws A2aException always, as {@link #stage} does
+     */
+    @Override
+    public void install(LayerSlots staged) {
+        stage(staged.layer(), staged.placement());
     }
 
     @Override

@@ -4,7 +4,9 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -18,6 +20,7 @@ import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.LayerSlots;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RankWorker;
@@ -28,14 +31,28 @@ import moe.a2a.experts.WeightSource;
  * {@code N} ranks in this JVM on the in-process transport, each owned by its own thread. A step
  * runs on every rank at once, and steps queue on the rank threads in order; if any rank fails, the
  * group is aborted (so the others fail fast instead of waiting out the timeout) and replaced before
- * the next step. Called by one thread, the scheduler.
+ * the next step. A new placement of a layer is staged on a loader thread and installed by each rank
+ * thread between steps. Called by one thread, the scheduler.
  */
 public final class EmbeddedCluster implements RankGroup {
     private final ModelConfig model;
-    private final Placement placement;
+    private final LayerPlacements placements;
     private final long exchangeTimeoutNs;
     private final ExecutorService[] rankThreads;
     private final RankWorker[] workers;
+
+    /** Loads staged placements' weights, so that no rank thread waits for them. */
+    private final ExecutorService loader =
+            Executors.newSingleThreadExecutor(
+                    runnable -> {
+                        Thread t = new Thread(runnable, "moe-a2a-placement-loader");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
+    /** Per layer, each rank's staged slots, until activated. */
+    private final Map<Integer, LayerSlots[]> staged = new ConcurrentHashMap<>();
+
     private LocalGroup group;
     private volatile int rebuilds;
 
@@ -53,7 +70,7 @@ public final class EmbeddedCluster implements RankGroup {
         RankGroup.checkPlacement(placement, model);
         final int worldSize = placement.worldSize();
         this.model = model;
-        this.placement = placement;
+        this.placements = new LayerPlacements(model.layers(), placement);
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.group = new LocalGroup(worldSize, exchangeTimeoutNs);
         this.rankThreads = new ExecutorService[worldSize];
@@ -96,8 +113,43 @@ public final class EmbeddedCluster implements RankGroup {
     }
 
     @Override
-    public Placement placement() {
-        return placement;
+    public LayerPlacements placements() {
+        return placements;
+    }
+
+    /** {@inheritDoc} Ranks are staged one after another on one loader thread. */
+    @Override
+    public CompletableFuture<Long> stage(int layer, Placement next) {
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    LayerSlots[] slots = new LayerSlots[workers.length];
+                    long bytes = 0;
+                    for (int r = 0; r < workers.length; r++) {
+                        slots[r] = workers[r].stage(layer, next);
+                        bytes += slots[r].loadedBytes();
+                    }
+                    staged.put(layer, slots);
+                    return bytes;
+                },
+                loader);
+    }
+
+    /**
+     * {@inheritDoc} Each rank thread installs its slots after the steps already queued on it and
+     * before any later one, so all ranks switch at the same step.
+     */
+    @Override
+    public void activate(int layer, Placement next) {
+        LayerSlots[] slots = staged.remove(layer);
+        if (slots == null || slots[0].placement() != next) {
+            throw new IllegalStateException(
+                    "layer " + layer + ": placement version " + next.version() + " was not staged");
+        }
+        for (int r = 0; r < workers.length; r++) {
+            final int rank = r;
+            rankThreads[r].execute(() -> workers[rank].install(slots[rank]));
+        }
+        placements.set(layer, next);
     }
 
     @Override
@@ -222,6 +274,7 @@ public final class EmbeddedCluster implements RankGroup {
     @Override
     public void close() {
         group.communicator(0).close();
+        loader.shutdownNow();
         for (ExecutorService t : rankThreads) {
             t.shutdownNow();
         }

@@ -7,13 +7,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
-import moe.a2a.dispatch.Placement;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
-import moe.a2a.v1.PlacementSpec;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -26,21 +24,21 @@ final class Membership {
     private final String fingerprint;
     private final Transport transport;
     private final long heartbeatTimeoutNs;
-    private final PlacementSpec placement;
+    private final LayerPlacements placements;
     private final @Nullable WorkerSession[] ranks;
 
     Membership(
             ModelSpec spec,
             String fingerprint,
-            Placement placement,
+            LayerPlacements placements,
             Transport transport,
             long heartbeatTimeoutNs) {
         this.spec = spec;
-        this.placement = PlacementCodec.encode(placement);
+        this.placements = placements;
         this.fingerprint = fingerprint;
         this.transport = transport;
         this.heartbeatTimeoutNs = heartbeatTimeoutNs;
-        this.ranks = new WorkerSession[placement.worldSize()];
+        this.ranks = new WorkerSession[placements.get(0).worldSize()];
     }
 
     /** Gives the worker a free rank, preferring the one it asks for, and sends it Accepted. */
@@ -100,7 +98,10 @@ final class Membership {
                                         .setWorldSize(ranks.length)
                                         .setModel(spec)
                                         .setModelFingerprint(fingerprint)
-                                        .setPlacement(placement)
+                                        .addAllPlacements(
+                                                placements.all().stream()
+                                                        .map(PlacementCodec::encode)
+                                                        .toList())
                                         .setHeartbeatTimeoutS(
                                                 (int)
                                                         Math.max(

@@ -59,6 +59,16 @@ final class PendingTasks<T> {
         byId.remove(id);
     }
 
+    /** Fails every part of task {@code id}, if it is still pending, and forgets it. */
+    void fail(long id, A2aException failure) {
+        List<CompletableFuture<T>> parts = byId.remove(id);
+        if (parts != null) {
+            for (CompletableFuture<T> part : parts) {
+                part.completeExceptionally(failure);
+            }
+        }
+    }
+
     /** Fails every part of every pending task, and forgets them. */
     void failAll(A2aException failure) {
         for (List<CompletableFuture<T>> parts : byId.values()) {

@@ -35,7 +35,22 @@ public interface RankGroup extends AutoCloseable {
 
     ModelConfig model();
 
-    Placement placement();
+    /** Where each layer's experts live now. */
+    LayerPlacements placements();
+
+    /**
+     * Has every rank load what it needs to serve {@code layer} under {@code next}, in the
+     * background: steps go on with the current placement meanwhile. Completes with the weight bytes
+     * loaded over all ranks, or fails (the current placement stays). One staging per layer at a
+     * time.
+     */
+    CompletableFuture<Long> stage(int layer, Placement next);
+
+    /**
+     * Switches {@code layer} to {@code next}, whose staging completed: every rank routes the
+     * layer's steps submitted from now on by it.
+     */
+    void activate(int layer, Placement next);
 
     int worldSize();
 

@@ -21,11 +21,15 @@ import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.protocol.TaskCodec;
+import moe.a2a.v1.ActivatePlacement;
 import moe.a2a.v1.BenchRankResult;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.PlacementStaged;
+import moe.a2a.v1.StagePlacement;
 import moe.a2a.v1.WorkerMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,7 +56,7 @@ public final class RemoteCluster implements RankGroup {
 
     private final ModelConfig model;
     private final Transport transport;
-    private final Placement placement;
+    private final LayerPlacements placements;
     private final int worldSize;
     private final long exchangeTimeoutNs;
     private final long heartbeatTimeoutNs;
@@ -69,6 +73,9 @@ public final class RemoteCluster implements RankGroup {
     private final PendingTasks<RankStepResult> pendingSteps;
 
     private final PendingTasks<RankTimes> pendingBenches;
+
+    /** Placements being staged on every worker; each answer is the bytes that rank loaded. */
+    private final PendingTasks<Long> pendingStages;
 
     private boolean serving;
     private String notServingReason;
@@ -101,16 +108,17 @@ public final class RemoteCluster implements RankGroup {
         }
         this.transport = transport;
         this.model = model;
-        this.placement = placement;
+        this.placements = new LayerPlacements(model.layers(), placement);
         this.worldSize = worldSize;
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.heartbeatTimeoutNs = heartbeatTimeoutNs;
         this.listener = listener;
         this.membership =
-                new Membership(spec, fingerprint, placement, transport, heartbeatTimeoutNs);
+                new Membership(spec, fingerprint, placements, transport, heartbeatTimeoutNs);
         this.formation = new GroupFormation(membership, worldSize, transport, exchangeTimeoutNs);
         this.pendingSteps = new PendingTasks<>(worldSize);
         this.pendingBenches = new PendingTasks<>(worldSize);
+        this.pendingStages = new PendingTasks<>(worldSize);
         this.notServingReason = "waiting for " + worldSize + " workers to join";
         this.timer =
                 Executors.newSingleThreadScheduledExecutor(
@@ -129,8 +137,54 @@ public final class RemoteCluster implements RankGroup {
     }
 
     @Override
-    public Placement placement() {
-        return placement;
+    public LayerPlacements placements() {
+        return placements;
+    }
+
+    /**
+     * {@inheritDoc} Each worker loads on a thread of its own and answers PlacementStaged; a lost
+     * worker or a broken group fails the staging. A worker that joins meanwhile gets the current
+     * placements, and loads the new one when it is activated.
+     */
+    @Override
+    public CompletableFuture<Long> stage(int layer, Placement next) {
+        final PendingTasks.Task<Long> staging;
+        synchronized (lock) {
+            if (!serving) {
+                return CompletableFuture.failedFuture(
+                        new A2aException("cluster not serving: " + notServingReason));
+            }
+            staging = pendingStages.open();
+            membership.broadcast(
+                    ControlMessage.newBuilder()
+                            .setStagePlacement(
+                                    StagePlacement.newBuilder()
+                                            .setStageId(staging.id())
+                                            .setLayer(layer)
+                                            .setPlacement(PlacementCodec.encode(next)))
+                            .build());
+        }
+        List<CompletableFuture<Long>> parts = staging.parts();
+        return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
+                .thenApply(ignored -> parts.stream().mapToLong(CompletableFuture::join).sum());
+    }
+
+    /**
+     * {@inheritDoc} ActivatePlacement goes to every worker on its session, which also carries the
+     * steps in order, so every worker switches before the same step.
+     */
+    @Override
+    public void activate(int layer, Placement next) {
+        synchronized (lock) {
+            placements.set(layer, next);
+            membership.broadcast(
+                    ControlMessage.newBuilder()
+                            .setActivatePlacement(
+                                    ActivatePlacement.newBuilder()
+                                            .setLayer(layer)
+                                            .setPlacement(PlacementCodec.encode(next)))
+                            .build());
+        }
     }
 
     @Override
@@ -203,6 +257,9 @@ public final class RemoteCluster implements RankGroup {
                     break;
                 case BENCH_RESULT:
                     onBenchResult(session.rank, message.getBenchResult());
+                    break;
+                case STAGED:
+                    onStaged(session.rank, message.getStaged());
                     break;
                 case FAILURE:
                     if (pendingSteps.contains(message.getFailure().getStepId())) {
@@ -302,6 +359,17 @@ public final class RemoteCluster implements RankGroup {
         pendingBenches.complete(res.getBenchId(), rank, TaskCodec.rankTimes(res));
     }
 
+    private void onStaged(int rank, PlacementStaged staged) {
+        if (!staged.getError().isEmpty()) {
+            pendingStages.fail(
+                    staged.getStageId(),
+                    new A2aException(
+                            "rank " + rank + " could not stage a placement: " + staged.getError()));
+            return;
+        }
+        pendingStages.complete(staged.getStageId(), rank, staged.getLoadedBytes());
+    }
+
     @Override
     public void close() {
         timer.shutdownNow();
@@ -340,6 +408,7 @@ public final class RemoteCluster implements RankGroup {
         A2aException failure = new A2aException(reason);
         pendingSteps.failAll(failure);
         pendingBenches.failAll(failure);
+        pendingStages.failAll(failure);
         formation.abort(reason);
         LOG.warn("group broken: epoch={}, reason={}", formation.epoch(), reason);
         if (wasUp) {

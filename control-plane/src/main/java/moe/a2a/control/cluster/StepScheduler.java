@@ -27,14 +27,16 @@ import moe.a2a.experts.RoutingInput;
  * (the ranks run steps in submission order). A step takes the oldest request plus every later one
  * that batches with it (same layer, dtype and routing kind) up to the token budget; the others keep
  * their place in the queue. The step's tokens are split evenly across the ranks as their home
- * ranks, so they really cross ranks; each request gets back exactly its rows. gRPC threads call
- * {@link #submit}; one scheduler thread owns everything else.
+ * ranks, so they really cross ranks; each request gets back exactly its rows. Between steps, the
+ * {@link Rebalancer} may switch a layer to a new placement. gRPC threads call {@link #submit}; one
+ * scheduler thread owns everything else.
  */
 public final class StepScheduler implements AutoCloseable {
     private final RankGroup cluster;
     private final int maxBatchTokens;
     private final int maxQueuedRequests;
     private final StepListener listener;
+    private final Rebalancer rebalancer;
 
     /** {@link ForwardJob}s and {@link BetweenSteps} work, in arrival order. */
     private final BlockingQueue<Object> incoming = new LinkedBlockingQueue<>();
@@ -53,7 +55,8 @@ public final class StepScheduler implements AutoCloseable {
             int maxBatchTokens,
             int maxQueuedRequests,
             int maxStepsInFlight,
-            StepListener listener) {
+            StepListener listener,
+            Rebalancer rebalancer) {
         if (maxBatchTokens <= 0) {
             throw new IllegalArgumentException(
                     "maxBatchTokens: " + maxBatchTokens + " (expected: > 0)");
@@ -67,6 +70,7 @@ public final class StepScheduler implements AutoCloseable {
         this.maxQueuedRequests = maxQueuedRequests;
         this.maxStepsInFlight = maxStepsInFlight;
         this.listener = listener;
+        this.rebalancer = rebalancer;
         this.thread = new Thread(this::loop, "moe-a2a-scheduler");
         this.thread.setDaemon(true);
         this.thread.start();
@@ -127,6 +131,7 @@ public final class StepScheduler implements AutoCloseable {
             List<ForwardJob> batch,
             int[] rankStart,
             int rowBytes,
+            long placementVersion,
             long startNanos,
             CompletableFuture<RankStepResult[]> results) {}
 
@@ -145,6 +150,7 @@ public final class StepScheduler implements AutoCloseable {
                 } else if (pending.isEmpty() && inFlight.isEmpty()) {
                     accept(incoming.take());
                 } else if (!pending.isEmpty() && inFlight.size() < maxStepsInFlight) {
+                    rebalancer.beforeStep();
                     List<ForwardJob> batch = nextBatch();
                     queued.addAndGet(-batch.size());
                     inFlight.add(submit(batch));
@@ -224,6 +230,7 @@ public final class StepScheduler implements AutoCloseable {
                 batch,
                 rankStart,
                 rowBytes,
+                cluster.placements().get(first.layer()).version(),
                 startNanos,
                 cluster.submit(first.layer(), dtype, tokens, counts, routing));
     }
@@ -247,7 +254,13 @@ public final class StepScheduler implements AutoCloseable {
         List<ForwardJob> batch = step.batch();
         long total = step.rankStart()[step.rankStart().length - 1];
         StepStatsSnapshot stats =
-                summarize(step.stepId(), batch.get(0).layer(), batch.size(), total, results);
+                summarize(
+                        step.stepId(),
+                        batch.get(0).layer(),
+                        step.placementVersion(),
+                        batch.size(),
+                        total,
+                        results);
         long[] queueNs = new long[batch.size()];
         int row = 0;
         for (int i = 0; i < batch.size(); i++) {
@@ -259,6 +272,7 @@ public final class StepScheduler implements AutoCloseable {
             job.result().complete(new ForwardOutcome(output, stats, queueNs[i]));
         }
         listener.onStep(stats, queueNs);
+        rebalancer.onStep(stats);
     }
 
     /** Global rows {@code [from, from+count)} of the batch, as a rank's input buffer of its own. */
@@ -306,7 +320,12 @@ public final class StepScheduler implements AutoCloseable {
     }
 
     private StepStatsSnapshot summarize(
-            long stepId, int layer, int requests, long tokens, RankStepResult[] results) {
+            long stepId,
+            int layer,
+            long placementVersion,
+            int requests,
+            long tokens,
+            RankStepResult[] results) {
         int n = results.length;
         long[] perRank = new long[n];
         long[] perExpert = new long[cluster.model().experts()];
@@ -334,7 +353,7 @@ public final class StepScheduler implements AutoCloseable {
         return new StepStatsSnapshot(
                 stepId,
                 layer,
-                cluster.placement().version(),
+                placementVersion,
                 requests,
                 tokens,
                 perRank,

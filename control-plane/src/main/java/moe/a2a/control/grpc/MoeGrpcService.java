@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ForwardJob;
 import moe.a2a.control.cluster.ForwardOutcome;
+import moe.a2a.control.cluster.LayerPlacements;
 import moe.a2a.control.cluster.StepScheduler;
 import moe.a2a.control.metrics.Imbalance;
 import moe.a2a.control.metrics.StepStatsSnapshot;
@@ -37,20 +38,22 @@ import moe.a2a.v1.StepStats;
  */
 public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     private final ModelConfig model;
-    private final Placement placement;
+    private final LayerPlacements placements;
     private final StepScheduler scheduler;
     private final RequestDecoder decoder;
     private final TokenRouter router;
+
+    /** What DescribeModel answers, but the placement versions, which change while serving. */
     private final ModelInfo info;
 
     public MoeGrpcService(
             ModelConfig model,
             WeightSource weights,
-            Placement placement,
+            LayerPlacements placements,
             StepScheduler scheduler,
             Transport transport) {
         this.model = model;
-        this.placement = placement;
+        this.placements = placements;
         this.scheduler = scheduler;
         this.decoder = new RequestDecoder(model);
         this.router = new TokenRouter(weights, model.topK());
@@ -61,13 +64,12 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setFfn(model.ffn())
                         .setTopK(model.topK())
                         .setLayers(model.layers())
-                        .setWorldSize(placement.worldSize())
+                        .setWorldSize(placements.get(0).worldSize())
                         .setDtype(TensorCodec.wire(weights.dtype()))
                         .setTransport(transport.label())
                         .setWeightsSource(weights.description())
                         .setDispatchDtype(model.dispatchDType().label())
-                        .setSlots(placement.slots())
-                        .setPlacementVersion(placement.version())
+                        .setSlots(placements.get(0).slots())
                         .build();
     }
 
@@ -141,7 +143,11 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
 
     @Override
     public void describeModel(DescribeModelRequest request, StreamObserver<ModelInfo> responses) {
-        responses.onNext(info);
+        ModelInfo.Builder now = info.toBuilder().setPlacementVersion(placements.newestVersion());
+        for (Placement p : placements.all()) {
+            now.addPlacementVersions(p.version());
+        }
+        responses.onNext(now.build());
         responses.onCompleted();
     }
 
@@ -184,6 +190,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             weights = Arrays.copyOf(router.weights(), numTokens * k);
         }
         // No home rank: a replica is chosen by the shares alone.
+        Placement placement = placements.get(request.getLayer());
         DispatchLayout layout = new DispatchLayout(placement, -1);
         layout.compute(ids, numTokens, k);
         RouteResponse.Builder out = RouteResponse.newBuilder().setK(k);

@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerIntercept
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
+import moe.a2a.control.cluster.Rebalancer;
 import moe.a2a.control.cluster.StepScheduler;
 import moe.a2a.control.metrics.ClusterMetrics;
 import moe.a2a.control.metrics.StepMetrics;
@@ -31,9 +32,14 @@ public final class MoeServer implements AutoCloseable {
      * @param maxQueuedRequests requests waiting beyond this are refused with RESOURCE_EXHAUSTED
      * @param maxRequestBytes larger gRPC messages are refused with RESOURCE_EXHAUSTED
      * @param maxStepsInFlight steps submitted to the ranks before the oldest is answered
+     * @param rebalanceEvery steps of a layer between live rebalancing plans; 0 never rebalances
      */
     public record Settings(
-            int maxBatchTokens, int maxQueuedRequests, int maxRequestBytes, int maxStepsInFlight) {
+            int maxBatchTokens,
+            int maxQueuedRequests,
+            int maxRequestBytes,
+            int maxStepsInFlight,
+            int rebalanceEvery) {
         public Settings {
             positive("maxStepsInFlight", maxStepsInFlight);
             positive("maxBatchTokens", maxBatchTokens);
@@ -89,7 +95,8 @@ public final class MoeServer implements AutoCloseable {
                         settings.maxBatchTokens(),
                         settings.maxQueuedRequests(),
                         settings.maxStepsInFlight(),
-                        metrics);
+                        metrics,
+                        new Rebalancer(group, settings.rebalanceEvery(), metrics));
         HealthStatusManager health = new HealthStatusManager();
         Server server;
         try {
@@ -99,7 +106,7 @@ public final class MoeServer implements AutoCloseable {
                             new MoeGrpcService(
                                     group.model(),
                                     weights,
-                                    group.placement(),
+                                    group.placements(),
                                     scheduler,
                                     group.transport()))
                     .addService(new BenchGrpcService(group, scheduler))

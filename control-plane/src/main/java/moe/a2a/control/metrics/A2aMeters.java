@@ -50,6 +50,13 @@ public enum A2aMeters {
             "moe.a2a.placement.version",
             null,
             "Version of the expert placement the layer's last step ran with"),
+    /** Placement changes the coordinator switched a layer to (tag {@code layer}). */
+    REBALANCES("moe.a2a.rebalances", null, "Times a layer switched to a new expert placement"),
+    /** Weight bytes ranks loaded for placement changes, over all ranks (tag {@code layer}). */
+    REBALANCE_MOVED(
+            "moe.a2a.rebalance.moved",
+            "bytes",
+            "Expert weight bytes the ranks loaded to switch a layer's placement"),
     /** Tokens of steps that failed: their requests were answered with an error, not rows. */
     FAILED_STEP_TOKENS(
             "moe.a2a.failed.step",

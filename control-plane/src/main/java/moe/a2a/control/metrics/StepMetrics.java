@@ -18,7 +18,7 @@ import moe.a2a.comm.Transport;
  * so a worker exposes only its own rank's. Called on one thread (the scheduler's or the worker's
  * data-plane thread); gauges are read by the scrape thread.
  */
-public final class StepMetrics implements StepListener {
+public final class StepMetrics implements StepListener, PlacementListener {
     /** Steps of a layer the imbalance gauges look back over. */
     public static final int IMBALANCE_WINDOW_STEPS = 16;
 
@@ -34,6 +34,8 @@ public final class StepMetrics implements StepListener {
     private final AtomicLong[] expertImbalanceBits;
     private final AtomicLong[] rankImbalanceBits;
     private final AtomicLong[] placementVersionBits;
+    private final Counter[] rebalances;
+    private final Counter[] rebalanceMoved;
     private final ImbalanceWindow[] expertWindows;
     private final ImbalanceWindow[] rankWindows;
     private final Counter failures;
@@ -62,6 +64,8 @@ public final class StepMetrics implements StepListener {
         expertImbalanceBits = new AtomicLong[layers];
         rankImbalanceBits = new AtomicLong[layers];
         placementVersionBits = new AtomicLong[layers];
+        rebalances = new Counter[layers];
+        rebalanceMoved = new Counter[layers];
         expertWindows = new ImbalanceWindow[layers];
         rankWindows = new ImbalanceWindow[layers];
         for (int l = 0; l < layers; l++) {
@@ -83,6 +87,12 @@ public final class StepMetrics implements StepListener {
             expertImbalanceBits[l] = gauge(registry, A2aMeters.EXPERT_IMBALANCE, layer);
             rankImbalanceBits[l] = gauge(registry, A2aMeters.RANK_IMBALANCE, layer);
             placementVersionBits[l] = gauge(registry, A2aMeters.PLACEMENT_VERSION, layer);
+            rebalances[l] =
+                    counter(registry, A2aMeters.REBALANCES).tag("layer", layer).register(registry);
+            rebalanceMoved[l] =
+                    counter(registry, A2aMeters.REBALANCE_MOVED)
+                            .tag("layer", layer)
+                            .register(registry);
             expertWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, experts);
             rankWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, worldSize);
         }
@@ -120,6 +130,13 @@ public final class StepMetrics implements StepListener {
         placementVersionBits[l].set(Double.doubleToLongBits(stats.placementVersion()));
         recordTraffic(A2aMeters.BYTES_SENT, bytesSent, stats.bytesSent());
         recordTraffic(A2aMeters.BYTES_RECEIVED, bytesReceived, stats.bytesReceived());
+    }
+
+    @Override
+    public void onRebalance(int layer, long version, long loadedBytes) {
+        rebalances[layer].increment();
+        rebalanceMoved[layer].increment(loadedBytes);
+        placementVersionBits[layer].set(Double.doubleToLongBits(version));
     }
 
     @Override

@@ -44,14 +44,19 @@ class ClusterMembershipTest {
         ControlMessage accepted = a.next();
         assertThat(accepted.getAccepted().getRank()).isZero();
         assertThat(accepted.getAccepted().getTransport()).isEqualTo("tcp");
-        assertThat(
-                        PlacementCodec.decode(
-                                        accepted.getAccepted().getPlacement(),
-                                        cluster.model().experts(),
-                                        cluster.worldSize())
-                                .toString())
-                .as("the coordinator's placement travels in Accepted")
-                .isEqualTo(cluster.placement().toString());
+        assertThat(accepted.getAccepted().getPlacementsCount())
+                .as("one placement per layer")
+                .isEqualTo(cluster.model().layers());
+        for (int layer = 0; layer < cluster.model().layers(); layer++) {
+            assertThat(
+                            PlacementCodec.decode(
+                                            accepted.getAccepted().getPlacements(layer),
+                                            cluster.model().experts(),
+                                            cluster.worldSize())
+                                    .toString())
+                    .as("the coordinator's placement of layer %d travels in Accepted", layer)
+                    .isEqualTo(cluster.placements().get(layer).toString());
+        }
         assertThat(b.next().getAccepted().getRank()).isEqualTo(1);
         assertThat(a.next().hasPrepare()).as("group forms once every rank is taken").isTrue();
         assertThat(cluster.joined()).isEqualTo(2);

@@ -509,7 +509,7 @@ class MoeGrpcServiceTest {
     }
 
     private static MoeServer.Settings settings() {
-        return new MoeServer.Settings(64, 256, MAX_REQUEST_BYTES, 2);
+        return new MoeServer.Settings(64, 256, MAX_REQUEST_BYTES, 2, 0);
     }
 
     private EmbeddedCluster cluster() {
