@@ -10,22 +10,26 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.v1.DescribeModelRequest;
+import moe.a2a.v1.ModelInfo;
+import moe.a2a.v1.MoeServiceGrpc;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * FP8 dispatch and redundant experts across processes: a control plane with {@code --dispatch-dtype
- * fp8 --redundant-experts 2} hands the dispatch dtype to two TCP workers in the model spec and its
- * placement (six slots for four experts, replicas with shares) in Accepted; the client process
- * checks every answer within the FP8 tolerance.
+ * FP8 dispatch, redundant experts and live rebalancing across processes: a control plane with
+ * {@code --dispatch-dtype fp8 --redundant-experts 2 --rebalance-every 4} hands the dispatch dtype
+ * to two TCP workers in the model spec and its placement (ten slots for eight experts, replicas
+ * with shares) in Accepted; skewed traffic then makes it move experts, which the workers load while
+ * serving. The client processes check every answer within the FP8 tolerance, before and after.
  */
 @Timeout(300)
 class WorkerClusterIT {
     @TempDir Path dir;
 
     @Test
-    void shouldServeFp8DispatchAndReplicasThroughTcpWorkers() throws Exception {
+    void shouldServeFp8DispatchAndReplicasThroughTcpWorkersAndRebalanceLive() throws Exception {
         int port = CliProcess.freePort();
         List<CliProcess> processes = new ArrayList<>();
         ManagedChannel channel =
@@ -43,7 +47,7 @@ class WorkerClusterIT {
                             "--world-size",
                             "2",
                             "--experts",
-                            "4",
+                            "8",
                             "--hidden",
                             "256",
                             "--ffn",
@@ -53,7 +57,9 @@ class WorkerClusterIT {
                             "--dispatch-dtype",
                             "fp8",
                             "--redundant-experts",
-                            "2");
+                            "2",
+                            "--rebalance-every",
+                            "4");
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             for (int rank = 0; rank < 2; rank++) {
@@ -94,6 +100,38 @@ class WorkerClusterIT {
                 assertThat(out)
                         .contains("dispatch fp8")
                         .contains("checked 8 answers against the reference: 0 mismatches");
+            }
+            // Zipf-skewed client routing: expert 0 takes about half of the first choices.
+            try (CliProcess client =
+                    CliProcess.moeA2a(
+                            dir,
+                            "skewed-client",
+                            "client",
+                            "--target",
+                            "127.0.0.1:" + port,
+                            "--requests",
+                            "40",
+                            "--tokens",
+                            "40",
+                            "--routing",
+                            "TOPK",
+                            "--skew",
+                            "1.5",
+                            "--verify",
+                            "-1")) {
+                int exit = client.awaitExit(Duration.ofSeconds(120));
+                String out = client.output();
+                assertThat(exit).as(out).isZero();
+                assertThat(out).contains("checked 40 answers against the reference: 0 mismatches");
+            }
+            ModelInfo info =
+                    MoeServiceGrpc.newBlockingStub(channel)
+                            .describeModel(DescribeModelRequest.getDefaultInstance());
+            assertThat(info.getPlacementVersions(0))
+                    .as("the skewed traffic moved layer 0's experts:\n%s", cp.output())
+                    .isGreaterThan(1);
+            for (CliProcess worker : processes.subList(1, 3)) {
+                assertThat(worker.output()).contains("layer 0: placement version 2 in use");
             }
         } finally {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);

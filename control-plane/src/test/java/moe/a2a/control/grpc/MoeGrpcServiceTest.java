@@ -33,9 +33,7 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.PlacementPlanner;
-import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ModelConfig;
-import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.DescribeModelRequest;
@@ -69,7 +67,7 @@ class MoeGrpcServiceTest {
 
     final SeededWeights weights = new SeededWeights(SEED, E, H, I, LAYERS);
     final ModelConfig model = new ModelConfig(E, H, I, K, LAYERS);
-    final ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+    final ReferenceAnswers answers = new ReferenceAnswers(weights, K);
 
     /**
      * Twelve slots for eight experts, placed by the planner for random loads (replicas with uneven
@@ -419,42 +417,7 @@ class MoeGrpcServiceTest {
 
     private void assertMatchesReference(
             String where, ForwardRequest request, ForwardResponse response) {
-        DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
-        float[] x = TensorCodec.floats(request.getHiddenStates());
-        int tokens = x.length / H;
-        int[] ids = new int[tokens * K];
-        float[] w = new float[tokens * K];
-        if (request.hasTopk()) {
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = request.getTopk().getExpertIds(i);
-                w[i] = request.getTopk().getWeights(i);
-            }
-        } else {
-            float[] logits;
-            synchronized (reference) {
-                logits =
-                        request.hasRouterLogits()
-                                ? TensorCodec.floats(request.getRouterLogits())
-                                : reference.gateLogits(request.getLayer(), x, tokens);
-            }
-            Gate.softmaxTopK(logits, tokens, E, K, ids, w);
-        }
-        float[] expected;
-        synchronized (reference) {
-            expected = reference.forward(request.getLayer(), x, tokens, K, ids, w);
-        }
-        for (int i = 0; i < expected.length; i++) {
-            expected[i] = dtype.round(expected[i]);
-        }
-        float[] actual = new float[expected.length];
-        ByteBuffer out =
-                response.getHiddenStates()
-                        .getData()
-                        .asReadOnlyByteBuffer()
-                        .order(ByteOrder.LITTLE_ENDIAN);
-        assertThat(out.remaining()).as(where).isEqualTo(expected.length * dtype.sizeBytes());
-        dtype.decode(out, 0, actual, 0, actual.length);
-        LayerCheck.assertClose(where, dtype, actual, expected, H);
+        answers.assertMatches(where, request, response);
     }
 
     static ForwardRequest request(
