@@ -110,6 +110,13 @@ final class ClientCommand implements Callable<Integer> {
             description = "Safetensors file the server loaded, for the reference.")
     Path weights;
 
+    @Option(
+            names = "--latency-log",
+            paramLabel = "FILE",
+            description =
+                    "Write one CSV row per request: request, start_unix_ms, latency_ms, placement_version, status.")
+    Path latencyLog;
+
     @Override
     public Integer call() throws Exception {
         ManagedChannel channel =
@@ -145,6 +152,7 @@ final class ClientCommand implements Callable<Integer> {
             AtomicInteger next = new AtomicInteger();
             AtomicInteger failed = new AtomicInteger();
             StageTotals stages = new StageTotals();
+            LatencyLog log = new LatencyLog(requests);
             ExecutorService pool = Executors.newFixedThreadPool(concurrency);
             long start = System.nanoTime();
             List<Future<?>> running = new ArrayList<>();
@@ -156,10 +164,18 @@ final class ClientCommand implements Callable<Integer> {
                                             i < requests;
                                             i = next.getAndIncrement()) {
                                         ForwardRequest request = workload.request(i);
+                                        long startMs = System.currentTimeMillis();
                                         long t0 = System.nanoTime();
                                         try {
                                             ForwardResponse response = stub.forward(request);
-                                            latency.recordValue((System.nanoTime() - t0) / 1000);
+                                            long micros = (System.nanoTime() - t0) / 1000;
+                                            latency.recordValue(micros);
+                                            log.record(
+                                                    i,
+                                                    startMs,
+                                                    micros,
+                                                    response.getStats().getPlacementVersion(),
+                                                    "OK");
                                             stages.add(response.getStats());
                                             if (i < toVerify) {
                                                 synchronized (kept) {
@@ -167,6 +183,12 @@ final class ClientCommand implements Callable<Integer> {
                                                 }
                                             }
                                         } catch (StatusRuntimeException e) {
+                                            log.record(
+                                                    i,
+                                                    startMs,
+                                                    (System.nanoTime() - t0) / 1000,
+                                                    0,
+                                                    e.getStatus().getCode().name());
                                             failed.incrementAndGet();
                                             System.err.println(
                                                     "request " + i + " failed: " + e.getStatus());
@@ -196,6 +218,10 @@ final class ClientCommand implements Callable<Integer> {
                     latency.getValueAtPercentile(99) / 1000.0,
                     latency.getMaxValue() / 1000.0);
             System.out.println(stages.summary());
+            if (latencyLog != null) {
+                log.write(latencyLog);
+                System.out.println("latency log: " + latencyLog);
+            }
             int mismatches = verifyAnswers(model, workload, kept);
             if (failed.get() > 0) {
                 System.out.println("failed requests: " + failed.get());

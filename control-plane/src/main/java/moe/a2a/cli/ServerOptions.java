@@ -49,9 +49,17 @@ final class ServerOptions {
             names = "--rebalance-every",
             defaultValue = "0",
             description =
-                    "Live rebalancing: every STEPS steps of a layer, plan its placement from the expert loads of those steps and switch to it once every rank has loaded it, if it lowers the predicted rank imbalance by 3 %% or more; 0 never (default: ${DEFAULT-VALUE}).",
+                    "Live rebalancing: every STEPS steps of a layer, plan its placement from the expert loads of those steps and switch to it once every rank has loaded it, if it lowers the predicted rank imbalance by 5 %% or more; 0 never (default: ${DEFAULT-VALUE}).",
             paramLabel = "STEPS")
     int rebalanceEvery;
+
+    @Option(
+            names = "--capacity-factor",
+            defaultValue = "0",
+            description =
+                    "Expert capacity: each expert takes at most ceil(CF * T * K / E) of a step's token-expert pairs, the highest-weight ones of each rank's share (the rest dropped, other weights not renormalised); 0 is dropless (default: ${DEFAULT-VALUE}).",
+            paramLabel = "CF")
+    double capacityFactor;
 
     @Option(
             names = "--max-request-bytes",
@@ -97,7 +105,8 @@ final class ServerOptions {
                 maxQueuedRequests,
                 maxRequestBytes,
                 maxStepsInFlight,
-                rebalanceEvery);
+                rebalanceEvery,
+                capacityFactor);
     }
 
     /** A Prometheus registry with the process binders, tagged with the process's role. */

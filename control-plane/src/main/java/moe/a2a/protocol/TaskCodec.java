@@ -7,6 +7,7 @@ import java.util.List;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
@@ -38,6 +39,7 @@ public final class TaskCodec {
             ByteBuffer tokens,
             int count,
             RoutingInput routing,
+            int capacity,
             ModelConfig model) {
         int bytes = count * model.hidden() * dtype.sizeBytes();
         StepTask.Builder b =
@@ -48,6 +50,9 @@ public final class TaskCodec {
                         .setDtype(TensorCodec.wire(dtype))
                         .setNumTokens(count)
                         .setTokens(ByteString.copyFrom(tokens.duplicate().clear().limit(bytes)));
+        if (capacity != CapacityFilter.UNLIMITED) {
+            b.setCapacity(capacity);
+        }
         if (routing instanceof RoutingInput.TopK topk) {
             TopK.Builder t = TopK.newBuilder().setK(model.topK());
             for (int i = 0; i < count * model.topK(); i++) {
@@ -87,6 +92,22 @@ public final class TaskCodec {
         return new RoutingInput.ModelGate();
     }
 
+    /**
+     * The capacity a step task sets for its rank, or {@link CapacityFilter#UNLIMITED}.
+     *
+     * @throws InvalidRequestException naming {@code step.capacity} when it is negative
+     */
+    public static int capacity(StepTask task) {
+        if (!task.hasCapacity()) {
+            return CapacityFilter.UNLIMITED;
+        }
+        if (task.getCapacity() < 0) {
+            throw new InvalidRequestException(
+                    "step.capacity: " + task.getCapacity() + " (expected: >= 0)");
+        }
+        return task.getCapacity();
+    }
+
     /** A rank's answer to a step, with the first {@code outputBytes} of its output. */
     public static StepResult stepResult(long stepId, RankStepResult r, int outputBytes) {
         StepResult.Builder out =
@@ -106,6 +127,9 @@ public final class TaskCodec {
         for (long v : r.tokensPerExpert()) {
             out.addTokensPerExpert(v);
         }
+        for (long v : r.droppedPerExpert()) {
+            out.addCapacityDropped(v);
+        }
         for (int p = 0; p < r.bytesSent().length; p++) {
             out.addBytesSent(r.bytesSent()[p]).addBytesReceived(r.bytesReceived()[p]);
         }
@@ -118,6 +142,7 @@ public final class TaskCodec {
                 res.getOutput().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
                 toArray(res.getTokensPerRankList()),
                 toArray(res.getTokensPerExpertList()),
+                toArray(res.getCapacityDroppedList()),
                 res.getRecvTokens(),
                 toArray(res.getBytesSentList()),
                 toArray(res.getBytesReceivedList()),

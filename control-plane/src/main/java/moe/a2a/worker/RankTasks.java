@@ -50,7 +50,8 @@ final class RankTasks {
                                     dtype,
                                     tokens.clear(),
                                     n,
-                                    TaskCodec.routing(task, n));
+                                    TaskCodec.routing(task, n),
+                                    TaskCodec.capacity(task));
             int bytes = n * loaded.model().hidden() * dtype.sizeBytes();
             sender.send(
                     WorkerMessage.newBuilder()
@@ -71,6 +72,7 @@ final class RankTasks {
                                     n,
                                     r.tokensPerRank(),
                                     r.tokensPerExpert(),
+                                    r.droppedPerExpert(),
                                     sent,
                                     received,
                                     r.routeNs(),

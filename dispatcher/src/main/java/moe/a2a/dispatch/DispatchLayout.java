@@ -94,7 +94,8 @@ public final class DispatchLayout {
     }
 
     /**
-     * Computes the layout of {@code numTokens} tokens routed by {@code topkIds} ({@code [T, K]}).
+     * Computes the layout of {@code numTokens} tokens routed by {@code topkIds} ({@code [T, K]});
+     * an id of {@link CapacityFilter#DROPPED} goes nowhere (its chosen rank and slot are -1).
      */
     public void compute(int[] topkIds, int numTokens, int topK) {
         this.numTokens = numTokens;
@@ -114,6 +115,11 @@ public final class DispatchLayout {
         for (int t = 0; t < numTokens; t++) {
             for (int k = 0; k < topK; k++) {
                 final int expert = topkIds[t * topK + k];
+                if (expert == CapacityFilter.DROPPED) {
+                    chosenRank[t * topK + k] = -1;
+                    chosenSlot[t * topK + k] = -1;
+                    continue;
+                }
                 tokensPerExpert[expert]++;
                 final int replica = choose(expert);
                 final int rank = placement.replicaRank(expert, replica);

@@ -24,7 +24,9 @@ class DispatcherTest {
 
     enum Routing {
         UNIFORM,
-        ONE_EXPERT
+        ONE_EXPERT,
+        /** Uniform, a quarter of the pairs dropped as over capacity. */
+        DROPPING
     }
 
     static List<Arguments> cases() {
@@ -48,7 +50,10 @@ class DispatcherTest {
                 // redundant experts: replicas with planned shares; local replicas first
                 Arguments.of(4, 8, 2, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16, true),
                 Arguments.of(3, 6, 3, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16, true),
-                Arguments.of(4, 8, 4, 0, Routing.ONE_EXPERT, DType.BF16, DispatchDType.BF16, true));
+                Arguments.of(4, 8, 4, 0, Routing.ONE_EXPERT, DType.BF16, DispatchDType.BF16, true),
+                // pairs dropped by expert capacity go nowhere and add nothing
+                Arguments.of(4, 8, 2, 0, Routing.DROPPING, DType.BF16, DispatchDType.BF16, false),
+                Arguments.of(3, 6, 3, 0, Routing.DROPPING, DType.FP32, DispatchDType.BF16, true));
     }
 
     @ParameterizedTest(name = "N={0} E={1} K={2} maxT={3} {4} {5} dispatch {6} replicas {7}")
@@ -120,7 +125,9 @@ class DispatcherTest {
                 for (int c = 0; c < hidden; c++) {
                     float expected = 0;
                     for (int k = 0; k < topK; k++) {
-                        expected += in.weights[t * topK + k] * x[c];
+                        if (in.ids[t * topK + k] != CapacityFilter.DROPPED) {
+                            expected += in.weights[t * topK + k] * x[c];
+                        }
                     }
                     float actual = outputs.get(r)[t * hidden + c];
                     String where = "seed=%d rank=%d token=%d col=%d";
@@ -203,6 +210,13 @@ class DispatcherTest {
                     int share = k == topK - 1 ? left : random.nextInt(1, left - (topK - k - 1) + 1);
                     weights[tok * topK + k] = share / 8f;
                     left -= share;
+                }
+            }
+            if (routing == Routing.DROPPING) {
+                for (int i = 0; i < ids.length; i++) {
+                    if (random.nextInt(4) == 0) {
+                        ids[i] = CapacityFilter.DROPPED;
+                    }
                 }
             }
             return new RankInput(tokens, t, ids, weights);

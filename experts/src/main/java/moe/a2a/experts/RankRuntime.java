@@ -34,7 +34,16 @@ public interface RankRuntime {
      * Runs one step for this rank's {@code numTokens} tokens ({@code [T, H]} of {@code dtype} in
      * {@code tokens}, from index 0). Every rank of the group runs every step, with zero tokens if
      * it has none.
+     *
+     * @param capacity this rank's share of each expert's capacity this step: at most this many of
+     *     its (token, expert) pairs per expert are kept ({@link moe.a2a.dispatch.CapacityFilter});
+     *     {@link moe.a2a.dispatch.CapacityFilter#UNLIMITED} keeps all
      */
     RankStepResult step(
-            int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing);
+            int layer,
+            DType dtype,
+            ByteBuffer tokens,
+            int numTokens,
+            RoutingInput routing,
+            int capacity);
 }

@@ -8,7 +8,10 @@ import java.nio.ByteBuffer;
  *
  * @param output {@code [T, H]} in the step's dtype, little-endian, from index 0
  * @param tokensPerRank tokens this rank sent to each rank (deduplicated)
- * @param tokensPerExpert token×k assignments of this rank's tokens, per logical expert
+ * @param tokensPerExpert token×k assignments of this rank's tokens, per logical expert (those
+ *     dropped over capacity excluded)
+ * @param droppedPerExpert token×k assignments of this rank's tokens dropped over expert capacity,
+ *     per logical expert
  * @param recvTokens tokens this rank received in dispatch
  * @param bytesSent bytes of rows this rank sent to each peer, dispatch and combine (0 to itself)
  * @param bytesReceived bytes of rows this rank received from each peer, dispatch and combine (0
@@ -18,6 +21,7 @@ public record RankStepResult(
         ByteBuffer output,
         long[] tokensPerRank,
         long[] tokensPerExpert,
+        long[] droppedPerExpert,
         int recvTokens,
         long[] bytesSent,
         long[] bytesReceived,

@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import moe.a2a.comm.Communicator;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchLayout;
@@ -24,6 +25,7 @@ public final class RankWorker implements RankRuntime {
     private final Placement first;
     private final ExpertBank experts;
     private final TokenRouter router;
+    private final CapacityFilter capacityFilter;
     private @Nullable Dispatcher dispatcher;
     private FloatBuffer expertOutputs = Buffers.floats(0);
     private FloatBuffer combined = Buffers.floats(0);
@@ -41,6 +43,7 @@ public final class RankWorker implements RankRuntime {
         this.first = placement;
         this.experts = new ExpertBank(weights, placement, rank);
         this.router = new TokenRouter(weights, model.topK());
+        this.capacityFilter = new CapacityFilter(model.experts());
     }
 
     @Override
@@ -67,7 +70,12 @@ public final class RankWorker implements RankRuntime {
     /** {@inheritDoc} The routing arrays are read, never written. */
     @Override
     public RankStepResult step(
-            int layer, DType dtype, ByteBuffer tokens, int numTokens, RoutingInput routing) {
+            int layer,
+            DType dtype,
+            ByteBuffer tokens,
+            int numTokens,
+            RoutingInput routing,
+            int capacity) {
         final int hidden = model.hidden();
         final Dispatcher dispatcher = this.dispatcher;
         if (dispatcher == null) {
@@ -76,9 +84,12 @@ public final class RankWorker implements RankRuntime {
         dispatcher.use(experts.layer(layer).placement());
         long t0 = System.nanoTime();
         router.route(layer, dtype, tokens, numTokens, routing);
+        int[] ids =
+                capacityFilter.apply(
+                        router.ids(), router.weights(), numTokens, model.topK(), capacity);
         long t1 = System.nanoTime();
         DispatchResult result =
-                dispatcher.dispatch(tokens, numTokens, dtype, router.ids(), router.weights());
+                dispatcher.dispatch(tokens, numTokens, dtype, ids, router.weights());
         long t2 = System.nanoTime();
         expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
         experts.forward(layer, result, expertOutputs);
@@ -116,6 +127,7 @@ public final class RankWorker implements RankRuntime {
                 output,
                 perRank,
                 perExpert,
+                capacityFilter.droppedPerExpert(),
                 result.numRecvTokens(),
                 sent,
                 received,

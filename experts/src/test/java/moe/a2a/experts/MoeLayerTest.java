@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.dispatch.Placement;
@@ -129,7 +130,8 @@ class MoeLayerTest {
                                                 dtype,
                                                 in.tokens,
                                                 in.numTokens,
-                                                in.routing);
+                                                in.routing,
+                                                CapacityFilter.UNLIMITED);
                                 out[s] = new float[in.numTokens * model.hidden()];
                                 dtype.decode(result.output(), 0, out[s], 0, out[s].length);
                             }

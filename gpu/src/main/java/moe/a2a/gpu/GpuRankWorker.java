@@ -15,6 +15,7 @@ import java.nio.ByteOrder;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
@@ -35,8 +36,9 @@ import org.jspecify.annotations.Nullable;
  * One rank on a GPU: bf16 steps run with their rows in device memory ({@link GpuDispatcher}, {@link
  * GpuExperts}), tokens and outputs crossing the host boundary through pinned memory, stage times
  * from CUDA events. Steps in another dtype run on the CPU {@link RankWorker} over the same NCCL
- * communicator (host-staged), so fp32 and fp16 answers keep their CPU precision. Routing (gate,
- * top-k) runs on the host in both cases. Owned by the rank's thread.
+ * communicator (host-staged), so fp32 and fp16 answers keep their CPU precision; so do steps with
+ * an expert capacity. Routing (gate, top-k) runs on the host in both cases. Owned by the rank's
+ * thread.
  */
 public final class GpuRankWorker implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
@@ -123,10 +125,15 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
 
     @Override
     public RankStepResult step(
-            int layer, DType dtype, ByteBuffer input, int numTokens, RoutingInput routing) {
+            int layer,
+            DType dtype,
+            ByteBuffer input,
+            int numTokens,
+            RoutingInput routing,
+            int capacity) {
         GpuDispatcher gpu = dispatcher;
-        if (dtype != DType.BF16 || gpu == null) {
-            return cpu.step(layer, dtype, input, numTokens, routing);
+        if (dtype != DType.BF16 || gpu == null || capacity != CapacityFilter.UNLIMITED) {
+            return cpu.step(layer, dtype, input, numTokens, routing, capacity);
         }
         final int hidden = model.hidden();
         final long inBytes = (long) numTokens * hidden * Short.BYTES;
@@ -178,6 +185,7 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
                 output,
                 gpu.layout().tokensPerRankCopy(),
                 gpu.layout().tokensPerExpertCopy(),
+                new long[model.experts()],
                 gpu.numReceived(),
                 bytes(gpu, true),
                 bytes(gpu, false),

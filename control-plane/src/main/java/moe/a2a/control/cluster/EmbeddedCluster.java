@@ -179,7 +179,12 @@ public final class EmbeddedCluster implements RankGroup {
     /** {@inheritDoc} A group broken by a failed step is replaced before the next step starts. */
     @Override
     public CompletableFuture<RankStepResult[]> submit(
-            int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing) {
+            int layer,
+            DType dtype,
+            ByteBuffer[] tokens,
+            int[] counts,
+            RoutingInput[] routing,
+            int[] capacities) {
         if (group.isBroken()) {
             rebuild();
         }
@@ -198,7 +203,8 @@ public final class EmbeddedCluster implements RankGroup {
                                                     dtype,
                                                     tokens[rank],
                                                     counts[rank],
-                                                    routing[rank]);
+                                                    routing[rank],
+                                                    capacities[rank]);
                                     return withOwnOutput(result, counts[rank] * outBytes);
                                 } catch (RuntimeException | Error e) {
                                     g.communicator(rank).abort(e);
@@ -248,6 +254,7 @@ public final class EmbeddedCluster implements RankGroup {
                 own,
                 r.tokensPerRank(),
                 r.tokensPerExpert(),
+                r.droppedPerExpert(),
                 r.recvTokens(),
                 r.bytesSent(),
                 r.bytesReceived(),

@@ -74,13 +74,19 @@ public interface RankGroup extends AutoCloseable {
 
     /**
      * Starts one step: rank {@code r} routes and sends {@code counts[r]} tokens from {@code
-     * tokens[r]} (which must stay untouched until the step completes). Steps run in submission
-     * order on every rank, so several may be in flight. The future completes with each rank's
-     * result (outputs owned by the result), or with an {@link moe.a2a.comm.A2aException} when a
-     * rank failed or the group is not serving.
+     * tokens[r]} (which must stay untouched until the step completes), keeping at most {@code
+     * capacities[r]} of its pairs per expert ({@code CapacityFilter.UNLIMITED}: all). Steps run in
+     * submission order on every rank, so several may be in flight. The future completes with each
+     * rank's result (outputs owned by the result), or with an {@link moe.a2a.comm.A2aException}
+     * when a rank failed or the group is not serving.
      */
     CompletableFuture<RankStepResult[]> submit(
-            int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing);
+            int layer,
+            DType dtype,
+            ByteBuffer[] tokens,
+            int[] counts,
+            RoutingInput[] routing,
+            int[] capacities);
 
     /**
      * Runs a benchmark workload on every rank's live communicator, returning each rank's times.

@@ -30,7 +30,7 @@ public final class Rebalancer {
     private static final Logger LOG = LoggerFactory.getLogger(Rebalancer.class);
 
     /** The relative drop in predicted max/mean rank load that is worth moving weights for. */
-    public static final double MIN_GAIN = 0.03;
+    public static final double MIN_GAIN = 0.05;
 
     private final RankGroup group;
     private final int every;
@@ -42,7 +42,12 @@ public final class Rebalancer {
 
     /** A staging that finished: its placement and bytes, or its failure. */
     private record Staged(
-            int layer, Placement next, long loadedBytes, double predicted, Throwable failure) {}
+            int layer,
+            Placement next,
+            long loadedBytes,
+            long stagedNanos,
+            double predicted,
+            Throwable failure) {}
 
     /**
      * @param every steps of a layer between plans, which is also the window of loads they use; 0
@@ -95,11 +100,12 @@ public final class Rebalancer {
             stepsSincePlan[s.layer()] = 0;
             listener.onRebalance(s.layer(), s.next().version(), s.loadedBytes());
             LOG.info(
-                    "layer {}: placement version {} in use (predicted rank max/mean {}), {} KiB of expert weights loaded",
+                    "layer {}: placement version {} in use (predicted rank max/mean {}), {} KiB of expert weights loaded in {} ms",
                     s.layer(),
                     s.next().version(),
                     String.format(Locale.ROOT, "%.3f", s.predicted()),
-                    s.loadedBytes() / 1024);
+                    s.loadedBytes() / 1024,
+                    TimeUnit.NANOSECONDS.toMillis(s.stagedNanos()));
         }
     }
 
@@ -129,18 +135,14 @@ public final class Rebalancer {
                 String.format(Locale.ROOT, "%.3f", after));
         group.stage(layer, next)
                 .whenComplete(
-                        (bytes, failure) -> {
-                            LOG.debug(
-                                    "layer {}: staged in {} ms",
-                                    layer,
-                                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
-                            staged.add(
-                                    new Staged(
-                                            layer,
-                                            next,
-                                            failure == null ? bytes : 0,
-                                            after,
-                                            failure));
-                        });
+                        (bytes, failure) ->
+                                staged.add(
+                                        new Staged(
+                                                layer,
+                                                next,
+                                                failure == null ? bytes : 0,
+                                                System.nanoTime() - start,
+                                                after,
+                                                failure)));
     }
 }

@@ -288,7 +288,12 @@ public final class RemoteCluster implements RankGroup {
 
     @Override
     public CompletableFuture<RankStepResult[]> submit(
-            int layer, DType dtype, ByteBuffer[] tokens, int[] counts, RoutingInput[] routing) {
+            int layer,
+            DType dtype,
+            ByteBuffer[] tokens,
+            int[] counts,
+            RoutingInput[] routing,
+            int[] capacities) {
         final PendingTasks.Task<RankStepResult> step;
         synchronized (lock) {
             if (!serving) {
@@ -309,6 +314,7 @@ public final class RemoteCluster implements RankGroup {
                                                 tokens[r],
                                                 counts[r],
                                                 routing[r],
+                                                capacities[r],
                                                 model))
                                 .build());
             }

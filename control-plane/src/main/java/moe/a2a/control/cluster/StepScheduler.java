@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -17,6 +18,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import moe.a2a.control.metrics.StepListener;
 import moe.a2a.control.metrics.StepStatsSnapshot;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
@@ -34,6 +36,7 @@ import moe.a2a.experts.RoutingInput;
 public final class StepScheduler implements AutoCloseable {
     private final RankGroup cluster;
     private final int maxBatchTokens;
+    private final double capacityFactor;
     private final int maxQueuedRequests;
     private final StepListener listener;
     private final Rebalancer rebalancer;
@@ -55,6 +58,7 @@ public final class StepScheduler implements AutoCloseable {
             int maxBatchTokens,
             int maxQueuedRequests,
             int maxStepsInFlight,
+            double capacityFactor,
             StepListener listener,
             Rebalancer rebalancer) {
         if (maxBatchTokens <= 0) {
@@ -69,6 +73,7 @@ public final class StepScheduler implements AutoCloseable {
         this.maxBatchTokens = maxBatchTokens;
         this.maxQueuedRequests = maxQueuedRequests;
         this.maxStepsInFlight = maxStepsInFlight;
+        this.capacityFactor = capacityFactor;
         this.listener = listener;
         this.rebalancer = rebalancer;
         this.thread = new Thread(this::loop, "moe-a2a-scheduler");
@@ -225,6 +230,7 @@ public final class StepScheduler implements AutoCloseable {
             tokens[r] = fill(batch, rankStart[r], counts[r], rowBytes);
             routing[r] = RoutingSlices.slice(batch, rankStart[r], counts[r], cluster.model());
         }
+        int[] capacities = capacities(rankStart, total);
         return new StepInFlight(
                 stepId,
                 batch,
@@ -232,7 +238,37 @@ public final class StepScheduler implements AutoCloseable {
                 rowBytes,
                 cluster.placements().get(first.layer()).version(),
                 startNanos,
-                cluster.submit(first.layer(), dtype, tokens, counts, routing));
+                cluster.submit(first.layer(), dtype, tokens, counts, routing, capacities));
+    }
+
+    /**
+     * Each rank's share of every expert's capacity this step: {@code ceil(CF · T · K / E)} pairs
+     * split in proportion to the ranks' tokens, so that the shares add up to it exactly; unlimited
+     * when the factor is 0 (dropless).
+     */
+    private int[] capacities(int[] rankStart, int total) {
+        int n = rankStart.length - 1;
+        int[] out = new int[n];
+        if (capacityFactor == 0) {
+            Arrays.fill(out, CapacityFilter.UNLIMITED);
+            return out;
+        }
+        if (total == 0) {
+            return out;
+        }
+        // the epsilon keeps a product that is whole in exact arithmetic from rounding up
+        long capacity =
+                (long)
+                        Math.ceil(
+                                capacityFactor
+                                                * total
+                                                * cluster.model().topK()
+                                                / cluster.model().experts()
+                                        - 1e-9);
+        for (int r = 0; r < n; r++) {
+            out[r] = (int) (capacity * rankStart[r + 1] / total - capacity * rankStart[r] / total);
+        }
+        return out;
     }
 
     /**
@@ -329,6 +365,7 @@ public final class StepScheduler implements AutoCloseable {
         int n = results.length;
         long[] perRank = new long[n];
         long[] perExpert = new long[cluster.model().experts()];
+        long[] dropped = new long[cluster.model().experts()];
         long[][] sent = new long[n][];
         long[][] received = new long[n][];
         long route = 0;
@@ -344,6 +381,7 @@ public final class StepScheduler implements AutoCloseable {
             }
             for (int e = 0; e < perExpert.length; e++) {
                 perExpert[e] += r.tokensPerExpert()[e];
+                dropped[e] += r.droppedPerExpert()[e];
             }
             route = Math.max(route, r.routeNs());
             dispatch = Math.max(dispatch, r.dispatchNs());
@@ -358,6 +396,7 @@ public final class StepScheduler implements AutoCloseable {
                 tokens,
                 perRank,
                 perExpert,
+                dropped,
                 sent,
                 received,
                 route,

@@ -230,6 +230,9 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         for (long v : s.tokensPerExpert()) {
             b.addTokensPerExpert(v);
         }
+        for (long v : s.droppedPerExpert()) {
+            b.addCapacityDroppedPerExpert(v);
+        }
         return b.build();
     }
 }

@@ -33,14 +33,23 @@ public final class MoeServer implements AutoCloseable {
      * @param maxRequestBytes larger gRPC messages are refused with RESOURCE_EXHAUSTED
      * @param maxStepsInFlight steps submitted to the ranks before the oldest is answered
      * @param rebalanceEvery steps of a layer between live rebalancing plans; 0 never rebalances
+     * @param capacityFactor CF: each expert takes at most {@code ceil(CF · T · K / E)} of a step's
+     *     pairs; 0 is dropless
      */
     public record Settings(
             int maxBatchTokens,
             int maxQueuedRequests,
             int maxRequestBytes,
             int maxStepsInFlight,
-            int rebalanceEvery) {
+            int rebalanceEvery,
+            double capacityFactor) {
         public Settings {
+            if (!(capacityFactor >= 0) || Double.isInfinite(capacityFactor)) {
+                throw new IllegalArgumentException(
+                        "--capacity-factor: "
+                                + capacityFactor
+                                + " (expected: a finite number >= 0; 0 is dropless)");
+            }
             positive("maxStepsInFlight", maxStepsInFlight);
             positive("maxBatchTokens", maxBatchTokens);
             positive("maxQueuedRequests", maxQueuedRequests);
@@ -95,6 +104,7 @@ public final class MoeServer implements AutoCloseable {
                         settings.maxBatchTokens(),
                         settings.maxQueuedRequests(),
                         settings.maxStepsInFlight(),
+                        settings.capacityFactor(),
                         metrics,
                         new Rebalancer(group, settings.rebalanceEvery(), metrics));
         HealthStatusManager health = new HealthStatusManager();

@@ -30,6 +30,14 @@ public enum A2aMeters {
     /** Token×k assignments routed per expert (tags {@code layer}, {@code expert}). */
     EXPERT_ROUTED(
             "moe.a2a.expert.routed", "tokens", "Token-expert assignments routed to each expert"),
+    /**
+     * Token×k assignments dropped over expert capacity, per expert (tags {@code layer}, {@code
+     * expert}).
+     */
+    CAPACITY_DROPPED(
+            "moe.a2a.capacity.dropped",
+            null,
+            "Token-expert assignments dropped because the expert was over capacity"),
     /** Tokens received per rank in dispatch (tags {@code layer}, {@code rank}). */
     RANK_ROUTED(
             "moe.a2a.rank.routed",

@@ -30,6 +30,7 @@ public final class StepMetrics implements StepListener, PlacementListener {
     private final Timer expertStage;
     private final Timer combineStage;
     private final Counter[][] expertRouted;
+    private final Counter[][] capacityDropped;
     private final Counter[][] rankRouted;
     private final AtomicLong[] expertImbalanceBits;
     private final AtomicLong[] rankImbalanceBits;
@@ -60,6 +61,7 @@ public final class StepMetrics implements StepListener, PlacementListener {
         expertStage = stage(registry, "expert");
         combineStage = stage(registry, "combine");
         expertRouted = new Counter[layers][experts];
+        capacityDropped = new Counter[layers][experts];
         rankRouted = new Counter[layers][worldSize];
         expertImbalanceBits = new AtomicLong[layers];
         rankImbalanceBits = new AtomicLong[layers];
@@ -73,6 +75,11 @@ public final class StepMetrics implements StepListener, PlacementListener {
             for (int e = 0; e < experts; e++) {
                 expertRouted[l][e] =
                         counter(registry, A2aMeters.EXPERT_ROUTED)
+                                .tag("layer", layer)
+                                .tag("expert", Integer.toString(e))
+                                .register(registry);
+                capacityDropped[l][e] =
+                        counter(registry, A2aMeters.CAPACITY_DROPPED)
                                 .tag("layer", layer)
                                 .tag("expert", Integer.toString(e))
                                 .register(registry);
@@ -119,6 +126,7 @@ public final class StepMetrics implements StepListener, PlacementListener {
         int l = stats.layer();
         for (int e = 0; e < stats.tokensPerExpert().length; e++) {
             expertRouted[l][e].increment(stats.tokensPerExpert()[e]);
+            capacityDropped[l][e].increment(stats.droppedPerExpert()[e]);
         }
         for (int r = 0; r < stats.tokensPerRank().length; r++) {
             rankRouted[l][r].increment(stats.tokensPerRank()[r]);

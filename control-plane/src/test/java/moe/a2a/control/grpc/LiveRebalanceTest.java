@@ -3,9 +3,6 @@ package moe.a2a.control.grpc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
-import io.grpc.ManagedChannel;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -45,34 +42,28 @@ class LiveRebalanceTest {
 
     final SeededWeights weights = new SeededWeights(17, E, H, I, 2);
     final ReferenceAnswers answers = new ReferenceAnswers(weights, K);
-    final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    MoeServer server;
-    ManagedChannel channel;
+    InProcessMoeServer fixture;
     MoeServiceGrpc.MoeServiceBlockingStub stub;
+    SimpleMeterRegistry registry;
 
     @BeforeEach
     void start() throws Exception {
-        String name = InProcessServerBuilder.generateName();
-        server =
-                MoeServer.start(
-                        InProcessServerBuilder.forName(name).directExecutor(),
+        fixture =
+                new InProcessMoeServer(
                         new EmbeddedCluster(
                                 new ModelConfig(E, H, I, K, 2),
                                 weights,
                                 FirstPlacement.decide(E, N, REDUNDANT),
                                 TimeUnit.SECONDS.toNanos(10)),
                         weights,
-                        new MoeServer.Settings(256, 64, 1 << 20, 2, EVERY),
-                        registry,
-                        true);
-        channel = InProcessChannelBuilder.forName(name).directExecutor().build();
-        stub = MoeServiceGrpc.newBlockingStub(channel);
+                        new MoeServer.Settings(256, 64, 1 << 20, 2, EVERY, 0));
+        stub = fixture.stub;
+        registry = fixture.registry;
     }
 
     @AfterEach
     void stop() throws Exception {
-        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        server.close();
+        fixture.close();
     }
 
     @Test

@@ -48,6 +48,17 @@ final class ReferenceAnswers {
             }
             Gate.softmaxTopK(logits, tokens, experts, topK, ids, w);
         }
+        assertMatches(where, request, response, ids, w);
+    }
+
+    /**
+     * As {@link #assertMatches(String, ForwardRequest, ForwardResponse)}, routed by {@code ids}.
+     */
+    void assertMatches(
+            String where, ForwardRequest request, ForwardResponse response, int[] ids, float[] w) {
+        DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
+        float[] x = TensorCodec.floats(request.getHiddenStates());
+        int tokens = x.length / hidden;
         float[] expected;
         synchronized (reference) {
             expected = reference.forward(request.getLayer(), x, tokens, topK, ids, w);

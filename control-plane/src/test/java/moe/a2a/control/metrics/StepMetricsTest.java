@@ -33,6 +33,7 @@ class StepMetricsTest {
                         4,
                         new long[] {5, 1},
                         new long[] {6, 1, 1, 0},
+                        new long[] {3, 0, 0, 0},
                         sent,
                         received,
                         20_000,
@@ -50,6 +51,7 @@ class StepMetricsTest {
                         2,
                         new long[] {1, 1},
                         new long[] {1, 1, 0, 0},
+                        new long[] {2, 0, 0, 1},
                         new long[][] {null, {50, 0}},
                         new long[][] {null, {20, 0}},
                         1,
@@ -71,6 +73,9 @@ class StepMetricsTest {
                 .contains("moe_a2a_step_stage_seconds_count{stage=\"queue\"} 2")
                 .contains("moe_a2a_expert_routed_tokens_total{expert=\"0\",layer=\"1\"} 7.0")
                 .contains("moe_a2a_expert_routed_tokens_total{expert=\"0\",layer=\"0\"} 0.0")
+                .contains("moe_a2a_capacity_dropped_total{expert=\"0\",layer=\"1\"} 5.0")
+                .contains("moe_a2a_capacity_dropped_total{expert=\"3\",layer=\"1\"} 1.0")
+                .contains("moe_a2a_capacity_dropped_total{expert=\"1\",layer=\"0\"} 0.0")
                 .contains("moe_a2a_rank_routed_tokens_total{layer=\"1\",rank=\"0\"} 6.0")
                 .contains("moe_a2a_expert_imbalance{layer=\"1\"} 2.8")
                 .contains("moe_a2a_rank_imbalance{layer=\"1\"} 1.5")
