@@ -17,6 +17,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.SparseCommunicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.dispatch.Placement;
@@ -109,6 +110,9 @@ public final class WorkerAgent implements AutoCloseable {
     private Communicator comm;
     private long commEpoch = -1;
     private long boundEpoch = -1;
+
+    /** The ranks of the group being formed, when it is not every rank (a lost rank's peers). */
+    private int[] groupRanks = new int[0];
 
     /**
      * @param dataPlanes the transports this worker can run; the control plane picks one
@@ -351,7 +355,22 @@ public final class WorkerAgent implements AutoCloseable {
 
     private void prepare(PrepareGroup prepare, SessionSender sender) {
         dropGroup("new group epoch " + prepare.getEpoch());
-        Bound bound = plane.bind(rank, worldSize, prepare);
+        groupRanks = prepare.getMembersList().stream().mapToInt(r -> r).toArray();
+        Bound bound;
+        if (groupRanks.length == 0) {
+            bound = plane.bind(rank, worldSize, prepare);
+        } else {
+            int member = Arrays.binarySearch(groupRanks, rank);
+            if (member < 0) {
+                throw new IllegalArgumentException(
+                        "prepare.members: "
+                                + Arrays.toString(groupRanks)
+                                + " (expected: to hold this worker's rank "
+                                + rank
+                                + ")");
+            }
+            bound = plane.bind(member, groupRanks.length, prepare);
+        }
         boundEpoch = prepare.getEpoch();
         sender.send(WorkerMessage.newBuilder().setBound(bound).build());
     }
@@ -363,9 +382,17 @@ public final class WorkerAgent implements AutoCloseable {
         long epoch = form.getEpoch();
         boundEpoch = -1;
         comm = plane.form(form);
+        if (groupRanks.length > 0) {
+            comm = new SparseCommunicator(comm, groupRanks, worldSize);
+        }
         commEpoch = epoch;
         loaded.runtime().rebind(comm);
-        LOG.info("group epoch {} connected: rank {} of {}", epoch, rank, worldSize);
+        LOG.info(
+                "group epoch {} connected: rank {} of {}{}",
+                epoch,
+                rank,
+                worldSize,
+                groupRanks.length > 0 ? ", with ranks " + Arrays.toString(groupRanks) : "");
         sender.send(
                 WorkerMessage.newBuilder()
                         .setReady(GroupReady.newBuilder().setEpoch(epoch))

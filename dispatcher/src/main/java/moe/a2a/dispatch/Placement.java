@@ -1,6 +1,7 @@
 package moe.a2a.dispatch;
 
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where each logical expert lives: the physical slots of every rank, each hosting one logical
@@ -267,6 +268,46 @@ public final class Placement {
             }
         }
         return out;
+    }
+
+    /**
+     * This placement with the ranks in {@code lost} taking no tokens, as version {@code version}:
+     * their slots keep their experts with share 0, and each expert's other replicas take its tokens
+     * in proportion to their shares (evenly, if theirs were all 0). Null when some expert has no
+     * replica outside {@code lost}.
+     */
+    public @Nullable Placement without(boolean[] lost, long version) {
+        double[][] shares = new double[rankExperts.length][];
+        double[] kept = new double[numExperts];
+        int[] replicasKept = new int[numExperts];
+        for (int r = 0; r < rankExperts.length; r++) {
+            shares[r] = new double[rankExperts[r].length];
+            for (int s = 0; s < shares[r].length; s++) {
+                if (!lost[r]) {
+                    shares[r][s] = rankShares[r][s];
+                    kept[rankExperts[r][s]] += rankShares[r][s];
+                    replicasKept[rankExperts[r][s]]++;
+                }
+            }
+        }
+        for (int e = 0; e < numExperts; e++) {
+            if (replicasKept[e] == 0) {
+                return null;
+            }
+        }
+        for (int r = 0; r < rankExperts.length; r++) {
+            for (int s = 0; s < shares[r].length; s++) {
+                if (!lost[r] && kept[rankExperts[r][s]] == 0) {
+                    shares[r][s] = 1;
+                }
+            }
+        }
+        return Placement.of(version, numExperts, rankExperts, shares);
+    }
+
+    /** The same slots and shares as version {@code version}. */
+    public Placement withVersion(long version) {
+        return new Placement(version, numExperts, rankExperts, rankShares);
     }
 
     /** Whether {@code other} has the same experts in the same slots with the same shares. */

@@ -98,6 +98,46 @@ class PlacementTest {
     }
 
     /** A random permutation of the experts cut into {@code ranks} runs of random lengths. */
+    @Test
+    void shouldGiveALostRanksSharesToItsExpertsOtherReplicas() {
+        Placement p =
+                Placement.of(
+                        3,
+                        4,
+                        new int[][] {{0, 1}, {0, 2}, {3, 2}},
+                        new double[][] {{0.25, 1}, {0.75, 0.4}, {1, 0.6}});
+        Placement without = p.without(new boolean[] {false, true, false}, 4);
+
+        assertThat(without.version()).isEqualTo(4);
+        assertThat(without.expertsOf(1)).as("slots keep their experts").containsExactly(0, 2);
+        assertThat(without.sharesOf(1)).containsExactly(0, 0);
+        assertThat(without.sharesOf(0)).containsExactly(1, 1);
+        assertThat(without.sharesOf(2)).containsExactly(1, 1);
+        double[] loads = {8, 4, 2, 1};
+        assertThat(without.rankLoads(loads)).containsExactly(12, 0, 3);
+    }
+
+    @Test
+    void shouldShareEvenlyWhenTheKeptReplicasHadNoShare() {
+        Placement p =
+                Placement.of(
+                        1,
+                        2,
+                        new int[][] {{0, 1}, {0, 1}, {1, 0}},
+                        new double[][] {{1, 1}, {0, 0}, {0, 0}});
+        Placement without = p.without(new boolean[] {true, false, false}, 2);
+
+        assertThat(without.sharesOf(1)).containsExactly(0.5, 0.5);
+        assertThat(without.sharesOf(2)).containsExactly(0.5, 0.5);
+    }
+
+    @Test
+    void shouldHaveNoPlacementWithoutARankThatAloneHostsAnExpert() {
+        Placement p = Placement.contiguous(4, 2);
+        assertThat(p.without(new boolean[] {false, true}, 2)).isNull();
+        assertThat(p.without(new boolean[] {false, false}, 2).sameSlots(p)).isTrue();
+    }
+
     private static int[][] randomSlots(SplittableRandom random, int experts, int ranks) {
         int[] perm = new int[experts];
         for (int e = 0; e < experts; e++) {

@@ -67,6 +67,18 @@ final class CliProcess implements AutoCloseable {
         throw new AssertionError("server did not start within " + timeout + ":\n" + output());
     }
 
+    /** Polls the log until it holds {@code text}, or fails with the log. */
+    void awaitOutput(String text, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (output().contains(text)) {
+                return;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("no \"" + text + "\" within " + timeout + ":\n" + output());
+    }
+
     /** Waits for exit; returns the exit code, or fails with the log on timeout. */
     int awaitExit(Duration timeout) throws Exception {
         if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {

@@ -31,8 +31,10 @@ import moe.a2a.v1.BenchEvent;
 import moe.a2a.v1.BenchRequest;
 import moe.a2a.v1.BenchResult;
 import moe.a2a.v1.BenchServiceGrpc;
+import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
+import moe.a2a.v1.ModelInfo;
 import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.v1.Tensor;
 import moe.a2a.v1.TopK;
@@ -101,57 +103,17 @@ class DistributedIT {
             runClients(channel, 4, 1, 150);
 
             // SIGKILL rank 2's worker mid-load
-            AtomicBoolean stop = new AtomicBoolean();
-            ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();
-            ConcurrentLinkedQueue<Long> failureDelaysMs = new ConcurrentLinkedQueue<>();
-            ConcurrentLinkedQueue<String> failureMessages = new ConcurrentLinkedQueue<>();
-            AtomicLong killedAt = new AtomicLong(Long.MAX_VALUE);
-            ExecutorService pool = Executors.newFixedThreadPool(8);
-            List<Future<?>> load = new ArrayList<>();
-            for (int c = 0; c < 8; c++) {
-                final int client = c;
-                load.add(
-                        pool.submit(
-                                () -> {
-                                    for (int i = 0; !stop.get(); i++) {
-                                        long seed = 5000L + client * 1000L + i;
-                                        ForwardRequest request = request(seed);
-                                        long sent = System.nanoTime();
-                                        try {
-                                            ForwardResponse response =
-                                                    stub.withDeadlineAfter(60, TimeUnit.SECONDS)
-                                                            .forward(request);
-                                            String mismatch = mismatch(request, response, seed);
-                                            if (mismatch != null) {
-                                                wrong.add(mismatch);
-                                            }
-                                        } catch (StatusRuntimeException e) {
-                                            if (e.getStatus().getCode()
-                                                    != Status.Code.UNAVAILABLE) {
-                                                wrong.add("seed=" + seed + ": " + e.getStatus());
-                                            }
-                                            failureMessages.add(
-                                                    String.valueOf(e.getStatus().getDescription()));
-                                            long from = Math.max(sent, killedAt.get());
-                                            failureDelaysMs.add(
-                                                    TimeUnit.NANOSECONDS.toMillis(
-                                                            System.nanoTime() - from));
-                                        }
-                                    }
-                                    return null;
-                                }));
-            }
+            Load load = startLoad(stub, 5000);
             Thread.sleep(1500);
-            killedAt.set(System.nanoTime());
+            load.killedAt().set(System.nanoTime());
             workers[2].kill();
             CliProcess.awaitHealth(
                     channel, ServingStatus.NOT_SERVING, Duration.ofSeconds(5), processes);
             Thread.sleep(1000);
-            stop.set(true);
-            for (Future<?> f : load) {
-                f.get(120, TimeUnit.SECONDS);
-            }
-            pool.shutdown();
+            load.finish();
+            ConcurrentLinkedQueue<String> wrong = load.wrong();
+            ConcurrentLinkedQueue<String> failureMessages = load.failureMessages();
+            ConcurrentLinkedQueue<Long> failureDelaysMs = load.failureDelaysMs();
             assertThat(wrong).as("wrong answers or statuses").isEmpty();
             assertThat(failureMessages).as("requests failed after the kill").isNotEmpty();
             assertThat(failureMessages)
@@ -197,33 +159,160 @@ class DistributedIT {
         }
     }
 
-    private CliProcess controlPlane(int port) throws Exception {
+    @Test
+    void shouldServeWithoutAKilledWorkerWhoseExpertsHaveReplicas() throws Exception {
+        int port = CliProcess.freePort();
+        List<CliProcess> processes = new ArrayList<>();
+        ManagedChannel channel =
+                NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+        try {
+            // 16 slots for 8 experts: every expert has a replica on another rank
+            CliProcess cp = controlPlane(port, "--redundant-experts", "8");
+            processes.add(cp);
+            cp.awaitServingPort(Duration.ofSeconds(60));
+            CliProcess[] workers = new CliProcess[4];
+            for (int i = 0; i < 4; i++) {
+                workers[i] = worker(port, "w" + i, i);
+                processes.add(workers[i]);
+            }
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            runClients(channel, 4, 2, 400);
+
+            Load load = startLoad(stub, 7000);
+            Thread.sleep(1500);
+            load.killedAt().set(System.nanoTime());
+            workers[1].kill();
+            cp.awaitOutput("degraded: serving with ranks [0, 2, 3] of 4", Duration.ofSeconds(15));
+            Thread.sleep(1500);
+            load.finish();
+            assertThat(load.wrong()).as("wrong answers or statuses").isEmpty();
+            assertThat(load.failureDelaysMs())
+                    .as("failures only inside the detection window")
+                    .allMatch(ms -> ms <= EXCHANGE_TIMEOUT_MS + 2000, "within timeout + 2 s");
+
+            // degraded: three ranks answer every request right
+            runClients(channel, 4, 3, 500);
+            ModelInfo degraded = stub.describeModel(DescribeModelRequest.getDefaultInstance());
+            assertThat(degraded.getPlacementVersionsList())
+                    .as("the lost rank's shares moved to its experts' replicas")
+                    .allMatch(v -> v >= 2);
+
+            // a replacement takes rank 1: the group forms whole and the shares come back
+            CliProcess replacement = worker(port, "w1-replacement", 1);
+            processes.add(replacement);
+            cp.awaitOutput("whole again", Duration.ofSeconds(60));
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            runClients(channel, 4, 3, 600);
+            assertThat(replacement.output()).contains("group epoch").doesNotContain("with ranks");
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            for (CliProcess p : processes) {
+                p.close();
+            }
+        }
+    }
+
+    /** Clients sending checked requests until {@link #finish}, recording failures. */
+    private record Load(
+            AtomicBoolean stop,
+            AtomicLong killedAt,
+            ConcurrentLinkedQueue<String> wrong,
+            ConcurrentLinkedQueue<Long> failureDelaysMs,
+            ConcurrentLinkedQueue<String> failureMessages,
+            ExecutorService pool,
+            List<Future<?>> clients) {
+        void finish() throws Exception {
+            stop.set(true);
+            for (Future<?> f : clients) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+            pool.shutdown();
+        }
+    }
+
+    /**
+     * 8 clients sending until stopped; a failure must be UNAVAILABLE, and its delay is counted from
+     * when it was sent or the kill, whichever is later.
+     */
+    private Load startLoad(MoeServiceGrpc.MoeServiceBlockingStub stub, long seedBase) {
+        Load load =
+                new Load(
+                        new AtomicBoolean(),
+                        new AtomicLong(Long.MAX_VALUE),
+                        new ConcurrentLinkedQueue<>(),
+                        new ConcurrentLinkedQueue<>(),
+                        new ConcurrentLinkedQueue<>(),
+                        Executors.newFixedThreadPool(8),
+                        new ArrayList<>());
+        for (int c = 0; c < 8; c++) {
+            final int client = c;
+            load.clients()
+                    .add(
+                            load.pool()
+                                    .submit(
+                                            () -> {
+                                                for (int i = 0; !load.stop().get(); i++) {
+                                                    send(stub, seedBase + client * 1000L + i, load);
+                                                }
+                                                return null;
+                                            }));
+        }
+        return load;
+    }
+
+    private void send(MoeServiceGrpc.MoeServiceBlockingStub stub, long seed, Load load) {
+        ForwardRequest request = request(seed);
+        long sent = System.nanoTime();
+        try {
+            ForwardResponse response =
+                    stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request);
+            String mismatch = mismatch(request, response, seed);
+            if (mismatch != null) {
+                load.wrong().add(mismatch);
+            }
+        } catch (StatusRuntimeException e) {
+            if (e.getStatus().getCode() != Status.Code.UNAVAILABLE) {
+                load.wrong().add("seed=" + seed + ": " + e.getStatus());
+            }
+            load.failureMessages().add(String.valueOf(e.getStatus().getDescription()));
+            long from = Math.max(sent, load.killedAt().get());
+            load.failureDelaysMs().add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - from));
+        }
+    }
+
+    private CliProcess controlPlane(int port, String... extra) throws Exception {
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "control-plane",
+                                "--port",
+                                Integer.toString(port),
+                                "--metrics-port",
+                                "0",
+                                "--world-size",
+                                "4",
+                                "--experts",
+                                Integer.toString(E),
+                                "--hidden",
+                                Integer.toString(H),
+                                "--ffn",
+                                Integer.toString(I),
+                                "--layers",
+                                Integer.toString(LAYERS),
+                                "--top-k",
+                                Integer.toString(K),
+                                "--seed",
+                                Long.toString(SEED),
+                                "--exchange-timeout",
+                                "PT" + EXCHANGE_TIMEOUT_MS / 1000 + "S",
+                                "--heartbeat-timeout",
+                                "PT2S"));
+        args.addAll(List.of(extra));
         return CliProcess.moeA2a(
-                dir,
-                "control-plane-" + System.nanoTime(),
-                "control-plane",
-                "--port",
-                Integer.toString(port),
-                "--metrics-port",
-                "0",
-                "--world-size",
-                "4",
-                "--experts",
-                Integer.toString(E),
-                "--hidden",
-                Integer.toString(H),
-                "--ffn",
-                Integer.toString(I),
-                "--layers",
-                Integer.toString(LAYERS),
-                "--top-k",
-                Integer.toString(K),
-                "--seed",
-                Long.toString(SEED),
-                "--exchange-timeout",
-                "PT" + EXCHANGE_TIMEOUT_MS / 1000 + "S",
-                "--heartbeat-timeout",
-                "PT2S");
+                dir, "control-plane-" + System.nanoTime(), args.toArray(String[]::new));
     }
 
     private CliProcess worker(int port, String id, int rank) throws Exception {

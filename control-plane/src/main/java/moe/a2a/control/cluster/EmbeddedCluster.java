@@ -11,6 +11,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.stream.IntStream;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
@@ -110,6 +111,17 @@ public final class EmbeddedCluster implements RankGroup {
     @Override
     public ModelConfig model() {
         return model;
+    }
+
+    /** Every rank: in-process ranks are never lost. */
+    @Override
+    public int[] servingRanks() {
+        return IntStream.range(0, workers.length).toArray();
+    }
+
+    @Override
+    public int degradedRanks() {
+        return 0;
     }
 
     @Override

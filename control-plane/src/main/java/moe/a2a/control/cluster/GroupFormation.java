@@ -15,10 +15,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The control plane's side of forming the rank group, one epoch at a time: PrepareGroup goes to
- * every rank, each answers Bound with its data address (over NCCL, rank 0's also carries the
- * group's unique id), FormGroup goes out once every rank is bound, and each answers GroupReady once
- * connected. A new epoch starts over; answers that name another epoch are stale and ignored. Not
- * thread-safe: guarded by {@link RemoteCluster}'s lock.
+ * every member (every rank, or those left after a loss), each answers Bound with its data address
+ * (over NCCL, rank 0's also carries the group's unique id), FormGroup goes out once every member is
+ * bound, and each answers GroupReady once connected. A new epoch starts over; answers that name
+ * another epoch are stale and ignored. Not thread-safe: guarded by {@link RemoteCluster}'s lock.
  */
 final class GroupFormation {
     /** {@code NCCL_UNIQUE_ID_BYTES}. */
@@ -30,6 +30,9 @@ final class GroupFormation {
     private final SecureRandom random = new SecureRandom();
     private final @Nullable String[] bound;
     private final boolean[] ready;
+
+    /** The ranks in this epoch's group, ascending. */
+    private int[] groupRanks = new int[0];
 
     /** 0 until the first PrepareGroup; an answer naming 0 is ignored like a stale one. */
     private long epoch;
@@ -52,10 +55,12 @@ final class GroupFormation {
     }
 
     /**
-     * Starts the next epoch, with no rank bound or ready yet, and sends every rank PrepareGroup.
+     * Starts the next epoch of a group of {@code ranks} (ascending; every rank, or the ranks left
+     * after a loss), with none bound or ready yet, and sends them PrepareGroup.
      */
-    void prepare() {
+    void prepare(int[] ranks) {
         epoch++;
+        groupRanks = ranks.clone();
         Arrays.fill(bound, null);
         ncclUniqueId = null;
         boundCount = 0;
@@ -67,6 +72,10 @@ final class GroupFormation {
                         .setEpoch(epoch)
                         .setGroupId(random.nextLong())
                         .setExchangeTimeoutMs(TimeUnit.NANOSECONDS.toMillis(exchangeTimeoutNs))
+                        .addAllMembers(
+                                groupRanks.length == bound.length
+                                        ? List.of()
+                                        : Arrays.stream(groupRanks).boxed().toList())
                         .build();
         members.broadcast(ControlMessage.newBuilder().setPrepare(prepare).build());
     }
@@ -91,9 +100,11 @@ final class GroupFormation {
             ncclUniqueId = b.getNcclUniqueId();
         }
         bound[rank] = b.getDataAddress();
-        if (++boundCount == bound.length) {
-            FormGroup.Builder form =
-                    FormGroup.newBuilder().setEpoch(epoch).addAllPeers(List.of(bound));
+        if (++boundCount == groupRanks.length) {
+            FormGroup.Builder form = FormGroup.newBuilder().setEpoch(epoch);
+            for (int member : groupRanks) {
+                form.addPeers(bound[member]);
+            }
             if (ncclUniqueId != null) {
                 form.setNcclUniqueId(ncclUniqueId);
             }
@@ -112,7 +123,12 @@ final class GroupFormation {
             return false;
         }
         ready[rank] = true;
-        return ++readyCount == ready.length;
+        return ++readyCount == groupRanks.length;
+    }
+
+    /** The ranks in the current epoch's group. */
+    int[] members() {
+        return groupRanks.clone();
     }
 
     /** Tells every rank to drop this epoch's group. */

@@ -140,6 +140,18 @@ final class Membership {
         return n;
     }
 
+    /** The ranks with a live worker session, ascending. */
+    int[] heldRanks() {
+        int[] held = new int[joined()];
+        int next = 0;
+        for (int r = 0; r < ranks.length; r++) {
+            if (ranks[r] != null) {
+                held[next++] = r;
+            }
+        }
+        return held;
+    }
+
     /** Whether every rank is held, so the group can form. */
     boolean full() {
         return joined() == ranks.length;

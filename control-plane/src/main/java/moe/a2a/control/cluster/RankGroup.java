@@ -69,6 +69,15 @@ public interface RankGroup extends AutoCloseable {
     /** Times the group was formed again after a failure. */
     int rebuilds();
 
+    /**
+     * The ranks that take home tokens now, ascending: every rank, or, while the group serves
+     * without lost ranks, the others. Any thread.
+     */
+    int[] servingRanks();
+
+    /** Ranks lost that the group serves without (0 when whole or not serving). Any thread. */
+    int degradedRanks();
+
     /** The data-plane transport, as DescribeModel reports it. */
     Transport transport();
 

@@ -20,8 +20,9 @@ import org.slf4j.LoggerFactory;
  * matched to keep experts where they are, {@link PlacementMove}). When the plan lowers the
  * predicted max/mean rank load by at least {@link #MIN_GAIN}, every rank stages it in the
  * background while steps go on; once all have it, the scheduler switches the layer at the next step
- * boundary. Serving never waits for a move; a staging that fails leaves the layer as it was. At
- * most one move per layer at a time.
+ * boundary. Serving never waits for a move; a staging that fails, or that the cluster changed under
+ * (a lost rank), leaves the layer as it was. It does not plan while the cluster serves without lost
+ * ranks. At most one move per layer at a time.
  *
  * <p>{@link #onStep} and {@link #beforeStep} run on the scheduler thread; stagings complete on any
  * thread and are handed over through a queue.
@@ -78,7 +79,7 @@ public final class Rebalancer {
         }
         int layer = stats.layer();
         windows[layer].add(stats.tokensPerExpert());
-        if (++stepsSincePlan[layer] >= every && !moving[layer]) {
+        if (++stepsSincePlan[layer] >= every && !moving[layer] && group.degradedRanks() == 0) {
             stepsSincePlan[layer] = 0;
             plan(layer);
         }
@@ -88,6 +89,16 @@ public final class Rebalancer {
     public void beforeStep() {
         for (Staged s = staged.poll(); s != null; s = staged.poll()) {
             moving[s.layer()] = false;
+            if (s.failure() == null
+                    && (group.degradedRanks() > 0
+                            || group.placements().get(s.layer()).version()
+                                    != s.next().version() - 1)) {
+                LOG.info(
+                        "layer {}: placement version {} dropped: the cluster changed while it was staged",
+                        s.layer(),
+                        s.next().version());
+                continue;
+            }
             if (s.failure() != null) {
                 LOG.warn(
                         "layer {}: placement version {} not switched to: {}",

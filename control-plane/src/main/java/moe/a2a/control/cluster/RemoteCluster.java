@@ -4,6 +4,8 @@ import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
@@ -11,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
@@ -31,6 +34,7 @@ import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.PlacementStaged;
 import moe.a2a.v1.StagePlacement;
 import moe.a2a.v1.WorkerMessage;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,7 +45,10 @@ import org.slf4j.LoggerFactory;
  * connects to its peers, or joins the NCCL group with rank 0's id; GroupReady from all: the cluster
  * serves). A lost worker (session ended, heartbeat silent) or a failed step breaks the group: the
  * step in flight fails naming the rank, every other worker abandons its communicator, and the group
- * forms again, with a new epoch, as soon as every rank is taken.
+ * forms again, with a new epoch, as soon as every rank is taken. Over TCP, when every expert a lost
+ * rank hosted has a replica elsewhere, the others form a group at once and serve degraded: the lost
+ * rank's slots get share 0 and it takes no tokens; when a worker takes the rank again, the group
+ * forms whole and the placements from before the loss come back.
  *
  * <p>Session callbacks arrive on gRPC threads and {@link #submit} on the scheduler thread. One lock
  * guards all state: the {@link Membership}, the {@link GroupFormation}, the {@link PendingTasks} of
@@ -80,6 +87,15 @@ public final class RemoteCluster implements RankGroup {
     private boolean serving;
     private String notServingReason;
     private int rebuilds;
+
+    /** The ranks of the current epoch's group, ascending: every rank unless degraded. */
+    private int[] groupRanks;
+
+    /**
+     * Each layer's placement from before ranks were lost, restored once the group is whole again;
+     * null while whole.
+     */
+    private @Nullable List<Placement> beforeLoss;
 
     /**
      * @param placement where the experts live, as this coordinator decided; its world size is the
@@ -120,6 +136,7 @@ public final class RemoteCluster implements RankGroup {
         this.pendingBenches = new PendingTasks<>(worldSize);
         this.pendingStages = new PendingTasks<>(worldSize);
         this.notServingReason = "waiting for " + worldSize + " workers to join";
+        this.groupRanks = IntStream.range(0, worldSize).toArray();
         this.timer =
                 Executors.newSingleThreadScheduledExecutor(
                         r -> {
@@ -176,14 +193,7 @@ public final class RemoteCluster implements RankGroup {
     @Override
     public void activate(int layer, Placement next) {
         synchronized (lock) {
-            placements.set(layer, next);
-            membership.broadcast(
-                    ControlMessage.newBuilder()
-                            .setActivatePlacement(
-                                    ActivatePlacement.newBuilder()
-                                            .setLayer(layer)
-                                            .setPlacement(PlacementCodec.encode(next)))
-                            .build());
+            switchLocked(layer, next);
         }
     }
 
@@ -221,13 +231,32 @@ public final class RemoteCluster implements RankGroup {
         }
     }
 
+    @Override
+    public int[] servingRanks() {
+        synchronized (lock) {
+            return groupRanks.clone();
+        }
+    }
+
+    @Override
+    public int degradedRanks() {
+        synchronized (lock) {
+            return serving ? worldSize - groupRanks.length : 0;
+        }
+    }
+
     /** Admits a worker or refuses it with the status to end its call with. */
     WorkerSession join(Join join, StreamObserver<ControlMessage> out) throws StatusException {
         synchronized (lock) {
             WorkerSession session = membership.admit(join, out);
             LOG.info("{} joined ({}/{} ranks)", session, membership.joined(), worldSize);
             if (membership.full()) {
-                prepareLocked();
+                if (beforeLoss != null) {
+                    // serving without lost ranks: re-form whole, so the returning rank serves
+                    breakLocked("rank " + session.rank + " returned: forming the whole group");
+                } else {
+                    prepareLocked(IntStream.range(0, worldSize).toArray());
+                }
             }
             return session;
         }
@@ -302,6 +331,16 @@ public final class RemoteCluster implements RankGroup {
             }
             step = pendingSteps.open();
             for (int r = 0; r < worldSize; r++) {
+                if (Arrays.binarySearch(groupRanks, r) < 0) {
+                    if (counts[r] != 0) {
+                        pendingSteps.fail(
+                                step.id(),
+                                new A2aException("rank " + r + " is lost; its tokens had no home"));
+                        return RankResults.all(step.parts(), layer);
+                    }
+                    pendingSteps.complete(step.id(), r, idle());
+                    continue;
+                }
                 membership.send(
                         r,
                         ControlMessage.newBuilder()
@@ -385,14 +424,92 @@ public final class RemoteCluster implements RankGroup {
         }
     }
 
-    private void prepareLocked() {
-        formation.prepare();
-        LOG.info("forming group: epoch={}", formation.epoch());
+    /** A rank outside the group's answer to a step: no tokens, no traffic. */
+    private RankStepResult idle() {
+        return new RankStepResult(
+                ByteBuffer.allocate(0),
+                new long[worldSize],
+                new long[model.experts()],
+                new long[model.experts()],
+                0,
+                new long[worldSize],
+                new long[worldSize],
+                0,
+                0,
+                0,
+                0);
+    }
+
+    private void prepareLocked(int[] ranks) {
+        groupRanks = ranks.clone();
+        formation.prepare(ranks);
+        LOG.info("forming group: epoch={}, ranks={}", formation.epoch(), Arrays.toString(ranks));
+    }
+
+    /**
+     * Serves without the ranks that have no worker when every expert they hosted has a replica on
+     * another rank (TCP only): each layer's placement gives their slots share 0, and the others
+     * form a group of their own. Otherwise the group waits for the ranks to be taken again.
+     */
+    private void degradeLocked(String reason) {
+        int[] held = membership.heldRanks();
+        if (transport != Transport.TCP || held.length == 0) {
+            return;
+        }
+        boolean[] lost = new boolean[worldSize];
+        Arrays.fill(lost, true);
+        for (int r : held) {
+            lost[r] = false;
+        }
+        List<Placement> whole = beforeLoss != null ? beforeLoss : placements.all();
+        List<Placement> next = new ArrayList<>();
+        for (int layer = 0; layer < whole.size(); layer++) {
+            Placement without = whole.get(layer).without(lost, placements.get(layer).version() + 1);
+            if (without == null) {
+                LOG.warn(
+                        "cannot serve without the lost ranks: layer {} has an expert only they host;"
+                                + " waiting for them to be taken again",
+                        layer);
+                return;
+            }
+            next.add(without);
+        }
+        beforeLoss = whole;
+        for (int layer = 0; layer < next.size(); layer++) {
+            switchLocked(layer, next.get(layer));
+        }
+        LOG.warn(
+                "degraded: serving with ranks {} of {} ({}); their replicas take the lost ranks' tokens",
+                Arrays.toString(held),
+                worldSize,
+                reason);
+        prepareLocked(held);
+    }
+
+    /** Sends every worker a layer's new placement; each installs it before its next step. */
+    private void switchLocked(int layer, Placement next) {
+        placements.set(layer, next);
+        membership.broadcast(
+                ControlMessage.newBuilder()
+                        .setActivatePlacement(
+                                ActivatePlacement.newBuilder()
+                                        .setLayer(layer)
+                                        .setPlacement(PlacementCodec.encode(next)))
+                        .build());
     }
 
     private void onReady(int rank, long epoch) {
         if (!formation.onReady(rank, epoch)) {
             return;
+        }
+        if (beforeLoss != null && groupRanks.length == worldSize) {
+            for (int layer = 0; layer < beforeLoss.size(); layer++) {
+                switchLocked(
+                        layer,
+                        beforeLoss.get(layer).withVersion(placements.get(layer).version() + 1));
+            }
+            beforeLoss = null;
+            LOG.info("whole again: every rank takes its slots' shares as before the loss");
         }
         serving = true;
         final long formedIn = formation.formingNanos();
@@ -422,7 +539,9 @@ public final class RemoteCluster implements RankGroup {
         }
         timer.execute(() -> listener.onNotServing(reason));
         if (membership.full()) {
-            prepareLocked();
+            prepareLocked(IntStream.range(0, worldSize).toArray());
+        } else {
+            degradeLocked(reason);
         }
     }
 

@@ -28,10 +28,10 @@ import moe.a2a.experts.RoutingInput;
  * maxStepsInFlight} steps submitted so that the next step's tokens travel while this one exchanges
  * (the ranks run steps in submission order). A step takes the oldest request plus every later one
  * that batches with it (same layer, dtype and routing kind) up to the token budget; the others keep
- * their place in the queue. The step's tokens are split evenly across the ranks as their home
- * ranks, so they really cross ranks; each request gets back exactly its rows. Between steps, the
- * {@link Rebalancer} may switch a layer to a new placement. gRPC threads call {@link #submit}; one
- * scheduler thread owns everything else.
+ * their place in the queue. The step's tokens are split evenly across the serving ranks as their
+ * home ranks, so they really cross ranks; each request gets back exactly its rows. Between steps,
+ * the {@link Rebalancer} may switch a layer to a new placement. gRPC threads call {@link #submit};
+ * one scheduler thread owns everything else.
  */
 public final class StepScheduler implements AutoCloseable {
     private final RankGroup cluster;
@@ -218,10 +218,17 @@ public final class StepScheduler implements AutoCloseable {
         for (ForwardJob job : batch) {
             total += job.numTokens();
         }
+        // home ranks share the tokens evenly; a rank the cluster serves without gets none
+        int[] serving = cluster.servingRanks();
         int[] rankStart = new int[n + 1];
-        for (int r = 0; r <= n; r++) {
-            rankStart[r] = (int) ((long) r * total / n);
+        int before = 0;
+        for (int r = 0; r < n; r++) {
+            rankStart[r] = (int) ((long) before * total / serving.length);
+            if (before < serving.length && serving[before] == r) {
+                before++;
+            }
         }
+        rankStart[n] = total;
         int[] counts = new int[n];
         ByteBuffer[] tokens = new ByteBuffer[n];
         RoutingInput[] routing = new RoutingInput[n];

@@ -96,7 +96,12 @@ public final class MoeServer implements AutoCloseable {
                         group.model().experts(),
                         group.worldSize(),
                         group.transport());
-        new ClusterMetrics(group.worldSize(), group::joined, group::healthy, group::rebuilds)
+        new ClusterMetrics(
+                        group.worldSize(),
+                        group::joined,
+                        group::healthy,
+                        group::rebuilds,
+                        group::degradedRanks)
                 .bindTo(registry);
         StepScheduler scheduler =
                 new StepScheduler(

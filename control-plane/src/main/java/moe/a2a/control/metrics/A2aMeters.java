@@ -88,6 +88,11 @@ public enum A2aMeters {
             "moe.a2a.cluster.size", "ranks", "Ranks the group is configured for, its world size"),
     /** Ranks currently held by a live rank (worker sessions for the control plane). */
     RANKS_JOINED("moe.a2a.cluster.joined", "ranks", "Ranks currently held by a live rank"),
+    /** Ranks the cluster serves without: lost, their experts' replicas taking their tokens. */
+    RANKS_DEGRADED(
+            "moe.a2a.cluster.degraded",
+            "ranks",
+            "Ranks lost that the cluster serves without, their experts' replicas taking their tokens"),
     /** Ranks of the formed group, ready to run steps. */
     RANKS_HEALTHY(
             "moe.a2a.cluster.healthy", "ranks", "Ranks in the formed group, ready to run steps");

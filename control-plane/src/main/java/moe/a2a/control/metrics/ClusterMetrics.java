@@ -8,23 +8,29 @@ import java.util.function.IntSupplier;
 import java.util.function.ToDoubleFunction;
 
 /**
- * Membership meters of a rank group: its size, ranks joined and healthy, group rebuilds; read when
- * scraped. Every meter reads through this object, which the gauges hold strongly: Micrometer holds
- * a meter's state weakly, and a method reference passed in has no other owner (it would be
- * collected and the meter read NaN).
+ * Membership meters of a rank group: its size, ranks joined, healthy and served without, group
+ * rebuilds; read when scraped. Every meter reads through this object, which the gauges hold
+ * strongly: Micrometer holds a meter's state weakly, and a method reference passed in has no other
+ * owner (it would be collected and the meter read NaN).
  */
 public final class ClusterMetrics implements MeterBinder {
     private final int worldSize;
     private final IntSupplier joined;
     private final IntSupplier healthy;
     private final IntSupplier rebuilds;
+    private final IntSupplier degraded;
 
     public ClusterMetrics(
-            int worldSize, IntSupplier joined, IntSupplier healthy, IntSupplier rebuilds) {
+            int worldSize,
+            IntSupplier joined,
+            IntSupplier healthy,
+            IntSupplier rebuilds,
+            IntSupplier degraded) {
         this.worldSize = worldSize;
         this.joined = joined;
         this.healthy = healthy;
         this.rebuilds = rebuilds;
+        this.degraded = degraded;
     }
 
     @Override
@@ -32,6 +38,7 @@ public final class ClusterMetrics implements MeterBinder {
         gauge(registry, A2aMeters.RANKS_EXPECTED, m -> m.worldSize);
         gauge(registry, A2aMeters.RANKS_JOINED, m -> m.joined.getAsInt());
         gauge(registry, A2aMeters.RANKS_HEALTHY, m -> m.healthy.getAsInt());
+        gauge(registry, A2aMeters.RANKS_DEGRADED, m -> m.degraded.getAsInt());
         FunctionCounter.builder(
                         A2aMeters.COMMUNICATOR_REBUILDS.meterName(),
                         this,

@@ -19,7 +19,7 @@ class StepMetricsTest {
     void shouldExposeDocumentedSeriesWhenStepsAreRecorded() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         StepMetrics metrics = new StepMetrics(registry, 2, 4, 2, Transport.LOCAL);
-        new ClusterMetrics(4, () -> 3, () -> 1, () -> 2).bindTo(registry);
+        new ClusterMetrics(4, () -> 3, () -> 1, () -> 2, () -> 1).bindTo(registry);
         // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1
         // -> 5 / 3
         long[][] sent = {{0, 700}, {300, 0}};
@@ -97,6 +97,7 @@ class StepMetricsTest {
                 .contains("moe_a2a_cluster_size_ranks 4.0")
                 .contains("moe_a2a_cluster_joined_ranks 3.0")
                 .contains("moe_a2a_cluster_healthy_ranks 1.0")
+                .contains("moe_a2a_cluster_degraded_ranks 1.0")
                 .contains("moe_a2a_communicator_rebuilds_total 2.0");
         // every documented meter is registered, under its documented name
         for (A2aMeters meter : A2aMeters.values()) {
@@ -122,7 +123,8 @@ class StepMetricsTest {
     void shouldKeepReadingMembershipWhenOnlyTheRegistryHoldsTheSuppliers() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         int[] state = {4, 3, 1};
-        new ClusterMetrics(4, () -> state[0], () -> state[1], () -> state[2]).bindTo(registry);
+        new ClusterMetrics(4, () -> state[0], () -> state[1], () -> state[2], () -> 0)
+                .bindTo(registry);
         for (int i = 0; i < 3; i++) {
             System.gc();
         }
