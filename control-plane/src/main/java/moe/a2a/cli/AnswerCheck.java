@@ -1,6 +1,8 @@
 package moe.a2a.cli;
 
 import java.nio.ByteOrder;
+import java.util.Arrays;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.experts.ReferenceMoeLayer;
@@ -15,7 +17,10 @@ import moe.a2a.v1.ForwardResponse;
  * value, and each rank's partial sum is rounded once before it travels back). When the server
  * dispatches in FP8 the tokens reach the experts quantized (E4M3: 3 mantissa bits), so the
  * tolerance is {@link #FP8_RELATIVE} of the row's largest magnitude, from the error measured on the
- * default model (docs/performance.md). Not thread-safe (the reference caches weights).
+ * default model (docs/performance.md). Under expert capacity the reference drops what the server
+ * drops (the step's tokens split evenly over every rank, each rank keeping its share of each
+ * expert's capacity), which can be known only for an answer that had its step to itself. Not
+ * thread-safe (the reference caches weights).
  */
 final class AnswerCheck {
     /**
@@ -29,14 +34,57 @@ final class AnswerCheck {
     private final int hidden;
     private final int topK;
     private final boolean fp8Dispatch;
+    private final double capacityFactor;
+    private final int worldSize;
+    private final CapacityFilter capacity;
 
     AnswerCheck(
-            ReferenceMoeLayer reference, int experts, int hidden, int topK, boolean fp8Dispatch) {
+            ReferenceMoeLayer reference,
+            int experts,
+            int hidden,
+            int topK,
+            boolean fp8Dispatch,
+            double capacityFactor,
+            int worldSize) {
         this.reference = reference;
         this.experts = experts;
         this.hidden = hidden;
         this.topK = topK;
         this.fp8Dispatch = fp8Dispatch;
+        this.capacityFactor = capacityFactor;
+        this.worldSize = worldSize;
+        this.capacity = new CapacityFilter(experts);
+    }
+
+    /**
+     * Whether the reference can know this answer's drops: always when dropless, else only when the
+     * request had its step to itself.
+     */
+    boolean checkable(ForwardResponse response) {
+        return capacityFactor == 0 || response.getStats().getStepRequests() == 1;
+    }
+
+    /**
+     * Zeroes the weights of the pairs the server drops over capacity for a step of these tokens.
+     */
+    private void dropOverCapacity(int[] ids, float[] weights, int numTokens) {
+        if (capacityFactor == 0 || numTokens == 0) {
+            return;
+        }
+        long total = (long) Math.ceil(capacityFactor * numTokens * topK / experts - 1e-9);
+        for (int r = 0; r < worldSize; r++) {
+            int from = (int) ((long) r * numTokens / worldSize);
+            int to = (int) ((long) (r + 1) * numTokens / worldSize);
+            int share = (int) (total * to / numTokens - total * from / numTokens);
+            int[] rankIds = Arrays.copyOfRange(ids, from * topK, to * topK);
+            float[] rankWeights = Arrays.copyOfRange(weights, from * topK, to * topK);
+            int[] kept = capacity.apply(rankIds, rankWeights, to - from, topK, share);
+            for (int i = 0; i < rankIds.length; i++) {
+                if (kept[i] == CapacityFilter.DROPPED) {
+                    weights[from * topK + i] = 0;
+                }
+            }
+        }
     }
 
     /** The worst error over tolerance ratio of the answer; at most 1 means it passes. */
@@ -58,6 +106,7 @@ final class AnswerCheck {
                             : reference.gateLogits(request.getLayer(), x, numTokens);
             Gate.softmaxTopK(logits, numTokens, experts, topK, ids, weights);
         }
+        dropOverCapacity(ids, weights, numTokens);
         float[] expected = reference.forward(request.getLayer(), x, numTokens, topK, ids, weights);
         float[] actual = new float[expected.length];
         if (response.getHiddenStates().getData().size() != expected.length * dtype.sizeBytes()) {

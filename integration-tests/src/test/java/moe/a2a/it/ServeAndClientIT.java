@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -44,6 +45,18 @@ class ServeAndClientIT {
                 new String[][] {
                     {"--routing", "TOPK", "--skew", "1.2", "--dtype", "BF16"},
                     {"--routing", "GATE", "--dtype", "FP32", "--layer", "1"}
+                });
+    }
+
+    @Test
+    void shouldServeAnswersWithDropsOverExpertCapacity() throws Exception {
+        // one request per step, so that the client knows which pairs each step dropped
+        serveAndCheck(
+                "bf16",
+                new String[] {"--capacity-factor", "1.0"},
+                new String[][] {
+                    {"--routing", "TOPK", "--skew", "1.5", "--dtype", "FP32", "--concurrency", "1"},
+                    {"--routing", "GATE", "--dtype", "BF16", "--concurrency", "1"}
                 });
     }
 
@@ -89,11 +102,12 @@ class ServeAndClientIT {
                                     "--verify",
                                     "-1",
                                     "--tokens",
-                                    "33",
-                                    "--concurrency",
-                                    "4"
+                                    "33"
                                 },
                                 extra);
+                if (!List.of(extra).contains("--concurrency")) {
+                    args = concat(args, new String[] {"--concurrency", "4"});
+                }
                 try (CliProcess client = CliProcess.moeA2a(dir, "client", args)) {
                     int exit = client.awaitExit(Duration.ofSeconds(120));
                     String out = client.output();

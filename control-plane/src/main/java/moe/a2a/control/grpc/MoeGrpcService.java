@@ -51,7 +51,8 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             WeightSource weights,
             LayerPlacements placements,
             StepScheduler scheduler,
-            Transport transport) {
+            Transport transport,
+            double capacityFactor) {
         this.model = model;
         this.placements = placements;
         this.scheduler = scheduler;
@@ -70,6 +71,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setWeightsSource(weights.description())
                         .setDispatchDtype(model.dispatchDType().label())
                         .setSlots(placements.get(0).slots())
+                        .setCapacityFactor(capacityFactor)
                         .build();
     }
 

@@ -123,7 +123,8 @@ public final class MoeServer implements AutoCloseable {
                                     weights,
                                     group.placements(),
                                     scheduler,
-                                    group.transport()))
+                                    group.transport(),
+                                    settings.capacityFactor()))
                     .addService(new BenchGrpcService(group, scheduler))
                     .addService(health.getHealthService())
                     .addService(ProtoReflectionServiceV1.newInstance());
