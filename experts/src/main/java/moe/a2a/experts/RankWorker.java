@@ -5,27 +5,25 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import moe.a2a.comm.Communicator;
-import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchHandle;
-import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The runtime of one rank: for each step, route its home tokens, dispatch them by the layer's
- * placement, run the local experts on what arrived, combine back, and encode the output in the
- * step's dtype. Every rank of the group must run every step, with zero tokens if it has none. Owned
- * by the rank thread, except {@link #stage}.
+ * The runtime of one rank on the host: {@link RankStep}'s skeleton with dispatch by the layer's
+ * placement, the local experts on what arrived, combine back, and the output encoded in the step's
+ * dtype. Every rank of the group must run every step, with zero tokens if it has none. Owned by the
+ * rank thread, except {@link #stage}.
  */
 public final class RankWorker implements RankRuntime {
     private final ModelConfig model;
     private final Placement first;
     private final ExpertBank experts;
-    private final TokenRouter router;
-    private final CapacityFilter capacityFilter;
+    private final RankStep step;
+    private final RankStep.Compute onHost = this::compute;
     private @Nullable Dispatcher dispatcher;
     private FloatBuffer expertOutputs = Buffers.floats(0);
     private FloatBuffer combined = Buffers.floats(0);
@@ -42,8 +40,7 @@ public final class RankWorker implements RankRuntime {
         this.model = model;
         this.first = placement;
         this.experts = new ExpertBank(weights, placement, rank);
-        this.router = new TokenRouter(weights, model.topK());
-        this.capacityFilter = new CapacityFilter(model.experts());
+        this.step = new RankStep(weights, model, rank);
     }
 
     @Override
@@ -76,24 +73,25 @@ public final class RankWorker implements RankRuntime {
             int numTokens,
             RoutingInput routing,
             int capacity) {
-        final int hidden = model.hidden();
         final Dispatcher dispatcher = this.dispatcher;
         if (dispatcher == null) {
             throw new IllegalStateException("rank has no communicator yet: call rebind first");
         }
         dispatcher.use(experts.layer(layer).placement());
+        return step.run(layer, dtype, tokens, numTokens, routing, capacity, onHost);
+    }
+
+    /** Dispatch, experts and combine on the host, rows in off-heap buffers. */
+    private RankStep.Computed compute(
+            int layer, DType dtype, ByteBuffer tokens, int numTokens, int[] ids, float[] weights) {
+        final Dispatcher dispatcher = this.dispatcher;
+        final int hidden = model.hidden();
         long t0 = System.nanoTime();
-        router.route(layer, dtype, tokens, numTokens, routing);
-        int[] ids =
-                capacityFilter.apply(
-                        router.ids(), router.weights(), numTokens, model.topK(), capacity);
+        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, ids, weights);
         long t1 = System.nanoTime();
-        DispatchResult result =
-                dispatcher.dispatch(tokens, numTokens, dtype, ids, router.weights());
-        long t2 = System.nanoTime();
         expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
         experts.forward(layer, result, expertOutputs);
-        long t3 = System.nanoTime();
+        long t2 = System.nanoTime();
         combined = Buffers.ensure(combined, (long) numTokens * hidden);
         dispatcher.combine(expertOutputs, result.handle(), combined);
         int outBytes = numTokens * hidden * dtype.sizeBytes();
@@ -106,34 +104,22 @@ public final class RankWorker implements RankRuntime {
                 MemorySegment.ofBuffer(output),
                 0,
                 numTokens * hidden);
-        long t4 = System.nanoTime();
-
-        DispatchLayout layout = result.handle().layout();
-        long[] perRank = layout.tokensPerRankCopy();
-        long[] perExpert = layout.tokensPerExpertCopy();
-        // Dispatch moves full rows (payload, slots, weights); combine returns tokens only.
+        long t3 = System.nanoTime();
         DispatchHandle handle = result.handle();
-        int rowBytes = handle.rowLayout().rowBytes();
-        int payloadBytes = handle.rowLayout().combineRowBytes();
-        long[] sent = new long[perRank.length];
-        long[] received = new long[perRank.length];
-        for (int r = 0; r < perRank.length; r++) {
-            if (r != dispatcher.communicator().rank()) {
-                sent[r] = perRank[r] * rowBytes + handle.recvRowsFrom(r) * payloadBytes;
-                received[r] = handle.recvRowsFrom(r) * rowBytes + perRank[r] * payloadBytes;
-            }
+        long[] recvRowsFrom = new long[dispatcher.communicator().size()];
+        for (int r = 0; r < recvRowsFrom.length; r++) {
+            recvRowsFrom[r] = handle.recvRowsFrom(r);
         }
-        return new RankStepResult(
+        // Dispatch moves full rows (payload, slots, weights); combine returns tokens only.
+        return new RankStep.Computed(
                 output,
-                perRank,
-                perExpert,
-                capacityFilter.droppedPerExpert(),
+                handle.layout(),
+                recvRowsFrom,
                 result.numRecvTokens(),
-                sent,
-                received,
+                handle.rowLayout().rowBytes(),
+                handle.rowLayout().combineRowBytes(),
                 t1 - t0,
                 t2 - t1,
-                t3 - t2,
-                t4 - t3);
+                t3 - t2);
     }
 }

@@ -18,34 +18,34 @@ import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchDType;
-import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.LayerSlots;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.RankStep;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RankWorker;
 import moe.a2a.experts.RoutingInput;
-import moe.a2a.experts.TokenRouter;
 import moe.a2a.experts.WeightSource;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One rank on a GPU: bf16 steps run with their rows in device memory ({@link GpuDispatcher}, {@link
- * GpuExperts}), tokens and outputs crossing the host boundary through pinned memory, stage times
- * from CUDA events. Steps in another dtype run on the CPU {@link RankWorker} over the same NCCL
- * communicator (host-staged), so fp32 and fp16 answers keep their CPU precision; so do steps with
- * an expert capacity. Routing (gate, top-k) runs on the host in both cases. Owned by the rank's
- * thread.
+ * One rank on a GPU: {@link RankStep}'s skeleton, as on the CPU, with a device compute: bf16 steps
+ * run with their rows in device memory ({@link GpuDispatcher}, {@link GpuExperts}), tokens and
+ * outputs crossing the host boundary through pinned memory, stage times from CUDA events. Steps in
+ * another dtype run on the CPU {@link RankWorker} over the same NCCL communicator (host-staged), so
+ * fp32 and fp16 answers keep their CPU precision; so do steps with an expert capacity. Routing
+ * (gate, top-k) runs on the host in both cases. Owned by the rank's thread.
  */
 public final class GpuRankWorker implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
     private final Placement placement;
     private final int rank;
     private final RankWorker cpu;
-    private final TokenRouter router;
+    private final RankStep step;
+    private final RankStep.Compute onDevice = this::compute;
     private final CudaKernels kernels;
     private final GpuExperts[] experts;
     private final CudaMemory pinned = CudaMemory.pinnedHost();
@@ -73,7 +73,7 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         this.placement = placement;
         this.rank = rank;
         this.cpu = new RankWorker(model, weights, placement, rank);
-        this.router = new TokenRouter(weights, model.topK());
+        this.step = new RankStep(weights, model, rank);
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         this.kernels = CudaKernels.load(device);
         this.experts = new GpuExperts[model.layers()];
@@ -135,13 +135,19 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         if (dtype != DType.BF16 || gpu == null || capacity != CapacityFilter.UNLIMITED) {
             return cpu.step(layer, dtype, input, numTokens, routing, capacity);
         }
+        return step.run(layer, dtype, input, numTokens, routing, capacity, onDevice);
+    }
+
+    /**
+     * Dispatch, experts and combine with the rows in device memory; stage times from CUDA events on
+     * the dispatcher's stream.
+     */
+    private RankStep.Computed compute(
+            int layer, DType dtype, ByteBuffer input, int numTokens, int[] ids, float[] weights) {
+        GpuDispatcher gpu = dispatcher;
         final int hidden = model.hidden();
         final long inBytes = (long) numTokens * hidden * Short.BYTES;
         CUstream_st stream = gpu.stream();
-        long t0 = System.nanoTime();
-        router.route(layer, dtype, input, numTokens, routing);
-        long t1 = System.nanoTime();
-
         pinned.ensure(Math.max(inBytes, (long) numTokens * hidden * Float.BYTES));
         pinned.hostView().put(0, input, 0, (int) inBytes);
         tokens.ensure(Math.max(1, inBytes));
@@ -152,7 +158,7 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
                             tokens.at(0), pinned.at(0), inBytes, cudaMemcpyHostToDevice, stream),
                     "cudaMemcpyAsync(tokens)");
         }
-        CudaMemory grouped = gpu.dispatch(tokens, numTokens, router.ids(), router.weights());
+        CudaMemory grouped = gpu.dispatch(tokens, numTokens, ids, weights);
         CudaCheck.check(cudaEventRecord(events[1], stream), "cudaEventRecord");
         int[] rowsPerSlot = gpu.rowsPerSlot();
         long groupedRows = 0;
@@ -181,38 +187,22 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         }
         dtype.encode(out, 0, numTokens * hidden, output, 0);
 
-        return new RankStepResult(
+        long[] recvRowsFrom = new long[placement.worldSize()];
+        for (int r = 0; r < recvRowsFrom.length; r++) {
+            recvRowsFrom[r] = gpu.receivedFrom(r);
+        }
+        int rowBytes = hidden * Short.BYTES;
+        // dispatch sends each row with its routes; combine returns bf16 rows only
+        return new RankStep.Computed(
                 output,
-                gpu.layout().tokensPerRankCopy(),
-                gpu.layout().tokensPerExpertCopy(),
-                new long[model.experts()],
+                gpu.layout(),
+                recvRowsFrom,
                 gpu.numReceived(),
-                bytes(gpu, true),
-                bytes(gpu, false),
-                t1 - t0,
+                rowBytes + gpu.routeRowBytes(),
+                rowBytes,
                 elapsedNs(events[0], events[1]),
                 elapsedNs(events[1], events[2]),
                 elapsedNs(events[2], events[3]));
-    }
-
-    /**
-     * Rows, routes and returned rows to ({@code sent}) or from each peer; 0 for this rank itself.
-     */
-    private long[] bytes(GpuDispatcher gpu, boolean sent) {
-        DispatchLayout layout = gpu.layout();
-        int rowBytes = model.hidden() * Short.BYTES;
-        long[] bytes = new long[placement.worldSize()];
-        for (int r = 0; r < bytes.length; r++) {
-            if (r != rank) {
-                long out = layout.tokensPerRank(r);
-                long in = gpu.receivedFrom(r);
-                bytes[r] =
-                        sent
-                                ? out * (rowBytes + gpu.routeRowBytes()) + in * rowBytes
-                                : in * (rowBytes + gpu.routeRowBytes()) + out * rowBytes;
-            }
-        }
-        return bytes;
     }
 
     private static long elapsedNs(CUevent_st from, CUevent_st to) {

@@ -1,0 +1,102 @@
+package moe.a2a.experts;
+
+import java.nio.ByteBuffer;
+import moe.a2a.dispatch.CapacityFilter;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchLayout;
+
+/**
+ * One rank's step, the same skeleton on every device: route the home tokens (the model's gate or
+ * the routing given, then the rank's share of expert capacity), hand them to the device's {@link
+ * Compute} (dispatch, experts, combine), and measure what the step did: tokens per rank and per
+ * expert, drops, bytes to and from each peer, stage times. Owned by the rank thread.
+ */
+public final class RankStep {
+
+    /** What a device does with a step's routed tokens: dispatch, run the experts, combine. */
+    @FunctionalInterface
+    public interface Compute {
+        /**
+         * @param ids {@code [T, K]} expert ids, {@link CapacityFilter#DROPPED} for pairs over
+         *     capacity
+         */
+        Computed run(
+                int layer,
+                DType dtype,
+                ByteBuffer tokens,
+                int numTokens,
+                int[] ids,
+                float[] weights);
+    }
+
+    /**
+     * What the device did with a step.
+     *
+     * @param output {@code [T, H]} in the step's dtype, little-endian; valid until the next step
+     * @param layout the layout its dispatch routed by
+     * @param recvRowsFrom rows received from each rank in dispatch
+     * @param dispatchRowBytes bytes of one row sent in dispatch (payload and routing)
+     * @param combineRowBytes bytes of one row returned in combine
+     */
+    public record Computed(
+            ByteBuffer output,
+            DispatchLayout layout,
+            long[] recvRowsFrom,
+            int recvTokens,
+            int dispatchRowBytes,
+            int combineRowBytes,
+            long dispatchNs,
+            long expertNs,
+            long combineNs) {}
+
+    private final int rank;
+    private final int topK;
+    private final TokenRouter router;
+    private final CapacityFilter capacity;
+
+    public RankStep(WeightSource weights, ModelConfig model, int rank) {
+        this.rank = rank;
+        this.topK = model.topK();
+        this.router = new TokenRouter(weights, model.topK());
+        this.capacity = new CapacityFilter(model.experts());
+    }
+
+    /** Runs one step on {@code compute}; arguments as {@link RankRuntime#step}. */
+    public RankStepResult run(
+            int layer,
+            DType dtype,
+            ByteBuffer tokens,
+            int numTokens,
+            RoutingInput routing,
+            int capacityShare,
+            Compute compute) {
+        long t0 = System.nanoTime();
+        router.route(layer, dtype, tokens, numTokens, routing);
+        int[] ids = capacity.apply(router.ids(), router.weights(), numTokens, topK, capacityShare);
+        long t1 = System.nanoTime();
+        Computed c = compute.run(layer, dtype, tokens, numTokens, ids, router.weights());
+
+        long[] perRank = c.layout().tokensPerRankCopy();
+        long[] sent = new long[perRank.length];
+        long[] received = new long[perRank.length];
+        for (int r = 0; r < perRank.length; r++) {
+            if (r != rank) {
+                long in = c.recvRowsFrom()[r];
+                sent[r] = perRank[r] * c.dispatchRowBytes() + in * c.combineRowBytes();
+                received[r] = in * c.dispatchRowBytes() + perRank[r] * c.combineRowBytes();
+            }
+        }
+        return new RankStepResult(
+                c.output(),
+                perRank,
+                c.layout().tokensPerExpertCopy(),
+                capacity.droppedPerExpert(),
+                c.recvTokens(),
+                sent,
+                received,
+                t1 - t0,
+                c.dispatchNs(),
+                c.expertNs(),
+                c.combineNs());
+    }
+}
