@@ -1,9 +1,11 @@
 package moe.a2a.dispatch;
 
+import java.util.Arrays;
+
 /**
- * Softmax top-k gating with Mixtral semantics: softmax over the {@code E} router logits, keep the
- * {@code K} largest (ties go to the lower expert id), renormalise their weights to sum to 1.
- * Stateless.
+ * Top-k gating: {@link #softmaxTopK} with Mixtral semantics (softmax over the {@code E} router
+ * logits, keep the {@code K} largest, ties to the lower expert id, weights renormalised to sum to
+ * 1), and {@link #route} for any {@link GateSpec}. Stateless.
  */
 public final class Gate {
     private Gate() {}
@@ -64,5 +66,124 @@ public final class Gate {
             }
         }
         return false;
+    }
+
+    /**
+     * Routes {@code numTokens} tokens by {@code spec}; {@code bias} ({@code [E]}, or null) is added
+     * to the scores for the choice only. Writes {@code [T, K]} ids and weights.
+     */
+    public static void route(
+            GateSpec spec,
+            float[] logits,
+            int numTokens,
+            int numExperts,
+            int topK,
+            float[] bias,
+            int[] topkIds,
+            float[] topkWeights) {
+        if (spec.equals(GateSpec.MIXTRAL) && bias == null) {
+            softmaxTopK(logits, numTokens, numExperts, topK, topkIds, topkWeights);
+            return;
+        }
+        float[] scores = new float[numExperts];
+        float[] choice = new float[numExperts];
+        boolean[] eligible = new boolean[numExperts];
+        for (int t = 0; t < numTokens; t++) {
+            int row = t * numExperts;
+            int out = t * topK;
+            score(spec.scoring(), logits, row, numExperts, scores);
+            for (int e = 0; e < numExperts; e++) {
+                choice[e] = bias == null ? scores[e] : scores[e] + bias[e];
+            }
+            keepGroups(spec, choice, numExperts, eligible);
+            for (int k = 0; k < topK; k++) {
+                int best = -1;
+                for (int e = 0; e < numExperts; e++) {
+                    if (eligible[e]
+                            && !chosen(topkIds, out, k, e)
+                            && (best < 0 || choice[e] > choice[best])) {
+                        best = e;
+                    }
+                }
+                topkIds[out + k] = best;
+            }
+            float sum = 0f;
+            for (int k = 0; k < topK; k++) {
+                topkWeights[out + k] = scores[topkIds[out + k]];
+                sum += topkWeights[out + k];
+            }
+            for (int k = 0; k < topK; k++) {
+                float w = topkWeights[out + k];
+                if (spec.renormalize()) {
+                    w = spec.scoring() == GateSpec.Scoring.SIGMOID ? w / (sum + 1e-20f) : w / sum;
+                }
+                topkWeights[out + k] = w * spec.scale();
+            }
+        }
+    }
+
+    /** Softmax or sigmoid of one token's logits. */
+    private static void score(
+            GateSpec.Scoring scoring, float[] logits, int row, int numExperts, float[] scores) {
+        if (scoring == GateSpec.Scoring.SIGMOID) {
+            for (int e = 0; e < numExperts; e++) {
+                scores[e] = (float) (1 / (1 + Math.exp(-logits[row + e])));
+            }
+            return;
+        }
+        float max = Float.NEGATIVE_INFINITY;
+        for (int e = 0; e < numExperts; e++) {
+            max = Math.max(max, logits[row + e]);
+        }
+        float sum = 0f;
+        for (int e = 0; e < numExperts; e++) {
+            scores[e] = (float) Math.exp(logits[row + e] - max);
+            sum += scores[e];
+        }
+        for (int e = 0; e < numExperts; e++) {
+            scores[e] /= sum;
+        }
+    }
+
+    /**
+     * Marks the experts of the {@code topkGroups} best groups as eligible (every expert when there
+     * is one group); a group's score is the sum of its two best choice scores (its only one, in a
+     * group of one).
+     */
+    private static void keepGroups(
+            GateSpec spec, float[] choice, int numExperts, boolean[] eligible) {
+        int groups = spec.groups();
+        if (groups == 1) {
+            Arrays.fill(eligible, 0, numExperts, true);
+            return;
+        }
+        int size = numExperts / groups;
+        float[] groupScore = new float[groups];
+        for (int g = 0; g < groups; g++) {
+            float first = Float.NEGATIVE_INFINITY;
+            float second = Float.NEGATIVE_INFINITY;
+            for (int e = g * size; e < (g + 1) * size; e++) {
+                if (choice[e] > first) {
+                    second = first;
+                    first = choice[e];
+                } else if (choice[e] > second) {
+                    second = choice[e];
+                }
+            }
+            groupScore[g] = size == 1 ? first : first + second;
+        }
+        boolean[] kept = new boolean[groups];
+        for (int i = 0; i < spec.topkGroups(); i++) {
+            int best = -1;
+            for (int g = 0; g < groups; g++) {
+                if (!kept[g] && (best < 0 || groupScore[g] > groupScore[best])) {
+                    best = g;
+                }
+            }
+            kept[best] = true;
+        }
+        for (int e = 0; e < numExperts; e++) {
+            eligible[e] = kept[e / size];
+        }
     }
 }
