@@ -5,10 +5,10 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 
 /** Off-heap fp32 buffers in native order, the form BLAS reads without copying. */
-final class Buffers {
+public final class Buffers {
     private Buffers() {}
 
-    static FloatBuffer floats(long count) {
+    public static FloatBuffer floats(long count) {
         if (count * Float.BYTES > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("buffer too large: floats=" + count);
         }

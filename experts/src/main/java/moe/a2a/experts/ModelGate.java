@@ -4,14 +4,18 @@ import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
+import moe.a2a.dispatch.GateSpec;
 
 /**
- * The model's router for one layer: logits {@code x · Wgᵀ} through {@link Sgemm}, then {@link
- * Gate#softmaxTopK}. Scratch grows to the largest batch seen. Not thread-safe: each rank, and each
- * caller outside the data plane, uses its own.
+ * The model's router: logits {@code x · Wgᵀ} through {@link Sgemm} (fp32), then the model's gate
+ * ({@link Gate#route} with its {@link GateSpec} and each layer's score-correction bias). Scratch
+ * grows to the largest batch seen. Not thread-safe: each rank, and each caller outside the data
+ * plane, uses its own.
  */
 public final class ModelGate {
     private final FloatBuffer[] gates;
+    private final GateSpec spec;
+    private final float[][] biases;
     private final int experts;
     private final int hidden;
     private FloatBuffer input = Buffers.floats(0);
@@ -22,9 +26,12 @@ public final class ModelGate {
         this.experts = weights.experts();
         this.hidden = weights.hidden();
         this.gates = new FloatBuffer[weights.layers()];
+        this.spec = weights.gateSpec();
+        this.biases = new float[weights.layers()][];
         for (int layer = 0; layer < gates.length; layer++) {
             float[] g = weights.gate(layer);
             gates[layer] = Buffers.floats(g.length).put(g).flip();
+            biases[layer] = weights.gateBias(layer);
         }
     }
 
@@ -45,6 +52,17 @@ public final class ModelGate {
             logits = new float[numTokens * experts];
         }
         logitsOut.get(0, logits, 0, numTokens * experts);
-        Gate.softmaxTopK(logits, numTokens, experts, topK, topkIds, topkWeights);
+        select(layer, logits, numTokens, topK, topkIds, topkWeights);
+    }
+
+    /** The model's gate on router logits {@code [T, E]} of {@code layer}. */
+    public void select(
+            int layer,
+            float[] logits,
+            int numTokens,
+            int topK,
+            int[] topkIds,
+            float[] topkWeights) {
+        Gate.route(spec, logits, numTokens, experts, topK, biases[layer], topkIds, topkWeights);
     }
 }

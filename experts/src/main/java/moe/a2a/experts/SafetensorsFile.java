@@ -142,7 +142,8 @@ public final class SafetensorsFile implements AutoCloseable {
         closeQuietly(channel);
     }
 
-    private ByteBuffer readRaw(TensorInfo info) {
+    /** The tensor's bytes as stored, mapped read-only (little-endian). */
+    public ByteBuffer readRaw(TensorInfo info) {
         try {
             return channel.map(
                             FileChannel.MapMode.READ_ONLY, info.begin(), info.end() - info.begin())

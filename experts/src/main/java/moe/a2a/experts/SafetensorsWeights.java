@@ -131,6 +131,11 @@ public final class SafetensorsWeights implements WeightSource, AutoCloseable {
         file.dtypeOf(info);
     }
 
+    @Override
+    public int[] layerNumbers() {
+        return layerNumbers.clone();
+    }
+
     public WeightNaming naming() {
         return naming;
     }

@@ -2,16 +2,14 @@ package moe.a2a.experts;
 
 import java.nio.ByteBuffer;
 import moe.a2a.dispatch.DType;
-import moe.a2a.dispatch.Gate;
 
 /**
  * Turns a {@link RoutingInput} into top-k ids and weights: given top-k as is, router logits through
- * {@link Gate}, or the model's own gate. Results stay valid until the next call. Not thread-safe:
- * each rank owns one.
+ * the model's gate, or the model's own router weights and gate. Results stay valid until the next
+ * call. Not thread-safe: each rank owns one.
  */
 public final class TokenRouter {
     private final ModelGate gate;
-    private final int experts;
     private final int topK;
     private int[] ownIds = new int[0];
     private float[] ownWeights = new float[0];
@@ -20,7 +18,6 @@ public final class TokenRouter {
 
     public TokenRouter(WeightSource source, int topK) {
         this.gate = new ModelGate(source);
-        this.experts = source.experts();
         this.topK = topK;
     }
 
@@ -42,7 +39,7 @@ public final class TokenRouter {
         ids = ownIds;
         weights = ownWeights;
         if (routing instanceof RoutingInput.Logits given) {
-            Gate.softmaxTopK(given.logits(), numTokens, experts, topK, ownIds, ownWeights);
+            gate.select(layer, given.logits(), numTokens, topK, ownIds, ownWeights);
         } else {
             gate.route(layer, dtype, tokens, numTokens, topK, ownIds, ownWeights);
         }

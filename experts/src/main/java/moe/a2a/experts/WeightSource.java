@@ -1,6 +1,9 @@
 package moe.a2a.experts;
 
+import java.util.stream.IntStream;
 import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.GateSpec;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where expert and gate weights come from. Every rank opening the same source with the same
@@ -26,4 +29,31 @@ public interface WeightSource {
 
     /** For logs and DescribeModel: {@code seeded:<seed>} or the file path. */
     String description();
+
+    /** How the router turns logits into top-k: Mixtral's softmax top-k unless the model says. */
+    default GateSpec gateSpec() {
+        return GateSpec.MIXTRAL;
+    }
+
+    /**
+     * The score-correction bias {@code [E]} of {@code layer}'s router, or null when it has none.
+     */
+    default float @Nullable [] gateBias(int layer) {
+        return null;
+    }
+
+    /** The model's own index of each MoE layer, in order: {@code 0..layers()-1} unless it says. */
+    default int[] layerNumbers() {
+        return IntStream.range(0, layers()).toArray();
+    }
+
+    /** For DescribeModel: the checkpoint's architecture, or how the weights were made. */
+    default String architecture() {
+        return "mixtral-style";
+    }
+
+    /** For DescribeModel: how the expert weights are stored. */
+    default String weightFormat() {
+        return dtype().name();
+    }
 }
