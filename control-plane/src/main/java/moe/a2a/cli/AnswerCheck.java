@@ -6,21 +6,22 @@ import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.WeightSource;
 import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
 
 /**
- * Checks a served answer against {@link ReferenceMoeLayer} on the same inputs. The tolerance is per
- * row, relative to the row's largest magnitude: 1e-5 for fp32 (summation order), and for bf16/fp16
- * two units in the last place of that magnitude (the final rounding may land on the neighbouring
- * value, and each rank's partial sum is rounded once before it travels back). When the server
- * dispatches in FP8 the tokens reach the experts quantized (E4M3: 3 mantissa bits), so the
- * tolerance is {@link #FP8_RELATIVE} of the row's largest magnitude, from the error measured on the
- * default model (docs/performance.md). Under expert capacity the reference drops what the server
- * drops (the step's tokens split evenly over every rank, each rank keeping its share of each
- * expert's capacity), which can be known only for an answer that had its step to itself. Not
- * thread-safe (the reference caches weights).
+ * Checks a served answer against {@link ReferenceMoeLayer} on the same inputs, routed by the
+ * model's gate when the request does not give top-k. The tolerance is per row, relative to the
+ * row's largest magnitude: 1e-5 for fp32 (summation order), and for bf16/fp16 two units in the last
+ * place of that magnitude (the final rounding may land on the neighbouring value, and each rank's
+ * partial sum is rounded once before it travels back). When the server dispatches in FP8 the tokens
+ * reach the experts quantized (E4M3: 3 mantissa bits), so the tolerance is {@link #FP8_RELATIVE} of
+ * the row's largest magnitude, from the error measured on the default model (docs/performance.md).
+ * Under expert capacity the reference drops what the server drops (the step's tokens split evenly
+ * over every rank, each rank keeping its share of each expert's capacity), which can be known only
+ * for an answer that had its step to itself. Not thread-safe (the reference caches weights).
  */
 final class AnswerCheck {
     /**
@@ -30,6 +31,7 @@ final class AnswerCheck {
     static final double FP8_RELATIVE = 0x1p-3;
 
     private final ReferenceMoeLayer reference;
+    private final WeightSource weights;
     private final int experts;
     private final int hidden;
     private final int topK;
@@ -39,6 +41,7 @@ final class AnswerCheck {
     private final CapacityFilter capacity;
 
     AnswerCheck(
+            WeightSource weights,
             ReferenceMoeLayer reference,
             int experts,
             int hidden,
@@ -47,6 +50,7 @@ final class AnswerCheck {
             double capacityFactor,
             int worldSize) {
         this.reference = reference;
+        this.weights = weights;
         this.experts = experts;
         this.hidden = hidden;
         this.topK = topK;
@@ -104,7 +108,15 @@ final class AnswerCheck {
                     request.hasRouterLogits()
                             ? TensorCodec.floats(request.getRouterLogits())
                             : reference.gateLogits(request.getLayer(), x, numTokens);
-            Gate.softmaxTopK(logits, numTokens, experts, topK, ids, weights);
+            Gate.route(
+                    this.weights.gateSpec(),
+                    logits,
+                    numTokens,
+                    experts,
+                    topK,
+                    this.weights.gateBias(request.getLayer()),
+                    ids,
+                    weights);
         }
         dropOverCapacity(ids, weights, numTokens);
         float[] expected = reference.forward(request.getLayer(), x, numTokens, topK, ids, weights);

@@ -19,6 +19,7 @@ import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.experts.hf.HfCheckpoint;
 import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
@@ -106,8 +107,9 @@ final class ClientCommand implements Callable<Integer> {
 
     @Option(
             names = "--weights",
-            paramLabel = "FILE",
-            description = "Safetensors file the server loaded, for the reference.")
+            paramLabel = "PATH",
+            description =
+                    "The checkpoint directory or safetensors file the server loaded, for the reference (default: the path DescribeModel names, if it exists here).")
     Path weights;
 
     @Option(
@@ -141,6 +143,13 @@ final class ClientCommand implements Callable<Integer> {
                     model.getTransport(),
                     model.getDispatchDtype(),
                     model.getWeightsSource());
+            System.out.printf(
+                    Locale.ROOT,
+                    "model: %s, gate %s, MoE layers %s, expert weights %s%n",
+                    model.getArchitecture(),
+                    model.getGate(),
+                    model.getMoeLayersList(),
+                    model.getWeightFormat());
             ClientWorkload workload =
                     new ClientWorkload(model, tokens, dtype, routing, skew, seed, layer);
             int toVerify = verify < 0 ? requests : Math.min(verify, requests);
@@ -247,6 +256,7 @@ final class ClientCommand implements Callable<Integer> {
         }
         AnswerCheck check =
                 new AnswerCheck(
+                        source,
                         new ReferenceMoeLayer(source),
                         model.getExperts(),
                         model.getHidden(),
@@ -306,7 +316,7 @@ final class ClientCommand implements Callable<Integer> {
 
     private WeightSource referenceWeights(ModelInfo model) {
         if (weights != null) {
-            return SafetensorsWeights.open(weights);
+            return open(weights);
         }
         String source = model.getWeightsSource();
         if (source.startsWith("seeded:")) {
@@ -314,8 +324,11 @@ final class ClientCommand implements Callable<Integer> {
             return new SeededWeights(
                     s, model.getExperts(), model.getHidden(), model.getFfn(), model.getLayers());
         }
-        return Files.isRegularFile(Path.of(source))
-                ? SafetensorsWeights.open(Path.of(source))
-                : null;
+        return Files.exists(Path.of(source)) ? open(Path.of(source)) : null;
+    }
+
+    /** A checkpoint directory or a safetensors file. */
+    private static WeightSource open(Path path) {
+        return Files.isDirectory(path) ? HfCheckpoint.open(path) : SafetensorsWeights.open(path);
     }
 }

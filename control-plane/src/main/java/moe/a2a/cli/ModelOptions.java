@@ -6,11 +6,22 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.experts.hf.HfCheckpoint;
 import moe.a2a.v1.ModelSpec;
 import picocli.CommandLine.Option;
 
-/** The model flags shared by the server commands: a safetensors file, or a seeded model's shape. */
+/**
+ * The model flags shared by the server commands: a Hugging Face checkpoint directory, a safetensors
+ * file, or a seeded model's shape.
+ */
 final class ModelOptions {
+    @Option(
+            names = "--model",
+            paramLabel = "DIR",
+            description =
+                    "Hugging Face checkpoint directory: config.json (MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM) with model.safetensors or model.safetensors.index.json and its shards; F32, BF16, F16 or F8_E4M3 with block scales. The shape, top-k and gate come from config.json.")
+    Path model;
+
     @Option(
             names = "--weights",
             paramLabel = "FILE",
@@ -50,9 +61,9 @@ final class ModelOptions {
 
     @Option(
             names = "--top-k",
-            defaultValue = "2",
-            description = "Experts per token (default: ${DEFAULT-VALUE}).")
-    int topK;
+            description =
+                    "Experts per token (default: the checkpoint's num_experts_per_tok, else 2).")
+    Integer topK;
 
     @Option(
             names = "--dispatch-dtype",
@@ -65,20 +76,32 @@ final class ModelOptions {
                             + " ${DEFAULT-VALUE}).")
     String dispatchDType;
 
-    /** The weights named by the flags: the file when given, else the seeded generator. */
+    /**
+     * The weights named by the flags: the checkpoint or file when given, else the seeded generator.
+     */
     WeightSource open() {
+        if (model != null && weights != null) {
+            throw new IllegalArgumentException(
+                    "--model and --weights: both given (expected: one of them)");
+        }
+        if (model != null) {
+            return HfCheckpoint.open(model);
+        }
         return weights != null
                 ? SafetensorsWeights.open(weights)
                 : new SeededWeights(seed, experts, hidden, ffn, layers);
     }
 
-    /** The served model: the weights' shape, the flags' top-k and dispatch dtype. */
+    /**
+     * The served model: the weights' shape, top-k (the flag's, else the checkpoint's), dispatch.
+     */
     ModelConfig config(WeightSource source) {
+        int k = topK != null ? topK : source instanceof HfCheckpoint hf ? hf.config().topK() : 2;
         return new ModelConfig(
                 source.experts(),
                 source.hidden(),
                 source.ffn(),
-                topK,
+                k,
                 source.layers(),
                 DispatchDType.parse("--dispatch-dtype", dispatchDType));
     }
@@ -95,6 +118,9 @@ final class ModelOptions {
                         .setTopK(config.topK())
                         .setLayers(config.layers())
                         .setDispatchDtype(config.dispatchDType().label());
+        if (model != null) {
+            return b.setModelDir(model.toAbsolutePath().toString()).build();
+        }
         return weights != null
                 ? b.setWeightsPath(weights.toAbsolutePath().toString()).build()
                 : b.setSeed(seed).build();
@@ -113,8 +139,10 @@ final class ModelOptions {
                 + ",layers="
                 + spec.getLayers()
                 + ",weights="
-                + (spec.getWeightsPath().isEmpty()
-                        ? "seeded:" + spec.getSeed()
-                        : spec.getWeightsPath());
+                + (!spec.getModelDir().isEmpty()
+                        ? spec.getModelDir()
+                        : spec.getWeightsPath().isEmpty()
+                                ? "seeded:" + spec.getSeed()
+                                : spec.getWeightsPath());
     }
 }

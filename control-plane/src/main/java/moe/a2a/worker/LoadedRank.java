@@ -10,6 +10,7 @@ import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.experts.hf.HfCheckpoint;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.PlacementSpec;
@@ -47,8 +48,14 @@ record LoadedRank(
         return true;
     }
 
-    /** The spec's weights: its safetensors file, or seeded ones when it names none. */
+    /**
+     * The spec's weights: its checkpoint directory, its safetensors file, or seeded ones when it
+     * names neither.
+     */
     static WeightSource weights(ModelSpec spec) {
+        if (!spec.getModelDir().isEmpty()) {
+            return HfCheckpoint.open(Path.of(spec.getModelDir()));
+        }
         return spec.getWeightsPath().isEmpty()
                 ? new SeededWeights(
                         spec.getSeed(),

@@ -72,6 +72,10 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setDispatchDtype(model.dispatchDType().label())
                         .setSlots(placements.get(0).slots())
                         .setCapacityFactor(capacityFactor)
+                        .setArchitecture(weights.architecture())
+                        .setGate(weights.gateSpec().describe())
+                        .addAllMoeLayers(Arrays.stream(weights.layerNumbers()).boxed().toList())
+                        .setWeightFormat(weights.weightFormat())
                         .build();
     }
 

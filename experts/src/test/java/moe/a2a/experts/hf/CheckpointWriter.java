@@ -20,18 +20,18 @@ import java.util.Map;
  * each tensor's dtype, shape and data offsets, then the data) in one file or in shards with {@code
  * model.safetensors.index.json}. Tensors are given as the bytes they are stored as.
  */
-final class CheckpointWriter {
+public final class CheckpointWriter {
     private record Tensor(String dtype, long[] shape, byte[] data) {}
 
     private final Map<String, Tensor> tensors = new LinkedHashMap<>();
 
-    CheckpointWriter add(String name, String dtype, long[] shape, byte[] data) {
+    public CheckpointWriter add(String name, String dtype, long[] shape, byte[] data) {
         tensors.put(name, new Tensor(dtype, shape, data));
         return this;
     }
 
     /** F32 values, little-endian. */
-    static byte[] f32(float[] values) {
+    public static byte[] f32(float[] values) {
         ByteBuffer b = ByteBuffer.allocate(values.length * 4).order(ByteOrder.LITTLE_ENDIAN);
         for (float v : values) {
             b.putFloat(v);
@@ -40,7 +40,7 @@ final class CheckpointWriter {
     }
 
     /** BF16: the upper 16 bits of each F32 (the values given must be exact in BF16). */
-    static byte[] bf16(float[] values) {
+    public static byte[] bf16(float[] values) {
         ByteBuffer b = ByteBuffer.allocate(values.length * 2).order(ByteOrder.LITTLE_ENDIAN);
         for (float v : values) {
             b.putShort((short) (Float.floatToIntBits(v) >>> 16));
@@ -49,7 +49,7 @@ final class CheckpointWriter {
     }
 
     /** Writes {@code config} and the tensors, over {@code shards} files (1: model.safetensors). */
-    void write(Path dir, JsonObject config, int shards) throws IOException {
+    public void write(Path dir, JsonObject config, int shards) throws IOException {
         Files.createDirectories(dir);
         Files.writeString(dir.resolve("config.json"), config.toString(), StandardCharsets.UTF_8);
         List<String> names = new ArrayList<>(tensors.keySet());

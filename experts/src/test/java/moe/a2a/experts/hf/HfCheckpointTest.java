@@ -215,32 +215,7 @@ class HfCheckpointTest {
     }
 
     private static JsonObject deepSeekConfig() {
-        JsonObject config = new JsonObject();
-        config.add("architectures", names("DeepseekV3ForCausalLM"));
-        config.addProperty("model_type", "deepseek_v3");
-        config.addProperty("num_hidden_layers", 3);
-        config.addProperty("first_k_dense_replace", 1);
-        config.addProperty("moe_layer_freq", 1);
-        config.addProperty("hidden_size", H);
-        config.addProperty("intermediate_size", 64);
-        config.addProperty("moe_intermediate_size", I);
-        config.addProperty("n_routed_experts", E);
-        config.addProperty("n_shared_experts", 0);
-        config.addProperty("num_experts_per_tok", 2);
-        config.addProperty("n_group", 2);
-        config.addProperty("topk_group", 1);
-        config.addProperty("routed_scaling_factor", 2.5);
-        config.addProperty("scoring_func", "sigmoid");
-        config.addProperty("topk_method", "noaux_tc");
-        config.addProperty("norm_topk_prob", true);
-        JsonObject quant = new JsonObject();
-        quant.addProperty("quant_method", "fp8");
-        JsonArray block = new JsonArray();
-        block.add(BLOCK);
-        block.add(BLOCK);
-        quant.add("weight_block_size", block);
-        config.add("quantization_config", quant);
-        return config;
+        return TinyCheckpoints.deepSeekV3Config(3, H, I, E, BLOCK);
     }
 
     /** The weight as the checkpoint defines it: each E4M3 value times its block's scale. */
