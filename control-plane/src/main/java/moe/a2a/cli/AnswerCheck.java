@@ -94,6 +94,8 @@ final class AnswerCheck {
     /** The worst error over tolerance ratio of the answer; at most 1 means it passes. */
     double worstRatio(ForwardRequest request, ForwardResponse response) {
         DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
+        // requests name the model's own layer; the reference counts MoE layers
+        int layer = Arrays.binarySearch(this.weights.layerNumbers(), request.getLayer());
         float[] x = TensorCodec.floats(request.getHiddenStates());
         int numTokens = x.length / hidden;
         int[] ids = new int[numTokens * topK];
@@ -107,19 +109,19 @@ final class AnswerCheck {
             float[] logits =
                     request.hasRouterLogits()
                             ? TensorCodec.floats(request.getRouterLogits())
-                            : reference.gateLogits(request.getLayer(), x, numTokens);
+                            : reference.gateLogits(layer, x, numTokens);
             Gate.route(
                     this.weights.gateSpec(),
                     logits,
                     numTokens,
                     experts,
                     topK,
-                    this.weights.gateBias(request.getLayer()),
+                    this.weights.gateBias(layer),
                     ids,
                     weights);
         }
         dropOverCapacity(ids, weights, numTokens);
-        float[] expected = reference.forward(request.getLayer(), x, numTokens, topK, ids, weights);
+        float[] expected = reference.forward(layer, x, numTokens, topK, ids, weights);
         float[] actual = new float[expected.length];
         if (response.getHiddenStates().getData().size() != expected.length * dtype.sizeBytes()) {
             return Double.POSITIVE_INFINITY;

@@ -86,9 +86,9 @@ final class ClientCommand implements Callable<Integer> {
 
     @Option(
             names = "--layer",
-            defaultValue = "0",
-            description = "MoE layer (default: ${DEFAULT-VALUE}).")
-    int layer;
+            description =
+                    "The model's own index of the MoE layer to send to (default: its first MoE layer, as DescribeModel lists them).")
+    Integer layer;
 
     @Option(
             names = "--routing",
@@ -151,7 +151,16 @@ final class ClientCommand implements Callable<Integer> {
                     model.getMoeLayersList(),
                     model.getWeightFormat());
             ClientWorkload workload =
-                    new ClientWorkload(model, tokens, dtype, routing, skew, seed, layer);
+                    new ClientWorkload(
+                            model,
+                            tokens,
+                            dtype,
+                            routing,
+                            skew,
+                            seed,
+                            layer != null
+                                    ? layer
+                                    : model.getMoeLayersCount() > 0 ? model.getMoeLayers(0) : 0);
             int toVerify = verify < 0 ? requests : Math.min(verify, requests);
             List<ForwardResponse> kept = new ArrayList<>();
             for (int i = 0; i < toVerify; i++) {

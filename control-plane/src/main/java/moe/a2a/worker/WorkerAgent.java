@@ -300,7 +300,11 @@ public final class WorkerAgent implements AutoCloseable {
                         model,
                         runtime,
                         new StepMetrics(
-                                registry, model.layers(), model.experts(), worldSize, transport));
+                                registry,
+                                weights.layerNumbers(),
+                                model.experts(),
+                                worldSize,
+                                transport));
         LOG.info(
                 "joined as rank {} of {}: loaded experts {} of {} (placement version {}) in {} ms",
                 rank,

@@ -94,7 +94,7 @@ class CheckpointIT {
     }
 
     private void checkClient(int port, String name) throws Exception {
-        for (String layer : new String[] {"0", "1"}) {
+        for (String layer : new String[] {"1", "2"}) {
             try (CliProcess client =
                     CliProcess.moeA2a(
                             dir,

@@ -56,7 +56,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         this.model = model;
         this.placements = placements;
         this.scheduler = scheduler;
-        this.decoder = new RequestDecoder(model);
+        this.decoder = new RequestDecoder(model, weights.layerNumbers());
         this.router = new TokenRouter(weights, model.topK());
         this.info =
                 ModelInfo.newBuilder()
@@ -83,7 +83,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     public void forward(ForwardRequest request, StreamObserver<ForwardResponse> responses) {
         final long enqueued = System.nanoTime();
         try {
-            decoder.checkLayer(request.getLayer());
+            int layer = decoder.moeLayer(request.getLayer());
             int numTokens = decoder.tokens(request.getHiddenStates(), "hidden_states");
             DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
             RoutingInput routing =
@@ -107,7 +107,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             CompletableFuture<ForwardOutcome> result = new CompletableFuture<>();
             scheduler.submit(
                     new ForwardJob(
-                            request.getLayer(),
+                            layer,
                             dtype,
                             numTokens,
                             request.getHiddenStates().getData(),
@@ -158,7 +158,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     }
 
     private RouteResponse route(RouteRequest request) {
-        decoder.checkLayer(request.getLayer());
+        final int layer = decoder.moeLayer(request.getLayer());
         final int k = model.topK();
         int numTokens;
         if (request.hasHiddenStates()) {
@@ -191,12 +191,12 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         int[] ids;
         float[] weights;
         synchronized (router) {
-            router.route(request.getLayer(), dtype, tokens, numTokens, routing);
+            router.route(layer, dtype, tokens, numTokens, routing);
             ids = Arrays.copyOf(router.ids(), numTokens * k);
             weights = Arrays.copyOf(router.weights(), numTokens * k);
         }
         // No home rank: a replica is chosen by the shares alone.
-        Placement placement = placements.get(request.getLayer());
+        Placement placement = placements.get(layer);
         DispatchLayout layout = new DispatchLayout(placement, -1);
         layout.compute(ids, numTokens, k);
         RouteResponse.Builder out = RouteResponse.newBuilder().setK(k);

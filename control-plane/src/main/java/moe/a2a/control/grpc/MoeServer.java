@@ -92,7 +92,7 @@ public final class MoeServer implements AutoCloseable {
         StepMetrics metrics =
                 new StepMetrics(
                         registry,
-                        group.model().layers(),
+                        weights.layerNumbers(),
                         group.model().experts(),
                         group.worldSize(),
                         group.transport());

@@ -1,5 +1,6 @@
 package moe.a2a.control.grpc;
 
+import java.util.Arrays;
 import java.util.List;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RoutingInput;
@@ -15,17 +16,35 @@ import moe.a2a.v1.TopK;
  */
 public final class RequestDecoder {
     private final ModelConfig model;
+    private final int[] moeLayers;
 
-    public RequestDecoder(ModelConfig model) {
+    /**
+     * @param moeLayers the model's own index of each MoE layer, ascending
+     */
+    public RequestDecoder(ModelConfig model, int[] moeLayers) {
         this.model = model;
+        this.moeLayers = moeLayers.clone();
     }
 
-    /** Checks {@code 0 <= layer < layers}. */
-    public void checkLayer(int layer) {
-        if (layer < 0 || layer >= model.layers()) {
+    /**
+     * The MoE layer (its position among the model's MoE layers) of the model's layer {@code layer}.
+     *
+     * @throws InvalidRequestException naming the layer and listing the MoE layers when it is dense
+     *     or out of range
+     */
+    public int moeLayer(int layer) {
+        int at = Arrays.binarySearch(moeLayers, layer);
+        if (at < 0) {
             throw new InvalidRequestException(
-                    "layer: " + layer + " (expected: in [0, " + model.layers() + "))");
+                    "layer: "
+                            + layer
+                            + " (expected: one of the model's MoE layers "
+                            + Arrays.toString(moeLayers)
+                            + (layer >= 0 && layer < moeLayers[moeLayers.length - 1]
+                                    ? "; layer " + layer + " is dense)"
+                                    : ")"));
         }
+        return at;
     }
 
     /** The token count {@code T} of a {@code [T, H]} hidden_states tensor, after checking it. */

@@ -49,8 +49,16 @@ public final class StepMetrics implements StepListener, PlacementListener {
     private final MeterRegistry registry;
     private final String transport;
 
+    /**
+     * @param layerNumbers the model's own index of each MoE layer: the {@code layer} tag's values
+     */
     public StepMetrics(
-            MeterRegistry registry, int layers, int experts, int worldSize, Transport transport) {
+            MeterRegistry registry,
+            int[] layerNumbers,
+            int experts,
+            int worldSize,
+            Transport transport) {
+        final int layers = layerNumbers.length;
         this.registry = registry;
         this.transport = transport.label();
         dispatchExchange = exchange(registry, "dispatch", this.transport);
@@ -71,7 +79,7 @@ public final class StepMetrics implements StepListener, PlacementListener {
         expertWindows = new ImbalanceWindow[layers];
         rankWindows = new ImbalanceWindow[layers];
         for (int l = 0; l < layers; l++) {
-            String layer = Integer.toString(l);
+            String layer = Integer.toString(layerNumbers[l]);
             for (int e = 0; e < experts; e++) {
                 expertRouted[l][e] =
                         counter(registry, A2aMeters.EXPERT_ROUTED)

@@ -1,9 +1,11 @@
 package moe.a2a.control.grpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import com.google.protobuf.ByteString;
+import io.grpc.StatusRuntimeException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -62,8 +64,9 @@ class HfCheckpointServingTest {
 
             ReferenceAnswers answers = new ReferenceAnswers(weights, 2);
             ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+            // requests name the model's own layer (1, 2); the reference counts MoE layers (0, 1)
             for (int layer = 0; layer < 2; layer++) {
-                ForwardRequest request = tokens(new SplittableRandom(layer), layer, 21);
+                ForwardRequest request = tokens(new SplittableRandom(layer), layer + 1, 21);
                 float[] x = TensorCodec.floats(request.getHiddenStates());
                 float[] logits = reference.gateLogits(layer, x, 21);
                 int[] ids = new int[21 * 2];
@@ -76,7 +79,7 @@ class HfCheckpointServingTest {
                 RouteResponse route =
                         fixture.stub.route(
                                 RouteRequest.newBuilder()
-                                        .setLayer(layer)
+                                        .setLayer(layer + 1)
                                         .setHiddenStates(request.getHiddenStates())
                                         .build());
                 for (int i = 0; i < ids.length; i++) {
@@ -87,6 +90,12 @@ class HfCheckpointServingTest {
                     assertThat(route.getWeights(i)).isCloseTo(w[i], within(1e-5f));
                 }
             }
+            ForwardRequest dense = tokens(new SplittableRandom(9), 0, 3);
+            assertThatThrownBy(() -> fixture.stub.forward(dense))
+                    .isInstanceOf(StatusRuntimeException.class)
+                    .hasMessage(
+                            "INVALID_ARGUMENT: layer: 0 (expected: one of the model's MoE layers"
+                                    + " [1, 2]; layer 0 is dense)");
         }
     }
 

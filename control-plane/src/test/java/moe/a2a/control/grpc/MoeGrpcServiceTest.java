@@ -357,7 +357,7 @@ class MoeGrpcServiceTest {
                 bad(
                         "layer out of range",
                         b -> b.setLayer(LAYERS),
-                        "layer: 2 (expected: in [0, 2))"),
+                        "layer: 2 (expected: one of the model's MoE layers [0, 1])"),
                 bad("layer negative", b -> b.setLayer(-1), "layer: -1"));
     }
 

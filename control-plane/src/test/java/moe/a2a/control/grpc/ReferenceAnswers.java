@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.experts.LayerCheck;
@@ -19,9 +20,11 @@ final class ReferenceAnswers {
     private final int hidden;
     private final int experts;
     private final int topK;
+    private final int[] layerNumbers;
 
     ReferenceAnswers(WeightSource weights, int topK) {
         this.reference = new ReferenceMoeLayer(weights);
+        this.layerNumbers = weights.layerNumbers();
         this.hidden = weights.hidden();
         this.experts = weights.experts();
         this.topK = topK;
@@ -44,7 +47,7 @@ final class ReferenceAnswers {
                 logits =
                         request.hasRouterLogits()
                                 ? TensorCodec.floats(request.getRouterLogits())
-                                : reference.gateLogits(request.getLayer(), x, tokens);
+                                : reference.gateLogits(layer(request), x, tokens);
             }
             Gate.softmaxTopK(logits, tokens, experts, topK, ids, w);
         }
@@ -61,7 +64,7 @@ final class ReferenceAnswers {
         int tokens = x.length / hidden;
         float[] expected;
         synchronized (reference) {
-            expected = reference.forward(request.getLayer(), x, tokens, topK, ids, w);
+            expected = reference.forward(layer(request), x, tokens, topK, ids, w);
         }
         for (int i = 0; i < expected.length; i++) {
             expected[i] = dtype.round(expected[i]);
@@ -75,5 +78,10 @@ final class ReferenceAnswers {
         assertThat(out.remaining()).as(where).isEqualTo(expected.length * dtype.sizeBytes());
         dtype.decode(out, 0, actual, 0, actual.length);
         LayerCheck.assertClose(where, dtype, actual, expected, hidden);
+    }
+
+    /** The reference's MoE layer for the request's model layer. */
+    private int layer(ForwardRequest request) {
+        return Arrays.binarySearch(layerNumbers, request.getLayer());
     }
 }

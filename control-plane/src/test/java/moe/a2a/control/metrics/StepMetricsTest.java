@@ -18,7 +18,7 @@ class StepMetricsTest {
     @Test
     void shouldExposeDocumentedSeriesWhenStepsAreRecorded() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        StepMetrics metrics = new StepMetrics(registry, 2, 4, 2, Transport.LOCAL);
+        StepMetrics metrics = new StepMetrics(registry, new int[] {0, 1}, 4, 2, Transport.LOCAL);
         new ClusterMetrics(4, () -> 3, () -> 1, () -> 2, () -> 1).bindTo(registry);
         // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1
         // -> 5 / 3
