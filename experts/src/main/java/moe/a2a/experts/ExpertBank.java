@@ -7,21 +7,24 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Placement;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The experts one rank hosts, for every layer, and their SwiGLU forward pass: {@code y = W2 ·
  * (silu(W1·x) ⊙ (W3·x))}, fp32 throughout, GEMMs through {@link Sgemm}. Each layer has its own
  * placement: a new one is staged on any thread (loading only the experts the rank lacks) and
  * installed on the rank thread between steps. Scratch buffers grow to the largest group seen; the
- * forward pass and {@link #install} belong to the rank thread.
+ * forward pass and {@link #install} belong to the rank thread. A layer's shared expert, if it has
+ * one, is held by every rank and run on the rank's own tokens.
  */
 public final class ExpertBank {
     private final WeightSource source;
     private final int rank;
     private final int hidden;
-    private final int ffn;
     private final AtomicReferenceArray<LayerSlots> layers;
+    private final @Nullable SharedExpert[] shared;
     private FloatBuffer input = Buffers.floats(0);
+    private FloatBuffer sharedOut = Buffers.floats(0);
     private FloatBuffer gateProj = Buffers.floats(0);
     private FloatBuffer upProj = Buffers.floats(0);
 
@@ -30,10 +33,11 @@ public final class ExpertBank {
         this.source = source;
         this.rank = rank;
         this.hidden = source.hidden();
-        this.ffn = source.ffn();
         this.layers = new AtomicReferenceArray<>(source.layers());
+        this.shared = new SharedExpert[source.layers()];
         for (int layer = 0; layer < source.layers(); layer++) {
             layers.set(layer, load(layer, placement, Map.of()));
+            shared[layer] = source.sharedExpert(layer);
         }
     }
 
@@ -98,8 +102,44 @@ public final class ExpertBank {
         }
     }
 
+    /** Whether {@code layer} has a shared expert. */
+    public boolean hasShared(int layer) {
+        return shared[layer] != null;
+    }
+
+    /**
+     * Runs {@code layer}'s shared expert on the rank's own tokens {@code x [rows, H]} (fp32),
+     * keeping the result for {@link #addShared}. Every rank holds the shared expert: its tokens
+     * never travel for it.
+     */
+    public void forwardShared(int layer, FloatBuffer x, int rows) {
+        SharedExpert s = shared[layer];
+        sharedOut = Buffers.ensure(sharedOut, (long) rows * hidden);
+        swiglu(s.mlp(), x, rows, sharedOut);
+        if (s.gate() != null) {
+            for (int t = 0; t < rows; t++) {
+                double g = 0;
+                for (int c = 0; c < hidden; c++) {
+                    g += s.gate()[c] * x.get(t * hidden + c);
+                }
+                float scale = (float) (1 / (1 + Math.exp(-g)));
+                for (int c = 0; c < hidden; c++) {
+                    sharedOut.put(t * hidden + c, scale * sharedOut.get(t * hidden + c));
+                }
+            }
+        }
+    }
+
+    /** Adds the last {@link #forwardShared} result into {@code out [rows, H]}. */
+    public void addShared(FloatBuffer out, int rows) {
+        for (int i = 0; i < rows * hidden; i++) {
+            out.put(i, out.get(i) + sharedOut.get(i));
+        }
+    }
+
     /** {@code out[rows, H] = W2 · (silu(W1·x) ⊙ (W3·x))} for {@code x[rows, H]}. */
     void swiglu(ExpertWeights w, FloatBuffer x, int rows, FloatBuffer out) {
+        final int ffn = w.ffn();
         gateProj = Buffers.ensure(gateProj, (long) rows * ffn);
         upProj = Buffers.ensure(upProj, (long) rows * ffn);
         Sgemm.xwT(x, rows, hidden, w.w1(), ffn, gateProj);

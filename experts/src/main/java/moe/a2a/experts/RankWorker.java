@@ -14,9 +14,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The runtime of one rank on the host: {@link RankStep}'s skeleton with dispatch by the layer's
- * placement, the local experts on what arrived, combine back, and the output encoded in the step's
- * dtype. Every rank of the group must run every step, with zero tokens if it has none. Owned by the
- * rank thread, except {@link #stage}.
+ * placement, the local experts on what arrived (and the layer's shared expert on the rank's own
+ * tokens, between dispatch and combine), combine back, and the output encoded in the step's dtype.
+ * Every rank of the group must run every step, with zero tokens if it has none. Owned by the rank
+ * thread, except {@link #stage}.
  */
 public final class RankWorker implements RankRuntime {
     private final ModelConfig model;
@@ -27,6 +28,7 @@ public final class RankWorker implements RankRuntime {
     private @Nullable Dispatcher dispatcher;
     private FloatBuffer expertOutputs = Buffers.floats(0);
     private FloatBuffer combined = Buffers.floats(0);
+    private FloatBuffer homeTokens = Buffers.floats(0);
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
     public RankWorker(
@@ -89,11 +91,20 @@ public final class RankWorker implements RankRuntime {
         long t0 = System.nanoTime();
         DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, ids, weights);
         long t1 = System.nanoTime();
+        boolean shared = experts.hasShared(layer);
+        if (shared) {
+            homeTokens = Buffers.ensure(homeTokens, (long) numTokens * hidden);
+            dtype.decode(tokens, 0, homeTokens, 0, numTokens * hidden);
+            experts.forwardShared(layer, homeTokens, numTokens);
+        }
         expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
         experts.forward(layer, result, expertOutputs);
         long t2 = System.nanoTime();
         combined = Buffers.ensure(combined, (long) numTokens * hidden);
         dispatcher.combine(expertOutputs, result.handle(), combined);
+        if (shared) {
+            experts.addShared(combined, numTokens);
+        }
         int outBytes = numTokens * hidden * dtype.sizeBytes();
         if (output.capacity() < outBytes) {
             output = ByteBuffer.allocateDirect(outBytes).order(ByteOrder.LITTLE_ENDIAN);

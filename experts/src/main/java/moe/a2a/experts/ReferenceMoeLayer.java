@@ -6,8 +6,9 @@ import java.util.Map;
 
 /**
  * A plain single-process MoE layer: for each token and each of its top-k experts, the SwiGLU FFN in
- * scalar loops with double accumulation, weighted and summed. No dispatch, no BLAS: it is the
- * independent reference that clients and tests compare served answers against. Not thread-safe.
+ * scalar loops with double accumulation, weighted and summed, plus the layer's shared expert when
+ * it has one. No dispatch, no BLAS: it is the independent reference that clients and tests compare
+ * served answers against. Not thread-safe.
  */
 public final class ReferenceMoeLayer {
     private final WeightSource weights;
@@ -20,24 +21,28 @@ public final class ReferenceMoeLayer {
     /** The layer output {@code [T, H]} for fp32 tokens {@code x} and routing {@code [T, K]}. */
     public float[] forward(int layer, float[] x, int numTokens, int topK, int[] ids, float[] w) {
         final int hidden = weights.hidden();
-        final int ffn = weights.ffn();
         float[] out = new float[numTokens * hidden];
-        double[] act = new double[ffn];
         for (int t = 0; t < numTokens; t++) {
             double[] acc = new double[hidden];
             for (int k = 0; k < topK; k++) {
-                ExpertWeights e = expert(layer, ids[t * topK + k]);
-                for (int i = 0; i < ffn; i++) {
-                    double g = dot(e.w1(), i * hidden, x, t * hidden, hidden);
-                    double u = dot(e.w3(), i * hidden, x, t * hidden, hidden);
-                    act[i] = g / (1 + Math.exp(-g)) * u;
+                double[] y = mlp(expert(layer, ids[t * topK + k]), x, t * hidden);
+                for (int c = 0; c < hidden; c++) {
+                    acc[c] += w[t * topK + k] * y[c];
+                }
+            }
+            SharedExpert shared = weights.sharedExpert(layer);
+            if (shared != null) {
+                double[] y = mlp(shared.mlp(), x, t * hidden);
+                double scale = 1;
+                if (shared.gate() != null) {
+                    double g = 0;
+                    for (int c = 0; c < hidden; c++) {
+                        g += (double) shared.gate()[c] * x[t * hidden + c];
+                    }
+                    scale = 1 / (1 + Math.exp(-g));
                 }
                 for (int c = 0; c < hidden; c++) {
-                    double y = 0;
-                    for (int i = 0; i < ffn; i++) {
-                        y += e.w2().get(c * ffn + i) * act[i];
-                    }
-                    acc[c] += w[t * topK + k] * y;
+                    acc[c] += scale * y[c];
                 }
             }
             for (int c = 0; c < hidden; c++) {
@@ -45,6 +50,25 @@ public final class ReferenceMoeLayer {
             }
         }
         return out;
+    }
+
+    /** {@code W2 · (silu(W1·x) ⊙ (W3·x))} of one token, in double. */
+    private static double[] mlp(ExpertWeights e, float[] x, int at) {
+        int hidden = e.hidden();
+        int ffn = e.ffn();
+        double[] act = new double[ffn];
+        for (int i = 0; i < ffn; i++) {
+            double g = dot(e.w1(), i * hidden, x, at, hidden);
+            double u = dot(e.w3(), i * hidden, x, at, hidden);
+            act[i] = g / (1 + Math.exp(-g)) * u;
+        }
+        double[] y = new double[hidden];
+        for (int c = 0; c < hidden; c++) {
+            for (int i = 0; i < ffn; i++) {
+                y[c] += e.w2().get(c * ffn + i) * act[i];
+            }
+        }
+        return y;
     }
 
     /** Router logits {@code [T, E]} of the model's gate for fp32 tokens {@code x}. */

@@ -47,6 +47,11 @@ public interface WeightSource {
         return IntStream.range(0, layers()).toArray();
     }
 
+    /** {@code layer}'s shared expert, or null when the model has none. */
+    default @Nullable SharedExpert sharedExpert(int layer) {
+        return null;
+    }
+
     /** For DescribeModel: the checkpoint's architecture, or how the weights were made. */
     default String architecture() {
         return "mixtral-style";

@@ -36,8 +36,9 @@ import org.jspecify.annotations.Nullable;
  * run with their rows in device memory ({@link GpuDispatcher}, {@link GpuExperts}), tokens and
  * outputs crossing the host boundary through pinned memory, stage times from CUDA events. Steps in
  * another dtype run on the CPU {@link RankWorker} over the same NCCL communicator (host-staged), so
- * fp32 and fp16 answers keep their CPU precision; so do steps with an expert capacity. Routing
- * (gate, top-k) runs on the host in both cases. Owned by the rank's thread.
+ * fp32 and fp16 answers keep their CPU precision; so do steps with an expert capacity and layers
+ * with a shared expert. Routing (gate, top-k) runs on the host in both cases. Owned by the rank's
+ * thread.
  */
 public final class GpuRankWorker implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
@@ -48,6 +49,10 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
     private final RankStep.Compute onDevice = this::compute;
     private final CudaKernels kernels;
     private final GpuExperts[] experts;
+
+    /** Per layer: whether it has a shared expert, which runs on the host path. */
+    private final boolean[] shared;
+
     private final CudaMemory pinned = CudaMemory.pinnedHost();
     private final CudaMemory tokens = CudaMemory.device();
     private final CudaMemory expertOut = CudaMemory.device();
@@ -77,8 +82,10 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         this.kernels = CudaKernels.load(device);
         this.experts = new GpuExperts[model.layers()];
+        this.shared = new boolean[model.layers()];
         for (int layer = 0; layer < experts.length; layer++) {
             experts[layer] = new GpuExperts(weights, layer, placement, rank, kernels);
+            shared[layer] = weights.sharedExpert(layer) != null;
         }
         for (int i = 0; i < events.length; i++) {
             events[i] = new CUevent_st();
@@ -132,7 +139,10 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
             RoutingInput routing,
             int capacity) {
         GpuDispatcher gpu = dispatcher;
-        if (dtype != DType.BF16 || gpu == null || capacity != CapacityFilter.UNLIMITED) {
+        if (dtype != DType.BF16
+                || gpu == null
+                || capacity != CapacityFilter.UNLIMITED
+                || shared[layer]) {
             return cpu.step(layer, dtype, input, numTokens, routing, capacity);
         }
         return step.run(layer, dtype, input, numTokens, routing, capacity, onDevice);

@@ -27,7 +27,7 @@ class CheckpointIT {
     @Test
     void shouldServeACheckpointDirectoryInProcessAndFromWorkers() throws Exception {
         Path model = dir.resolve("deepseek-tiny");
-        TinyCheckpoints.deepSeekV3(model, 3, 64, 48, 8, 3, 9);
+        TinyCheckpoints.deepSeekV3(model, 3, 64, 48, 8, 1, 3, 9);
         List<CliProcess> processes = new ArrayList<>();
         try {
             CliProcess serve =

@@ -31,8 +31,9 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A DeepSeek-V3 checkpoint (FP8 experts in shards, sigmoid group-limited gate with bias) served
- * in-process: Forward and Route through the model's gate, every MoE layer, against the reference.
+ * A DeepSeek-V3 checkpoint (FP8 experts and a shared expert in shards, sigmoid group-limited gate
+ * with bias) served in-process: Forward and Route through the model's gate, every MoE layer,
+ * against the reference (routed experts plus the shared one).
  */
 @Timeout(60)
 class HfCheckpointServingTest {
@@ -44,7 +45,7 @@ class HfCheckpointServingTest {
 
     @Test
     void shouldServeEveryMoeLayerThroughTheModelsGate() throws Exception {
-        TinyCheckpoints.deepSeekV3(dir, 3, H, I, E, 2, 5);
+        TinyCheckpoints.deepSeekV3(dir, 3, H, I, E, 1, 2, 5);
         try (HfCheckpoint weights = HfCheckpoint.open(dir);
                 InProcessMoeServer fixture =
                         new InProcessMoeServer(

@@ -20,6 +20,7 @@ import moe.a2a.dispatch.GateSpec;
 import moe.a2a.experts.Buffers;
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.SafetensorsFile;
+import moe.a2a.experts.SharedExpert;
 import moe.a2a.experts.WeightNaming;
 import moe.a2a.experts.WeightSource;
 import org.jspecify.annotations.Nullable;
@@ -30,7 +31,9 @@ import org.jspecify.annotations.Nullable;
  * tensors are read, and only when asked for (a rank reads the experts it hosts); attention, norms,
  * embeddings and dense layers are never touched. Every tensor the model needs is checked when
  * opened (present, shape, dtype, FP8 scales), so a bad checkpoint fails at start naming the tensor
- * and the file. FP8 weights are dequantized to fp32 when loaded. Thread-safe.
+ * and the file. FP8 weights are dequantized to fp32 when loaded. Shared experts (DeepSeek's {@code
+ * shared_experts}, Qwen2-MoE's {@code shared_expert} and its gate) are read by every rank.
+ * Thread-safe.
  */
 public final class HfCheckpoint implements WeightSource, AutoCloseable {
     private static final String INDEX = "model.safetensors.index.json";
@@ -65,15 +68,6 @@ public final class HfCheckpoint implements WeightSource, AutoCloseable {
         if (config.moeLayers().length == 0) {
             throw new IllegalArgumentException(
                     dir.resolve("config.json") + ": no MoE layer (every layer is dense)");
-        }
-        if (config.sharedExperts() > 0) {
-            throw new IllegalArgumentException(
-                    dir.resolve("config.json")
-                            + ": "
-                            + config.architecture()
-                            + " with shared experts (width "
-                            + config.sharedExperts()
-                            + ") is not served yet: only routed experts are");
         }
         List<SafetensorsFile> files = new ArrayList<>();
         try {
@@ -164,6 +158,16 @@ public final class HfCheckpoint implements WeightSource, AutoCloseable {
                 checkWeight(naming.w2(layer, e), config.hidden(), config.ffn());
                 format = format == null ? f : format;
             }
+            if (config.sharedExperts() > 0) {
+                String prefix = sharedPrefix(layer);
+                checkWeight(prefix + "gate_proj.weight", config.sharedExperts(), config.hidden());
+                checkWeight(prefix + "up_proj.weight", config.sharedExperts(), config.hidden());
+                checkWeight(prefix + "down_proj.weight", config.hidden(), config.sharedExperts());
+                if (config.architecture() == HfArchitecture.QWEN2_MOE) {
+                    checkShape(sharedGateName(layer), new long[] {1, config.hidden()});
+                    floatDType(sharedGateName(layer));
+                }
+            }
             checkShape(naming.gate(layer), new long[] {config.experts(), config.hidden()});
             floatDType(naming.gate(layer));
             if (config.gate().scoring() == GateSpec.Scoring.SIGMOID) {
@@ -232,6 +236,19 @@ public final class HfCheckpoint implements WeightSource, AutoCloseable {
         return weight.substring(0, weight.length() - ".weight".length()) + ".weight_scale_inv";
     }
 
+    /** DeepSeek's joint shared experts, or Qwen2-MoE's shared expert. */
+    private String sharedPrefix(int layer) {
+        return "model.layers."
+                + layer
+                + (config.architecture() == HfArchitecture.QWEN2_MOE
+                        ? ".mlp.shared_expert."
+                        : ".mlp.shared_experts.");
+    }
+
+    private static String sharedGateName(int layer) {
+        return "model.layers." + layer + ".mlp.shared_expert_gate.weight";
+    }
+
     private static String biasName(int layer) {
         return "model.layers." + layer + ".mlp.gate.e_score_correction_bias";
     }
@@ -288,6 +305,28 @@ public final class HfCheckpoint implements WeightSource, AutoCloseable {
         FloatBuffer out = Buffers.floats((long) rows * cols);
         E4m3.dequantize(file.readRaw(info), scales, rows, cols, config.blockSize(), out);
         return out;
+    }
+
+    @Override
+    public @Nullable SharedExpert sharedExpert(int layer) {
+        if (config.sharedExperts() == 0) {
+            return null;
+        }
+        int l = config.moeLayers()[layer];
+        String prefix = sharedPrefix(l);
+        int width = config.sharedExperts();
+        ExpertWeights mlp =
+                new ExpertWeights(
+                        config.hidden(),
+                        width,
+                        read(prefix + "gate_proj.weight", width, config.hidden()),
+                        read(prefix + "up_proj.weight", width, config.hidden()),
+                        read(prefix + "down_proj.weight", config.hidden(), width));
+        float[] gate =
+                config.architecture() == HfArchitecture.QWEN2_MOE
+                        ? fileOf.get(sharedGateName(l)).readFloatArray(sharedGateName(l))
+                        : null;
+        return new SharedExpert(mlp, gate);
     }
 
     @Override

@@ -203,15 +203,76 @@ class HfCheckpointTest {
     }
 
     @Test
-    void shouldRefuseSharedExpertsItCannotServeYet() throws Exception {
-        JsonObject config = deepSeekConfig();
-        config.addProperty("n_shared_experts", 1);
-        new CheckpointWriter().write(dir, config, 1);
-        assertThatThrownBy(() -> HfCheckpoint.open(dir))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageEndingWith(
-                        "DeepseekV3ForCausalLM with shared experts (width 12) is not served yet:"
-                                + " only routed experts are");
+    void shouldReadQwen2MoeSharedExpertAndItsGate() throws Exception {
+        SplittableRandom random = new SplittableRandom(3);
+        int shared = 20;
+        CheckpointWriter w = new CheckpointWriter();
+        for (int e = 0; e < E; e++) {
+            String name = "model.layers.0.mlp.experts." + e + ".";
+            w.add(
+                    name + "gate_proj.weight",
+                    "BF16",
+                    shape(I, H),
+                    CheckpointWriter.bf16(bf16Exact(random, I * H)));
+            w.add(
+                    name + "up_proj.weight",
+                    "BF16",
+                    shape(I, H),
+                    CheckpointWriter.bf16(bf16Exact(random, I * H)));
+            w.add(
+                    name + "down_proj.weight",
+                    "BF16",
+                    shape(H, I),
+                    CheckpointWriter.bf16(bf16Exact(random, H * I)));
+        }
+        float[] down = bf16Exact(random, H * shared);
+        float[] gate = bf16Exact(random, H);
+        w.add(
+                "model.layers.0.mlp.shared_expert.gate_proj.weight",
+                "BF16",
+                shape(shared, H),
+                CheckpointWriter.bf16(bf16Exact(random, shared * H)));
+        w.add(
+                "model.layers.0.mlp.shared_expert.up_proj.weight",
+                "BF16",
+                shape(shared, H),
+                CheckpointWriter.bf16(bf16Exact(random, shared * H)));
+        w.add(
+                "model.layers.0.mlp.shared_expert.down_proj.weight",
+                "BF16",
+                shape(H, shared),
+                CheckpointWriter.bf16(down));
+        w.add(
+                "model.layers.0.mlp.shared_expert_gate.weight",
+                "BF16",
+                shape(1, H),
+                CheckpointWriter.bf16(gate));
+        w.add(
+                "model.layers.0.mlp.gate.weight",
+                "BF16",
+                shape(E, H),
+                CheckpointWriter.bf16(bf16Exact(random, E * H)));
+        JsonObject config = new JsonObject();
+        config.add("architectures", names("Qwen2MoeForCausalLM"));
+        config.addProperty("num_hidden_layers", 1);
+        config.addProperty("hidden_size", H);
+        config.addProperty("moe_intermediate_size", I);
+        config.addProperty("shared_expert_intermediate_size", shared);
+        config.addProperty("num_experts", E);
+        config.addProperty("num_experts_per_tok", 2);
+        w.write(dir, config, 2);
+
+        try (HfCheckpoint checkpoint = HfCheckpoint.open(dir)) {
+            assertThat(checkpoint.gateSpec())
+                    .as("Qwen2-MoE does not renormalise unless norm_topk_prob says so")
+                    .isEqualTo(new GateSpec(GateSpec.Scoring.SOFTMAX, false, 1, 1, 1f));
+            moe.a2a.experts.SharedExpert s = checkpoint.sharedExpert(0);
+            assertThat(s.mlp().ffn()).isEqualTo(shared);
+            float[] read = new float[H * shared];
+            s.mlp().w2().get(0, read);
+            assertThat(read).containsExactly(down);
+            assertThat(s.gate()).containsExactly(gate);
+        }
     }
 
     private static JsonObject deepSeekConfig() {

@@ -16,6 +16,14 @@ public final class TinyCheckpoints {
      */
     public static JsonObject deepSeekV3Config(
             int layers, int hidden, int ffn, int experts, int block) {
+        return deepSeekV3Config(layers, hidden, ffn, experts, block, 0);
+    }
+
+    /**
+     * As {@link #deepSeekV3Config(int, int, int, int, int)}, with {@code shared} shared experts.
+     */
+    public static JsonObject deepSeekV3Config(
+            int layers, int hidden, int ffn, int experts, int block, int shared) {
         JsonObject config = new JsonObject();
         JsonArray names = new JsonArray();
         names.add("DeepseekV3ForCausalLM");
@@ -28,7 +36,7 @@ public final class TinyCheckpoints {
         config.addProperty("intermediate_size", 4 * hidden);
         config.addProperty("moe_intermediate_size", ffn);
         config.addProperty("n_routed_experts", experts);
-        config.addProperty("n_shared_experts", 0);
+        config.addProperty("n_shared_experts", shared);
         config.addProperty("num_experts_per_tok", 2);
         config.addProperty("n_group", 2);
         config.addProperty("topk_group", 1);
@@ -48,42 +56,30 @@ public final class TinyCheckpoints {
 
     /**
      * Writes a DeepSeek-V3 checkpoint with FP8 experts (random E4M3 values, NaN left out, and block
-     * scales), BF16 routers and F32 score-correction biases, over {@code shards} files.
+     * scales), {@code shared} shared experts (FP8 too), BF16 routers and F32 score-correction
+     * biases, over {@code shards} files.
      */
     public static void deepSeekV3(
-            Path dir, int layers, int hidden, int ffn, int experts, int shards, long seed)
+            Path dir,
+            int layers,
+            int hidden,
+            int ffn,
+            int experts,
+            int shared,
+            int shards,
+            long seed)
             throws IOException {
         int block = 8;
         SplittableRandom random = new SplittableRandom(seed);
         CheckpointWriter w = new CheckpointWriter();
-        String[] proj = {"gate_proj", "up_proj", "down_proj"};
         for (int layer = 1; layer < layers; layer++) {
             for (int e = 0; e < experts; e++) {
-                for (int p = 0; p < 3; p++) {
-                    int rows = p == 2 ? hidden : ffn;
-                    int cols = p == 2 ? ffn : hidden;
-                    byte[] fp8 = new byte[rows * cols];
-                    for (int i = 0; i < fp8.length; i++) {
-                        int b;
-                        do {
-                            b = random.nextInt(256);
-                        } while ((b & 0x7F) == 0x7F);
-                        fp8[i] = (byte) b;
-                    }
-                    int scaleRows = (rows + block - 1) / block;
-                    int scaleCols = (cols + block - 1) / block;
-                    float[] scales = new float[scaleRows * scaleCols];
-                    for (int i = 0; i < scales.length; i++) {
-                        scales[i] = (float) random.nextDouble(0.002, 0.02);
-                    }
-                    String name = "model.layers." + layer + ".mlp.experts." + e + "." + proj[p];
-                    w.add(name + ".weight", "F8_E4M3", new long[] {rows, cols}, fp8);
-                    w.add(
-                            name + ".weight_scale_inv",
-                            "F32",
-                            new long[] {scaleRows, scaleCols},
-                            CheckpointWriter.f32(scales));
-                }
+                String prefix = "model.layers." + layer + ".mlp.experts." + e + ".";
+                fp8Mlp(w, random, prefix, hidden, ffn, block);
+            }
+            if (shared > 0) {
+                String prefix = "model.layers." + layer + ".mlp.shared_experts.";
+                fp8Mlp(w, random, prefix, hidden, shared * ffn, block);
             }
             float[] gate = new float[experts * hidden];
             for (int i = 0; i < gate.length; i++) {
@@ -107,6 +103,41 @@ public final class TinyCheckpoints {
                     new long[] {experts},
                     CheckpointWriter.f32(bias));
         }
-        w.write(dir, deepSeekV3Config(layers, hidden, ffn, experts, block), shards);
+        w.write(dir, deepSeekV3Config(layers, hidden, ffn, experts, block, shared), shards);
+    }
+
+    /** An MLP's three projections under {@code prefix}, in FP8 with block scales. */
+    private static void fp8Mlp(
+            CheckpointWriter w,
+            SplittableRandom random,
+            String prefix,
+            int hidden,
+            int ffn,
+            int block) {
+        String[] proj = {"gate_proj", "up_proj", "down_proj"};
+        for (int p = 0; p < 3; p++) {
+            int rows = p == 2 ? hidden : ffn;
+            int cols = p == 2 ? ffn : hidden;
+            byte[] fp8 = new byte[rows * cols];
+            for (int i = 0; i < fp8.length; i++) {
+                int b;
+                do {
+                    b = random.nextInt(256);
+                } while ((b & 0x7F) == 0x7F);
+                fp8[i] = (byte) b;
+            }
+            int scaleRows = (rows + block - 1) / block;
+            int scaleCols = (cols + block - 1) / block;
+            float[] scales = new float[scaleRows * scaleCols];
+            for (int i = 0; i < scales.length; i++) {
+                scales[i] = (float) random.nextDouble(0.002, 0.02);
+            }
+            w.add(prefix + proj[p] + ".weight", "F8_E4M3", new long[] {rows, cols}, fp8);
+            w.add(
+                    prefix + proj[p] + ".weight_scale_inv",
+                    "F32",
+                    new long[] {scaleRows, scaleCols},
+                    CheckpointWriter.f32(scales));
+        }
     }
 }
