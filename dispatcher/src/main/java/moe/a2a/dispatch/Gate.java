@@ -39,7 +39,7 @@ public final class Gate {
             float bestLogit = Float.NEGATIVE_INFINITY;
             for (int e = 0; e < numExperts; e++) {
                 float l = logits[row + e];
-                if ((best < 0 || l > bestLogit) && !chosen(ids, out, k, e)) {
+                if ((best < 0 || beats(l, bestLogit)) && !chosen(ids, out, k, e)) {
                     best = e;
                     bestLogit = l;
                 }
@@ -57,6 +57,11 @@ public final class Gate {
         for (int k = 0; k < topK; k++) {
             weights[out + k] /= sum;
         }
+    }
+
+    /** Whether {@code a} ranks above {@code b}: greater, or a number against NaN. */
+    private static boolean beats(float a, float b) {
+        return a > b || (Float.isNaN(b) && !Float.isNaN(a));
     }
 
     private static boolean chosen(int[] ids, int out, int count, int expert) {
@@ -93,7 +98,9 @@ public final class Gate {
             int out = t * topK;
             score(spec.scoring(), logits, row, numExperts, scores);
             for (int e = 0; e < numExperts; e++) {
-                choice[e] = bias == null ? scores[e] : scores[e] + bias[e];
+                float c = bias == null ? scores[e] : scores[e] + bias[e];
+                // NaN (only NaN hidden states make it) ranks below every number
+                choice[e] = Float.isNaN(c) ? Float.NEGATIVE_INFINITY : c;
             }
             keepGroups(spec, choice, numExperts, eligible);
             for (int k = 0; k < topK; k++) {
@@ -101,7 +108,7 @@ public final class Gate {
                 for (int e = 0; e < numExperts; e++) {
                     if (eligible[e]
                             && !chosen(topkIds, out, k, e)
-                            && (best < 0 || choice[e] > choice[best])) {
+                            && (best < 0 || beats(choice[e], choice[best]))) {
                         best = e;
                     }
                 }
@@ -176,7 +183,7 @@ public final class Gate {
         for (int i = 0; i < spec.topkGroups(); i++) {
             int best = -1;
             for (int g = 0; g < groups; g++) {
-                if (!kept[g] && (best < 0 || groupScore[g] > groupScore[best])) {
+                if (!kept[g] && (best < 0 || beats(groupScore[g], groupScore[best]))) {
                     best = g;
                 }
             }

@@ -124,11 +124,19 @@ class GateTest {
     }
 
     @Test
+    void shouldPreferANumberToNaNInTheMixtralGate() {
+        int[] ids = new int[2];
+        Gate.softmaxTopK(new float[] {Float.NaN, -3f, Float.NaN, 1f}, 1, 4, 2, ids, new float[2]);
+        assertThat(ids).containsExactly(3, 1);
+    }
+
+    @Test
     void shouldGiveDistinctIdsInRangeWhenLogitsAreNotNumbers() {
         GateSpec spec = new GateSpec(GateSpec.Scoring.SIGMOID, true, 2, 1, 1f);
-        float[] logits = {Float.NaN, Float.NaN, Float.POSITIVE_INFINITY, Float.NaN};
+        float[] logits = {Float.NaN, Float.NaN, Float.POSITIVE_INFINITY, 0f};
         int[] ids = new int[2];
         Gate.route(spec, logits, 1, 4, 2, new float[4], ids, new float[2]);
+        assertThat(ids[0]).as("a number beats NaN").isEqualTo(2);
         assertThat(ids[0]).isNotEqualTo(ids[1]);
         assertThat(ids[0]).isBetween(0, 3);
         assertThat(ids[1]).isBetween(0, 3);

@@ -65,17 +65,7 @@ class CheckpointIT {
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             for (int rank = 0; rank < 2; rank++) {
-                processes.add(
-                        CliProcess.moeA2a(
-                                dir,
-                                "worker-" + rank,
-                                "worker",
-                                "--control-plane",
-                                "127.0.0.1:" + port,
-                                "--metrics-port",
-                                "0",
-                                "--transport",
-                                "tcp"));
+                processes.add(CliProcess.tcpWorker(dir, port, rank));
             }
             ManagedChannel channel =
                     NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();

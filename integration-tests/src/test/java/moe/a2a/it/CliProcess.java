@@ -39,6 +39,22 @@ final class CliProcess implements AutoCloseable {
         return start(dir, name, command);
     }
 
+    /** A TCP worker named {@code worker-RANK} that joins the control plane on {@code port}. */
+    static CliProcess tcpWorker(Path dir, int port, int rank) throws IOException {
+        return moeA2a(
+                dir,
+                "worker-" + rank,
+                "worker",
+                "--control-plane",
+                "127.0.0.1:" + port,
+                "--metrics-port",
+                "0",
+                "--transport",
+                "tcp",
+                "--rank",
+                Integer.toString(rank));
+    }
+
     static CliProcess start(Path dir, String name, List<String> command) throws IOException {
         Path log = dir.resolve(name + ".log");
         Process p =

@@ -63,19 +63,7 @@ class WorkerClusterIT {
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             for (int rank = 0; rank < 2; rank++) {
-                processes.add(
-                        CliProcess.moeA2a(
-                                dir,
-                                "worker-" + rank,
-                                "worker",
-                                "--control-plane",
-                                "127.0.0.1:" + port,
-                                "--metrics-port",
-                                "0",
-                                "--transport",
-                                "tcp",
-                                "--rank",
-                                Integer.toString(rank)));
+                processes.add(CliProcess.tcpWorker(dir, port, rank));
             }
             CliProcess.awaitHealth(
                     channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
