@@ -10,6 +10,8 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A client written by someone else, in Python from the .proto files alone, writes its own
@@ -69,6 +71,62 @@ class PythonClientIT {
                 int exit = check.awaitExit(Duration.ofSeconds(120));
                 assertThat(exit).as(check.output()).isZero();
                 assertThat(check.output()).contains("all answers match the numpy reference");
+            }
+        }
+    }
+
+    /**
+     * Checkpoint directories the Python side writes from the formats alone (DeepSeek-V3 with FP8
+     * experts and a shared expert; Qwen2-MoE with a gated shared expert and a dense layer), served
+     * by {@code serve --model}, checked through Forward and Route on every MoE layer with numpy.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"deepseek_v3", "qwen2_moe"})
+    void shouldServeCheckpointDirectoriesAsNumpyComputesThem(String arch) throws Exception {
+        boolean available = pythonReady();
+        if ("1".equals(System.getenv("MOE_A2A_IT_REQUIRE_PYTHON"))) {
+            assertThat(available)
+                    .as("python3 with grpc and numpy, and protoc (see .ci/run)")
+                    .isTrue();
+        }
+        assumeTrue(available, "python3-grpcio, python3-numpy or protoc missing");
+        Path script = Path.of("src/test/python/checkpoint_client.py").toAbsolutePath();
+        Path model = dir.resolve(arch);
+        try (CliProcess write =
+                CliProcess.start(
+                        dir,
+                        "write-" + arch,
+                        List.of(PYTHON, script.toString(), "write", arch, model.toString()))) {
+            assertThat(write.awaitExit(Duration.ofSeconds(60))).as(write.output()).isZero();
+        }
+        try (CliProcess serve =
+                CliProcess.moeA2a(
+                        dir,
+                        "serve-" + arch,
+                        "serve",
+                        "--port",
+                        "0",
+                        "--metrics-port",
+                        "0",
+                        "--model",
+                        model.toString(),
+                        "--world-size",
+                        "3")) {
+            int port = serve.awaitServingPort(Duration.ofSeconds(60));
+            try (CliProcess check =
+                    CliProcess.start(
+                            dir,
+                            "check-" + arch,
+                            List.of(
+                                    PYTHON,
+                                    script.toString(),
+                                    "check",
+                                    "127.0.0.1:" + port,
+                                    model.toString(),
+                                    System.getProperty("moe.a2a.it.proto")))) {
+                int exit = check.awaitExit(Duration.ofSeconds(120));
+                assertThat(exit).as(check.output()).isZero();
+                assertThat(check.output()).contains("match the numpy reference over MoE layers");
             }
         }
     }
