@@ -27,13 +27,7 @@ class PythonClientIT {
 
     @Test
     void shouldGiveForeignClientTheAnswerOfItsOwnWeights() throws Exception {
-        boolean available = pythonReady();
-        if ("1".equals(System.getenv("MOE_A2A_IT_REQUIRE_PYTHON"))) {
-            assertThat(available)
-                    .as("python3 with grpc and numpy, and protoc (see .ci/run)")
-                    .isTrue();
-        }
-        assumeTrue(available, "python3-grpcio, python3-numpy or protoc missing");
+        requirePython();
         Path script = Path.of("src/test/python/forward_client.py").toAbsolutePath();
         Path weights = dir.resolve("python-weights.safetensors");
         try (CliProcess write =
@@ -83,13 +77,7 @@ class PythonClientIT {
     @ParameterizedTest
     @ValueSource(strings = {"deepseek_v3", "qwen2_moe"})
     void shouldServeCheckpointDirectoriesAsNumpyComputesThem(String arch) throws Exception {
-        boolean available = pythonReady();
-        if ("1".equals(System.getenv("MOE_A2A_IT_REQUIRE_PYTHON"))) {
-            assertThat(available)
-                    .as("python3 with grpc and numpy, and protoc (see .ci/run)")
-                    .isTrue();
-        }
-        assumeTrue(available, "python3-grpcio, python3-numpy or protoc missing");
+        requirePython();
         Path script = Path.of("src/test/python/checkpoint_client.py").toAbsolutePath();
         Path model = dir.resolve(arch);
         try (CliProcess write =
@@ -129,6 +117,17 @@ class PythonClientIT {
                 assertThat(check.output()).contains("match the numpy reference over MoE layers");
             }
         }
+    }
+
+    /** Skips without Python's packages, unless CI asks for them (then it fails). */
+    private static void requirePython() throws Exception {
+        boolean available = pythonReady();
+        if ("1".equals(System.getenv("MOE_A2A_IT_REQUIRE_PYTHON"))) {
+            assertThat(available)
+                    .as("python3 with grpc and numpy, and protoc (see .ci/run)")
+                    .isTrue();
+        }
+        assumeTrue(available, "python3-grpcio, python3-numpy or protoc missing");
     }
 
     private static boolean pythonReady() throws Exception {
