@@ -7,7 +7,9 @@ import java.util.List;
 /**
  * The command line of a child JVM that runs moe-a2a: this JVM's {@code java} and the options every
  * moe-a2a JVM gets (the same list as {@code bin/moe-a2a} and the images' launcher): the Vector API
- * for the kernels, and native access for JavaCPP (OpenBLAS, CUDA) and Netty's epoll.
+ * for the kernels, native access for JavaCPP (OpenBLAS, CUDA) and Netty's epoll, and a
+ * direct-memory cap of three quarters of the machine or container (expert weights live off-heap,
+ * and the JVM caps direct memory at the heap's maximum, a quarter by default).
  */
 public final class JvmOptions {
     /** Options for every moe-a2a JVM. */
@@ -15,7 +17,8 @@ public final class JvmOptions {
             List.of(
                     "--add-modules=jdk.incubator.vector",
                     "--enable-native-access=ALL-UNNAMED",
-                    "--sun-misc-unsafe-memory-access=allow");
+                    "--sun-misc-unsafe-memory-access=allow",
+                    "-XX:MaxRAMPercentage=75");
 
     private JvmOptions() {}
 

@@ -6,6 +6,7 @@ import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -95,9 +96,14 @@ public final class SafetensorsFile implements AutoCloseable {
     public FloatBuffer readFloats(String name) {
         TensorInfo info = require(name);
         FloatBuffer out = Buffers.floats(info.elements());
-        ByteBuffer raw = readRaw(info);
         DType dtype = dtypeOf(info);
-        dtype.decode(raw, 0, out, 0, (int) info.elements());
+        // the row kernels widen whole rows at once (both sides little-endian off-heap memory)
+        dtype.decode(
+                MemorySegment.ofBuffer(readRaw(info)),
+                0,
+                MemorySegment.ofBuffer(out),
+                0,
+                Math.toIntExact(info.elements()));
         return out;
     }
 
