@@ -3,8 +3,10 @@
 
   checkpoint_client.py write ARCH DIR         writes a small checkpoint directory: ARCH is
                                               deepseek_v3 (FP8 experts with block scales, a shared
-                                              expert, a dense first layer, 2 shards) or qwen2_moe
-                                              (BF16, a gated shared expert, a dense layer)
+                                              expert, a dense first layer, 2 shards), deepseek_v2
+                                              (BF16, softmax group-limited gate, a shared expert)
+                                              or qwen2_moe (BF16, a gated shared expert, a dense
+                                              layer)
   checkpoint_client.py check TARGET DIR PROTO  Forward (hidden states, and router logits) and
                                               Route on every MoE layer against a float64 numpy
                                               layer over the directory's own tensors
@@ -68,7 +70,24 @@ def write(arch, out):
         tensors[name.replace(".weight", ".weight_scale_inv")] = (
             "F32", scales.shape, scales.astype("<f4").tobytes())
 
-    if arch == "deepseek_v3":
+    if arch == "deepseek_v2":
+        config = {"architectures": ["DeepseekV2ForCausalLM"], "num_hidden_layers": 3,
+                  "first_k_dense_replace": 1, "moe_layer_freq": 1, "hidden_size": H,
+                  "intermediate_size": 4 * H, "moe_intermediate_size": I, "n_routed_experts": E,
+                  "n_shared_experts": 2, "num_experts_per_tok": K, "n_group": 2, "topk_group": 1,
+                  "topk_method": "group_limited_greedy", "scoring_func": "softmax",
+                  "routed_scaling_factor": 16.0, "norm_topk_prob": False}
+        for layer in (1, 2):
+            p = f"model.layers.{layer}.mlp."
+            for e in range(E):
+                dense(f"{p}experts.{e}.gate_proj.weight", (I, H), H ** -0.5)
+                dense(f"{p}experts.{e}.up_proj.weight", (I, H), H ** -0.5)
+                dense(f"{p}experts.{e}.down_proj.weight", (H, I), I ** -0.5)
+            dense(p + "shared_experts.gate_proj.weight", (2 * I, H), H ** -0.5)
+            dense(p + "shared_experts.up_proj.weight", (2 * I, H), H ** -0.5)
+            dense(p + "shared_experts.down_proj.weight", (H, 2 * I), (2 * I) ** -0.5)
+            dense(p + "gate.weight", (E, H), 0.5)
+    elif arch == "deepseek_v3":
         config = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 3,
                   "first_k_dense_replace": 1, "moe_layer_freq": 1, "hidden_size": H,
                   "intermediate_size": 4 * H, "moe_intermediate_size": I, "n_routed_experts": E,
@@ -141,6 +160,7 @@ class Checkpoint:
                 s = np.kron(self.tensors[name], np.ones((BLOCK, BLOCK)))
                 self.tensors[w] = self.tensors[w] * s[:self.tensors[w].shape[0], :self.tensors[w].shape[1]]
         self.deepseek = "Deepseek" in self.config["architectures"][0]
+        self.v2 = self.config["architectures"][0] == "DeepseekV2ForCausalLM"
         if self.deepseek:
             self.moe_layers = list(range(1, self.config["num_hidden_layers"]))
         else:
@@ -155,6 +175,18 @@ class Checkpoint:
     def choose(self, layer, logits):
         """ids, weights, and whether the choice is a near tie, for one token's logits."""
         p = f"model.layers.{layer}.mlp."
+        if self.v2:
+            q = np.exp(logits - logits.max())
+            q /= q.sum()
+            best = q.reshape(2, E // 2).max(axis=1)
+            keep = int(np.argmax(best))
+            tie = abs(best[0] - best[1]) < TIE
+            masked = np.full(E, -np.inf)
+            masked[keep * E // 2:(keep + 1) * E // 2] = q[keep * E // 2:(keep + 1) * E // 2]
+            order = np.argsort(-masked, kind="stable")
+            ids = order[:K]
+            tie = tie or masked[order[K - 1]] - masked[order[K]] < TIE
+            return ids, q[ids] * 16.0, tie
         if self.deepseek:
             s = 1 / (1 + np.exp(-logits))
             c = s + self.tensors[p + "gate.e_score_correction_bias"]
@@ -178,7 +210,9 @@ class Checkpoint:
         return ids, w, tie
 
     def weights_for(self, layer, logits, ids):
-        p = f"model.layers.{layer}.mlp."
+        if self.v2:
+            q = np.exp(logits - logits.max())
+            return (q / q.sum())[ids] * 16.0
         if self.deepseek:
             s = 1 / (1 + np.exp(-logits))
             return s[ids] / s[ids].sum() * 2.5

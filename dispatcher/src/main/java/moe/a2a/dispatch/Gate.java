@@ -154,8 +154,8 @@ public final class Gate {
 
     /**
      * Marks the experts of the {@code topkGroups} best groups as eligible (every expert when there
-     * is one group); a group's score is the sum of its two best choice scores (its only one, in a
-     * group of one).
+     * is one group); a group's score is the sum of its two best choice scores (sigmoid scoring; its
+     * only one in a group of one), or its best score (softmax scoring).
      */
     private static void keepGroups(
             GateSpec spec, float[] choice, int numExperts, boolean[] eligible) {
@@ -177,7 +177,10 @@ public final class Gate {
                     second = choice[e];
                 }
             }
-            groupScore[g] = size == 1 ? first : first + second;
+            groupScore[g] =
+                    size == 1 || spec.scoring() == GateSpec.Scoring.SOFTMAX
+                            ? first
+                            : first + second;
         }
         boolean[] kept = new boolean[groups];
         for (int i = 0; i < spec.topkGroups(); i++) {

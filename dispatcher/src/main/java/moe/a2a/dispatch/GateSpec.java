@@ -4,9 +4,11 @@ package moe.a2a.dispatch;
  * How a model's router turns a token's router logits into its top-k experts and their weights.
  *
  * <ul>
- *   <li>{@link Scoring#SOFTMAX} (Mixtral, Qwen MoE): scores are the softmax of the logits; the
- *       {@code K} highest are kept; their weights are the scores, renormalised to sum to 1 when
- *       {@code renormalize}.
+ *   <li>{@link Scoring#SOFTMAX} (Mixtral, Qwen MoE, DeepSeek-V2): scores are the softmax of the
+ *       logits; the {@code K} highest are kept; their weights are the scores, renormalised to sum
+ *       to 1 when {@code renormalize}. With {@code groups > 1} (DeepSeek-V2's {@code
+ *       group_limited_greedy}) only the {@code topkGroups} groups with the best single score take
+ *       part.
  *   <li>{@link Scoring#SIGMOID} (DeepSeek-V3, {@code noaux_tc}): scores are the sigmoid of the
  *       logits; the choice adds the layer's score-correction bias; with {@code groups > 1} only the
  *       {@code topkGroups} best groups of experts take part, a group's score being the sum of its

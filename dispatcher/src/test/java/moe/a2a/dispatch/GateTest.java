@@ -111,6 +111,58 @@ class GateTest {
     }
 
     @Test
+    void shouldMatchDeepSeekV2GroupLimitedGreedyGateWhenLogitsAreRandom() {
+        for (long seed = 0; seed < 200; seed++) {
+            SplittableRandom random = new SplittableRandom(seed);
+            int groups = 2 << random.nextInt(3);
+            int e = groups * (1 + random.nextInt(4));
+            int topkGroups = 1 + random.nextInt(groups);
+            int k = 1 + random.nextInt(Math.min(4, topkGroups * (e / groups)));
+            GateSpec spec = new GateSpec(GateSpec.Scoring.SOFTMAX, false, groups, topkGroups, 16f);
+            float[] logits = distinct(random, e);
+            int[] ids = new int[k];
+            float[] w = new float[k];
+            Gate.route(spec, logits, 1, e, k, null, ids, w);
+
+            double max = Double.NEGATIVE_INFINITY;
+            for (float l : logits) {
+                max = Math.max(max, l);
+            }
+            double z = 0;
+            for (float l : logits) {
+                z += Math.exp(l - max);
+            }
+            double[] p = new double[e];
+            for (int x = 0; x < e; x++) {
+                p[x] = Math.exp(logits[x] - max) / z;
+            }
+            // groups ranked by their best expert; the best experts of the kept groups
+            int size = e / groups;
+            Integer[] order = new Integer[groups];
+            double[] best = new double[groups];
+            for (int g = 0; g < groups; g++) {
+                order[g] = g;
+                for (int x = g * size; x < (g + 1) * size; x++) {
+                    best[g] = Math.max(best[g], p[x]);
+                }
+            }
+            Arrays.sort(order, (a, b) -> Double.compare(best[b], best[a]));
+            List<Integer> candidates = new ArrayList<>();
+            for (int i = 0; i < topkGroups; i++) {
+                for (int x = order[i] * size; x < (order[i] + 1) * size; x++) {
+                    candidates.add(x);
+                }
+            }
+            candidates.sort((a, b) -> Double.compare(p[b], p[a]));
+            for (int j = 0; j < k; j++) {
+                String where = "seed=" + seed + " k=" + j;
+                assertThat(ids[j]).as(where).isEqualTo(candidates.get(j));
+                assertThat((double) w[j]).as(where).isCloseTo(16 * p[ids[j]], within(1e-5));
+            }
+        }
+    }
+
+    @Test
     void shouldKeepPlainSoftmaxScoresWhenNotRenormalised() {
         GateSpec spec = new GateSpec(GateSpec.Scoring.SOFTMAX, false, 1, 1, 1f);
         float[] logits = {0.5f, 2f, -1f, 1f};

@@ -71,11 +71,12 @@ class PythonClientIT {
 
     /**
      * Checkpoint directories the Python side writes from the formats alone (DeepSeek-V3 with FP8
-     * experts and a shared expert; Qwen2-MoE with a gated shared expert and a dense layer), served
-     * by {@code serve --model}, checked through Forward and Route on every MoE layer with numpy.
+     * experts and a shared expert; DeepSeek-V2 with its softmax group-limited gate; Qwen2-MoE with
+     * a gated shared expert and a dense layer), served by {@code serve --model}, checked through
+     * Forward and Route on every MoE layer with numpy.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"deepseek_v3", "qwen2_moe"})
+    @ValueSource(strings = {"deepseek_v3", "deepseek_v2", "qwen2_moe"})
     void shouldServeCheckpointDirectoriesAsNumpyComputesThem(String arch) throws Exception {
         requirePython();
         Path script = Path.of("src/test/python/checkpoint_client.py").toAbsolutePath();

@@ -12,6 +12,7 @@ public enum HfArchitecture {
     MIXTRAL("MixtralForCausalLM", "mixtral", WeightNaming.MIXTRAL),
     QWEN2_MOE("Qwen2MoeForCausalLM", "qwen2_moe", WeightNaming.DEEPSEEK),
     QWEN3_MOE("Qwen3MoeForCausalLM", "qwen3_moe", WeightNaming.DEEPSEEK),
+    DEEPSEEK_V2("DeepseekV2ForCausalLM", "deepseek_v2", WeightNaming.DEEPSEEK),
     DEEPSEEK_V3("DeepseekV3ForCausalLM", "deepseek_v3", WeightNaming.DEEPSEEK);
 
     private final String className;

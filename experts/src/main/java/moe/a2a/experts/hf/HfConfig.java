@@ -101,17 +101,7 @@ public record HfConfig(
                                 ? f.integerOr("shared_expert_intermediate_size", 0)
                                 : 0);
             }
-            case DEEPSEEK_V3 -> {
-                f.expect("scoring_func", "sigmoid");
-                f.expect("topk_method", "noaux_tc");
-                int first = f.integerOr("first_k_dense_replace", 0);
-                int freq = f.integerOr("moe_layer_freq", 1);
-                List<Integer> moe = new ArrayList<>();
-                for (int l = first; l < layers; l++) {
-                    if (l % freq == 0) {
-                        moe.add(l);
-                    }
-                }
+            case DEEPSEEK_V2, DEEPSEEK_V3 -> {
                 int ffn = f.integer("moe_intermediate_size");
                 yield new HfConfig(
                         arch,
@@ -119,17 +109,62 @@ public record HfConfig(
                         ffn,
                         f.integer("n_routed_experts"),
                         topK,
-                        new GateSpec(
-                                GateSpec.Scoring.SIGMOID,
-                                f.bool("norm_topk_prob", true),
-                                f.integerOr("n_group", 1),
-                                f.integerOr("topk_group", 1),
-                                (float) f.number("routed_scaling_factor", 1.0)),
-                        moe.stream().mapToInt(Integer::intValue).toArray(),
+                        arch == HfArchitecture.DEEPSEEK_V3 ? v3Gate(f) : v2Gate(f, topK),
+                        deepSeekMoeLayers(f, layers),
                         blockSize,
                         f.integerOr("n_shared_experts", 0) * ffn);
             }
         };
+    }
+
+    /** From {@code first_k_dense_replace} on, every {@code moe_layer_freq}-th layer. */
+    private static int[] deepSeekMoeLayers(Fields f, int layers) {
+        int first = f.integerOr("first_k_dense_replace", 0);
+        int freq = f.integerOr("moe_layer_freq", 1);
+        List<Integer> moe = new ArrayList<>();
+        for (int l = first; l < layers; l++) {
+            if (l % freq == 0) {
+                moe.add(l);
+            }
+        }
+        return moe.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** DeepSeek-V3's {@code noaux_tc}: sigmoid, bias, groups by their two best, scaled. */
+    private static GateSpec v3Gate(Fields f) {
+        f.expect("scoring_func", "sigmoid");
+        f.expect("topk_method", "noaux_tc");
+        return new GateSpec(
+                GateSpec.Scoring.SIGMOID,
+                f.bool("norm_topk_prob", true),
+                f.integerOr("n_group", 1),
+                f.integerOr("topk_group", 1),
+                (float) f.number("routed_scaling_factor", 1.0));
+    }
+
+    /**
+     * DeepSeek-V2: softmax, {@code greedy} or {@code group_limited_greedy} (groups by their best);
+     * weights renormalised when {@code norm_topk_prob} (and K > 1), else scaled by {@code
+     * routed_scaling_factor}, as its modeling code does.
+     */
+    private static GateSpec v2Gate(Fields f, int topK) {
+        f.expect("scoring_func", "softmax");
+        String method = f.stringOr("topk_method", "greedy");
+        boolean grouped = method.equals("group_limited_greedy");
+        if (!grouped && !method.equals("greedy")) {
+            throw new IllegalArgumentException(
+                    f.file()
+                            + ": topk_method: "
+                            + method
+                            + " (expected: greedy or group_limited_greedy)");
+        }
+        boolean renormalize = topK > 1 && f.bool("norm_topk_prob", false);
+        return new GateSpec(
+                GateSpec.Scoring.SOFTMAX,
+                renormalize,
+                grouped ? f.integer("n_group") : 1,
+                grouped ? f.integer("topk_group") : 1,
+                renormalize ? 1f : (float) f.number("routed_scaling_factor", 1.0));
     }
 
     private static HfArchitecture architecture(Fields f) {
@@ -201,6 +236,11 @@ public record HfConfig(
                         file + ": architectures and " + key + " missing (expected: one of them)");
             }
             return v.getAsString();
+        }
+
+        String stringOr(String key, String otherwise) {
+            JsonElement v = json.get(key);
+            return v == null || v.isJsonNull() ? otherwise : v.getAsString();
         }
 
         List<Integer> integers(String key) {

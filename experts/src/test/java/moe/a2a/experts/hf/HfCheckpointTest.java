@@ -159,6 +159,35 @@ class HfCheckpointTest {
     }
 
     @Test
+    void shouldReadDeepSeekV2GateAsItsModelingCodeRoutes() {
+        JsonObject config = TinyCheckpoints.deepSeekV3Config(4, H, I, E, BLOCK);
+        config.add("architectures", names("DeepseekV2ForCausalLM"));
+        config.remove("quantization_config");
+        config.addProperty("scoring_func", "softmax");
+        config.addProperty("topk_method", "group_limited_greedy");
+        config.addProperty("routed_scaling_factor", 16.0);
+        config.addProperty("norm_topk_prob", false);
+        HfConfig c = HfConfig.parse(new HfConfig.Fields(config, dir.resolve("config.json")));
+        assertThat(c.moeLayers()).containsExactly(1, 2, 3);
+        assertThat(c.gate())
+                .as("not renormalised: scaled by routed_scaling_factor")
+                .isEqualTo(new GateSpec(GateSpec.Scoring.SOFTMAX, false, 2, 1, 16f));
+
+        config.addProperty("norm_topk_prob", true);
+        assertThat(HfConfig.parse(new HfConfig.Fields(config, dir.resolve("config.json"))).gate())
+                .as("renormalised: the scaling factor is not applied")
+                .isEqualTo(new GateSpec(GateSpec.Scoring.SOFTMAX, true, 2, 1, 1f));
+
+        config.addProperty("topk_method", "noaux_tc");
+        assertThatThrownBy(
+                        () ->
+                                HfConfig.parse(
+                                        new HfConfig.Fields(config, dir.resolve("config.json"))))
+                .hasMessageEndingWith(
+                        "topk_method: noaux_tc (expected: greedy or group_limited_greedy)");
+    }
+
+    @Test
     void shouldNameTheFieldAndTheSupportedArchitecturesWhenUnknown() throws Exception {
         JsonObject config = new JsonObject();
         config.add("architectures", names("LlamaForCausalLM"));
@@ -168,7 +197,7 @@ class HfCheckpointTest {
                 .hasMessage(
                         "config.json architectures[0]: LlamaForCausalLM (expected: one of"
                                 + " MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM,"
-                                + " DeepseekV3ForCausalLM)");
+                                + " DeepseekV2ForCausalLM, DeepseekV3ForCausalLM)");
     }
 
     @Test
