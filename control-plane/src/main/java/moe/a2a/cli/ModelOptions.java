@@ -19,7 +19,7 @@ final class ModelOptions {
             names = "--model",
             paramLabel = "DIR",
             description =
-                    "Hugging Face checkpoint directory: config.json (MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM) with model.safetensors or model.safetensors.index.json and its shards; F32, BF16, F16 or F8_E4M3 with block scales. The shape, top-k and gate come from config.json.")
+                    "Hugging Face checkpoint directory: config.json (MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM) with model.safetensors or model.safetensors.index.json and its shards; F32, BF16, F16 or F8_E4M3 with block scales. The shape, top-k and gate come from config.json.")
     Path model;
 
     @Option(
