@@ -10,12 +10,11 @@ import moe.a2a.dispatch.Placement;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The experts one rank hosts, for every layer, and their SwiGLU forward pass: {@code y = W2 ·
- * (silu(W1·x) ⊙ (W3·x))}, fp32 throughout, GEMMs through {@link Sgemm}. Each layer has its own
- * placement: a new one is staged on any thread (loading only the experts the rank lacks) and
- * installed on the rank thread between steps. Scratch buffers grow to the largest group seen; the
- * forward pass and {@link #install} belong to the rank thread. A layer's shared expert, if it has
- * one, is held by every rank and run on the rank's own tokens.
+ * The experts one rank hosts, for every layer, and their forward pass ({@link SwiGlu}, fp32). Each
+ * layer has its own placement: a new one is staged on any thread (loading only the experts the rank
+ * lacks) and installed on the rank thread between steps. Scratch buffers grow to the largest group
+ * seen; the forward pass and {@link #install} belong to the rank thread. A layer's shared expert,
+ * if it has one, is held by every rank and run on the rank's own tokens.
  */
 public final class ExpertBank {
     private final WeightSource source;
@@ -25,14 +24,16 @@ public final class ExpertBank {
     private final @Nullable SharedExpert[] shared;
     private FloatBuffer input = Buffers.floats(0);
     private FloatBuffer sharedOut = Buffers.floats(0);
-    private FloatBuffer gateProj = Buffers.floats(0);
-    private FloatBuffer upProj = Buffers.floats(0);
+    private final SwiGlu routed;
+    private final SwiGlu sharedMlp;
 
     /** Loads the experts that {@code placement} puts on {@code rank}, for every layer. */
     public ExpertBank(WeightSource source, Placement placement, int rank) {
         this.source = source;
         this.rank = rank;
         this.hidden = source.hidden();
+        this.routed = new SwiGlu(hidden);
+        this.sharedMlp = new SwiGlu(hidden);
         this.layers = new AtomicReferenceArray<>(source.layers());
         this.shared = new SharedExpert[source.layers()];
         for (int layer = 0; layer < source.layers(); layer++) {
@@ -98,7 +99,7 @@ public final class ExpertBank {
             input = Buffers.ensure(input, (long) rows * hidden);
             result.gather(slot, input, 0);
             FloatBuffer out = outputs.slice(handle.expertOffsets(slot) * hidden, rows * hidden);
-            swiglu(weights[slot], input, rows, out);
+            routed.forward(weights[slot], input, rows, out);
         }
     }
 
@@ -110,12 +111,13 @@ public final class ExpertBank {
     /**
      * Runs {@code layer}'s shared expert on the rank's own tokens {@code x [rows, H]} (fp32),
      * keeping the result for {@link #addShared}. Every rank holds the shared expert: its tokens
-     * never travel for it.
+     * never travel for it. It has scratch of its own, so one thread may run it while the rank
+     * thread runs {@link #forward}; {@link #addShared} must come after it.
      */
     public void forwardShared(int layer, FloatBuffer x, int rows) {
         SharedExpert s = shared[layer];
         sharedOut = Buffers.ensure(sharedOut, (long) rows * hidden);
-        swiglu(s.mlp(), x, rows, sharedOut);
+        sharedMlp.forward(s.mlp(), x, rows, sharedOut);
         if (s.gate() != null) {
             for (int t = 0; t < rows; t++) {
                 double g = 0;
@@ -135,19 +137,5 @@ public final class ExpertBank {
         for (int i = 0; i < rows * hidden; i++) {
             out.put(i, out.get(i) + sharedOut.get(i));
         }
-    }
-
-    /** {@code out[rows, H] = W2 · (silu(W1·x) ⊙ (W3·x))} for {@code x[rows, H]}. */
-    void swiglu(ExpertWeights w, FloatBuffer x, int rows, FloatBuffer out) {
-        final int ffn = w.ffn();
-        gateProj = Buffers.ensure(gateProj, (long) rows * ffn);
-        upProj = Buffers.ensure(upProj, (long) rows * ffn);
-        Sgemm.xwT(x, rows, hidden, w.w1(), ffn, gateProj);
-        Sgemm.xwT(x, rows, hidden, w.w3(), ffn, upProj);
-        for (int i = 0; i < rows * ffn; i++) {
-            float a = gateProj.get(i);
-            gateProj.put(i, a / (1f + (float) Math.exp(-a)) * upProj.get(i));
-        }
-        Sgemm.xwT(gateProj, rows, ffn, w.w2(), hidden, out);
     }
 }

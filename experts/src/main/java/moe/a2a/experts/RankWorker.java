@@ -4,6 +4,11 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchHandle;
@@ -14,12 +19,13 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The runtime of one rank on the host: {@link RankStep}'s skeleton with dispatch by the layer's
- * placement, the local experts on what arrived (and the layer's shared expert on the rank's own
- * tokens, between dispatch and combine), combine back, and the output encoded in the step's dtype.
- * Every rank of the group must run every step, with zero tokens if it has none. Owned by the rank
- * thread, except {@link #stage}.
+ * placement, the local experts on what arrived, combine back, and the output encoded in the step's
+ * dtype. A layer's shared expert runs on the rank's own tokens on a thread of its own, beside the
+ * dispatch, the routed experts and the combine; its output is added before encoding. Every rank of
+ * the group must run every step, with zero tokens if it has none. Owned by the rank thread, except
+ * {@link #stage}.
  */
-public final class RankWorker implements RankRuntime {
+public final class RankWorker implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
     private final Placement first;
     private final ExpertBank experts;
@@ -29,6 +35,7 @@ public final class RankWorker implements RankRuntime {
     private FloatBuffer expertOutputs = Buffers.floats(0);
     private FloatBuffer combined = Buffers.floats(0);
     private FloatBuffer homeTokens = Buffers.floats(0);
+    private @Nullable ExecutorService sharedThread;
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
     public RankWorker(
@@ -83,26 +90,63 @@ public final class RankWorker implements RankRuntime {
         return step.run(layer, dtype, tokens, numTokens, routing, capacity, onHost);
     }
 
+    /** Stops the shared-expert thread, if one was started. */
+    @Override
+    public void close() {
+        if (sharedThread != null) {
+            sharedThread.shutdownNow();
+        }
+    }
+
+    /** The thread that runs shared experts beside the rank thread, started on first use. */
+    private ExecutorService sharedThread() {
+        if (sharedThread == null) {
+            final int rank = dispatcher.communicator().rank();
+            sharedThread =
+                    Executors.newSingleThreadExecutor(
+                            r -> {
+                                Thread t = new Thread(r, "moe-a2a-shared-expert-" + rank);
+                                t.setDaemon(true);
+                                return t;
+                            });
+        }
+        return sharedThread;
+    }
+
+    private static void await(Future<?> shared) {
+        try {
+            shared.get();
+        } catch (ExecutionException e) {
+            throw new A2aException("shared expert failed: " + e.getCause(), e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new A2aException("interrupted waiting for the shared expert", e);
+        }
+    }
+
     /** Dispatch, experts and combine on the host, rows in off-heap buffers. */
     private RankStep.Computed compute(
             int layer, DType dtype, ByteBuffer tokens, int numTokens, int[] ids, float[] weights) {
         final Dispatcher dispatcher = this.dispatcher;
         final int hidden = model.hidden();
         long t0 = System.nanoTime();
-        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, ids, weights);
-        long t1 = System.nanoTime();
-        boolean shared = experts.hasShared(layer);
-        if (shared) {
+        // the shared expert needs only the rank's own tokens: it runs beside the exchanges
+        Future<?> shared = null;
+        if (experts.hasShared(layer)) {
             homeTokens = Buffers.ensure(homeTokens, (long) numTokens * hidden);
             dtype.decode(tokens, 0, homeTokens, 0, numTokens * hidden);
-            experts.forwardShared(layer, homeTokens, numTokens);
+            final FloatBuffer x = homeTokens;
+            shared = sharedThread().submit(() -> experts.forwardShared(layer, x, numTokens));
         }
+        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, ids, weights);
+        long t1 = System.nanoTime();
         expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
         experts.forward(layer, result, expertOutputs);
         long t2 = System.nanoTime();
         combined = Buffers.ensure(combined, (long) numTokens * hidden);
         dispatcher.combine(expertOutputs, result.handle(), combined);
-        if (shared) {
+        if (shared != null) {
+            await(shared);
             experts.addShared(combined, numTokens);
         }
         int outBytes = numTokens * hidden * dtype.sizeBytes();

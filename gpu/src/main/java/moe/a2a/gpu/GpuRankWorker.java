@@ -223,6 +223,7 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
 
     @Override
     public void close() {
+        cpu.close();
         if (dispatcher != null) {
             dispatcher.close();
         }

@@ -294,6 +294,9 @@ public final class EmbeddedCluster implements RankGroup {
     public void close() {
         group.communicator(0).close();
         loader.shutdownNow();
+        for (RankWorker w : workers) {
+            w.close();
+        }
         for (ExecutorService t : rankThreads) {
             t.shutdownNow();
         }
