@@ -43,5 +43,5 @@ cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
 exec "$bundle/jre/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
-  --sun-misc-unsafe-memory-access=allow -Dorg.bytedeco.javacpp.cachedir="$cache" -Xmx4g \
+  --sun-misc-unsafe-memory-access=allow -XX:MaxRAMPercentage=75 -Dorg.bytedeco.javacpp.cachedir="$cache" -Xmx4g \
   -cp "$bundle/lib/*" moe.a2a.gpu.GpuCheck "${args[@]}" "$@"
