@@ -5,8 +5,9 @@
                                               deepseek_v3 (FP8 experts with block scales, a shared
                                               expert, a dense first layer, 2 shards), deepseek_v2
                                               (BF16, softmax group-limited gate, a shared expert)
-                                              or qwen2_moe (BF16, a gated shared expert, a dense
-                                              layer)
+                                              qwen2_moe (BF16, a gated shared expert, a dense
+                                              layer), qwen3_moe (BF16, sparse step 2, renormalised)
+                                              or mixtral (BF16, one model.safetensors file)
   checkpoint_client.py check TARGET DIR PROTO  Forward (hidden states, and router logits) and
                                               Route on every MoE layer against a float64 numpy
                                               layer over the directory's own tensors
@@ -106,6 +107,28 @@ def write(arch, out):
             dense(p + "gate.weight", (E, H), 0.3)
             bias = rng.uniform(-0.05, 0.05, E)
             tensors[p + "gate.e_score_correction_bias"] = ("F32", (E,), bias.astype("<f4").tobytes())
+    elif arch == "mixtral":
+        config = {"architectures": ["MixtralForCausalLM"], "num_hidden_layers": 2, "hidden_size": H,
+                  "intermediate_size": I, "num_local_experts": E, "num_experts_per_tok": K}
+        for layer in (0, 1):
+            p = f"model.layers.{layer}.block_sparse_moe."
+            for e in range(E):
+                dense(f"{p}experts.{e}.w1.weight", (I, H), H ** -0.5)
+                dense(f"{p}experts.{e}.w3.weight", (I, H), H ** -0.5)
+                dense(f"{p}experts.{e}.w2.weight", (H, I), I ** -0.5)
+            dense(p + "gate.weight", (E, H), 0.5)
+    elif arch == "qwen3_moe":
+        config = {"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 4,
+                  "decoder_sparse_step": 2, "mlp_only_layers": [], "hidden_size": H,
+                  "moe_intermediate_size": I, "num_experts": E, "num_experts_per_tok": K,
+                  "norm_topk_prob": True}
+        for layer in (1, 3):
+            p = f"model.layers.{layer}.mlp."
+            for e in range(E):
+                dense(f"{p}experts.{e}.gate_proj.weight", (I, H), H ** -0.5)
+                dense(f"{p}experts.{e}.up_proj.weight", (I, H), H ** -0.5)
+                dense(f"{p}experts.{e}.down_proj.weight", (H, I), I ** -0.5)
+            dense(p + "gate.weight", (E, H), 0.5)
     else:
         config = {"architectures": ["Qwen2MoeForCausalLM"], "num_hidden_layers": 4,
                   "mlp_only_layers": [1], "decoder_sparse_step": 1, "hidden_size": H,
@@ -122,6 +145,10 @@ def write(arch, out):
             dense(p + "shared_expert.down_proj.weight", (H, 2 * I), (2 * I) ** -0.5)
             dense(p + "shared_expert_gate.weight", (1, H), H ** -0.5)
             dense(p + "gate.weight", (E, H), 0.5)
+    (out / "config.json").write_text(json.dumps(config))
+    if arch == "mixtral":
+        write_file(out / "model.safetensors", tensors)
+        return
     names = list(tensors)
     weight_map = {}
     for s in range(2):
@@ -130,7 +157,6 @@ def write(arch, out):
         write_file(out / shard, part)
         weight_map.update({n: shard for n in part})
     (out / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
-    (out / "config.json").write_text(json.dumps(config))
 
 
 class Checkpoint:
@@ -161,16 +187,30 @@ class Checkpoint:
                 self.tensors[w] = self.tensors[w] * s[:self.tensors[w].shape[0], :self.tensors[w].shape[1]]
         self.deepseek = "Deepseek" in self.config["architectures"][0]
         self.v2 = self.config["architectures"][0] == "DeepseekV2ForCausalLM"
+        self.mixtral = self.config["architectures"][0] == "MixtralForCausalLM"
+        self.renormalize = self.mixtral or self.config.get("norm_topk_prob", False)
+        layers = self.config["num_hidden_layers"]
         if self.deepseek:
-            self.moe_layers = list(range(1, self.config["num_hidden_layers"]))
+            self.moe_layers = list(range(1, layers))
+        elif self.mixtral:
+            self.moe_layers = list(range(layers))
         else:
-            self.moe_layers = [l for l in range(self.config["num_hidden_layers"])
-                               if l not in self.config["mlp_only_layers"]]
+            step = self.config["decoder_sparse_step"]
+            self.moe_layers = [l for l in range(layers)
+                               if l not in self.config["mlp_only_layers"] and (l + 1) % step == 0]
+        if self.deepseek and self.config.get("n_shared_experts", 0):
+            self.shared = "shared_experts."
+        elif self.config.get("shared_expert_intermediate_size", 0):
+            self.shared = "shared_expert."
+        else:
+            self.shared = None
+        self.prefix = "block_sparse_moe." if self.mixtral else "mlp."
+        self.proj = ("w1", "w3", "w2") if self.mixtral else ("gate_proj", "up_proj", "down_proj")
 
-    def mlp(self, prefix, x):
+    def mlp(self, prefix, x, proj=("gate_proj", "up_proj", "down_proj")):
         t = self.tensors
-        g, u = t[prefix + "gate_proj.weight"] @ x, t[prefix + "up_proj.weight"] @ x
-        return t[prefix + "down_proj.weight"] @ (g / (1 + np.exp(-g)) * u)
+        g, u = t[prefix + proj[0] + ".weight"] @ x, t[prefix + proj[1] + ".weight"] @ x
+        return t[prefix + proj[2] + ".weight"] @ (g / (1 + np.exp(-g)) * u)
 
     def choose(self, layer, logits):
         """ids, weights, and whether the choice is a near tie, for one token's logits."""
@@ -206,7 +246,7 @@ class Checkpoint:
             order = np.argsort(-logits, kind="stable")
             ids = order[:K]
             tie = logits[order[K - 1]] - logits[order[K]] < TIE
-            w = q[ids]
+            w = q[ids] / q[ids].sum() if self.renormalize else q[ids]
         return ids, w, tie
 
     def weights_for(self, layer, logits, ids):
@@ -217,15 +257,18 @@ class Checkpoint:
             s = 1 / (1 + np.exp(-logits))
             return s[ids] / s[ids].sum() * 2.5
         q = np.exp(logits - logits.max())
-        return (q / q.sum())[ids]
+        q = (q / q.sum())[ids]
+        return q / q.sum() if self.renormalize else q
 
     def layer_output(self, layer, x, ids, w):
-        p = f"model.layers.{layer}.mlp."
-        y = sum(w[k] * self.mlp(f"{p}experts.{ids[k]}.", x) for k in range(K))
+        p = f"model.layers.{layer}.{self.prefix}"
+        y = sum(w[k] * self.mlp(f"{p}experts.{ids[k]}.", x, self.proj) for k in range(K))
+        if self.shared is None:
+            return y
         if self.deepseek:
-            return y + self.mlp(p + "shared_experts.", x)
+            return y + self.mlp(p + self.shared, x)
         gate = 1 / (1 + np.exp(-(self.tensors[p + "shared_expert_gate.weight"] @ x)[0]))
-        return y + gate * self.mlp(p + "shared_expert.", x)
+        return y + gate * self.mlp(p + self.shared, x)
 
 
 def check(target, d, proto_dir):
@@ -249,7 +292,7 @@ def check(target, d, proto_dir):
         for with_logits in (False, True):
             tokens = 13
             x = rng.standard_normal((tokens, H)).astype(np.float32)
-            gate_w = ck.tensors[f"model.layers.{layer}.mlp.gate.weight"]
+            gate_w = ck.tensors[f"model.layers.{layer}.{ck.prefix}gate.weight"]
             logits = x.astype(np.float64) @ gate_w.T
             hidden = tensor_pb2.Tensor(dtype=tensor_pb2.FP32, shape=[tokens, H], data=x.astype("<f4").tobytes())
             req = moe_pb2.ForwardRequest(layer=layer, hidden_states=hidden)

@@ -76,7 +76,7 @@ class PythonClientIT {
      * Forward and Route on every MoE layer with numpy.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"deepseek_v3", "deepseek_v2", "qwen2_moe"})
+    @ValueSource(strings = {"deepseek_v3", "deepseek_v2", "qwen2_moe", "qwen3_moe", "mixtral"})
     void shouldServeCheckpointDirectoriesAsNumpyComputesThem(String arch) throws Exception {
         requirePython();
         Path script = Path.of("src/test/python/checkpoint_client.py").toAbsolutePath();
