@@ -165,8 +165,8 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             numTokens = decoder.tokens(request.getHiddenStates(), "hidden_states");
         } else if (request.hasTopk()) {
             numTokens = request.getTopk().getExpertIdsCount() / Math.max(1, k);
-        } else if (request.hasRouterLogits() && request.getRouterLogits().getShapeCount() > 0) {
-            numTokens = Math.toIntExact(request.getRouterLogits().getShape(0));
+        } else if (request.hasRouterLogits()) {
+            numTokens = decoder.logitsTokens(request.getRouterLogits());
         } else {
             throw new InvalidRequestException(
                     "hidden_states: unset (expected: [T, "

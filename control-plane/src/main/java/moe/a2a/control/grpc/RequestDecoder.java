@@ -65,6 +65,23 @@ public final class RequestDecoder {
         return Math.toIntExact(rows);
     }
 
+    /**
+     * The token count {@code T} of a {@code [T, E]} router_logits tensor sent without hidden states
+     * (Route), after checking its shape.
+     */
+    public int logitsTokens(Tensor logits) {
+        List<Long> shape = logits.getShapeList();
+        if (shape.size() != 2 || shape.get(0) < 0 || shape.get(0) > Integer.MAX_VALUE) {
+            throw new InvalidRequestException(
+                    "router_logits.shape: "
+                            + shape
+                            + " (expected: [T, "
+                            + model.experts()
+                            + "] with T >= 0)");
+        }
+        return (int) (long) shape.get(0);
+    }
+
     /** The routing of {@code numTokens} tokens from whichever oneof case is set. */
     public RoutingInput routing(
             TopK topk, Tensor logits, boolean hasTopk, boolean hasLogits, int numTokens) {
@@ -164,6 +181,21 @@ public final class RequestDecoder {
 
     private static void checkData(
             Tensor tensor, String field, long rows, long cols, moe.a2a.dispatch.DType dtype) {
+        // no message holds more than 2 GiB, so more rows than that cannot be meant (nor counted)
+        long maxRows = Integer.MAX_VALUE / (cols * dtype.sizeBytes());
+        if (rows > maxRows) {
+            throw new InvalidRequestException(
+                    field
+                            + ".shape[0]: "
+                            + rows
+                            + " (expected: at most "
+                            + maxRows
+                            + " rows of "
+                            + cols
+                            + " × "
+                            + dtype.sizeBytes()
+                            + " bytes)");
+        }
         long expected = rows * cols * dtype.sizeBytes();
         if (tensor.getData().size() != expected) {
             throw new InvalidRequestException(

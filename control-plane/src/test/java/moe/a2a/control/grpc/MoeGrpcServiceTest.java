@@ -358,7 +358,52 @@ class MoeGrpcServiceTest {
                         "layer out of range",
                         b -> b.setLayer(LAYERS),
                         "layer: 2 (expected: one of the model's MoE layers [0, 1])"),
-                bad("layer negative", b -> b.setLayer(-1), "layer: -1"));
+                bad("layer negative", b -> b.setLayer(-1), "layer: -1"),
+                bad(
+                        "token count overflows with empty data",
+                        b ->
+                                b.setHiddenStates(
+                                        b.getHiddenStates().toBuilder()
+                                                .setShape(0, 1L << 54)
+                                                .setData(ByteString.EMPTY)),
+                        "hidden_states.shape[0]: 18014398509481984 (expected: at most 33554431"
+                                + " rows of 32 × 2 bytes)"));
+    }
+
+    @Test
+    void shouldBlameRouterLogitsWhenRouteGetsThemWithoutAShape() {
+        assertThatThrownBy(
+                        () ->
+                                stub.route(
+                                        RouteRequest.newBuilder()
+                                                .setRouterLogits(
+                                                        Tensor.newBuilder()
+                                                                .setDtype(moe.a2a.v1.DType.FP32))
+                                                .build()))
+                .isInstanceOfSatisfying(
+                        StatusRuntimeException.class,
+                        e -> {
+                            assertThat(e.getStatus().getCode())
+                                    .isEqualTo(Status.Code.INVALID_ARGUMENT);
+                            assertThat(e.getStatus().getDescription())
+                                    .isEqualTo(
+                                            "router_logits.shape: [] (expected: [T, 8] with T >= 0)");
+                        });
+        assertThatThrownBy(
+                        () ->
+                                stub.route(
+                                        RouteRequest.newBuilder()
+                                                .setHiddenStates(
+                                                        Tensor.newBuilder()
+                                                                .setDtype(moe.a2a.v1.DType.BF16)
+                                                                .addShape(1L << 54)
+                                                                .addShape(H))
+                                                .build()))
+                .isInstanceOfSatisfying(
+                        StatusRuntimeException.class,
+                        e ->
+                                assertThat(e.getStatus().getCode())
+                                        .isEqualTo(Status.Code.INVALID_ARGUMENT));
     }
 
     @ParameterizedTest(name = "{0}")
