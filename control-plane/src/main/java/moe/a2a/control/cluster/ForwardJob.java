@@ -2,8 +2,10 @@ package moe.a2a.control.cluster;
 
 import com.google.protobuf.ByteString;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RoutingInput;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One validated Forward request waiting for its step. Requests are batched into one step only when
@@ -11,6 +13,8 @@ import moe.a2a.experts.RoutingInput;
  *
  * @param tokens {@code [T, H]} in {@code dtype}, little-endian
  * @param routing the request's own routing ({@code [T, ...]} arrays)
+ * @param abandoned while the caller still wants the answer, null; once its deadline passed or it
+ *     cancelled, the failure to answer it with (it then never takes a step)
  */
 public record ForwardJob(
         int layer,
@@ -19,6 +23,7 @@ public record ForwardJob(
         ByteString tokens,
         RoutingInput routing,
         long enqueuedNanos,
+        Supplier<@Nullable RuntimeException> abandoned,
         CompletableFuture<ForwardOutcome> result) {
 
     /** Whether this job can ride in the same step as {@code other}. */

@@ -157,8 +157,10 @@ public final class StepScheduler implements AutoCloseable {
                 } else if (!pending.isEmpty() && inFlight.size() < maxStepsInFlight) {
                     rebalancer.beforeStep();
                     List<ForwardJob> batch = nextBatch();
-                    queued.addAndGet(-batch.size());
-                    inFlight.add(submit(batch));
+                    if (!batch.isEmpty()) {
+                        queued.addAndGet(-batch.size());
+                        inFlight.add(submit(batch));
+                    }
                 } else {
                     finish(inFlight.poll());
                 }
@@ -187,20 +189,45 @@ public final class StepScheduler implements AutoCloseable {
         }
     }
 
+    /**
+     * The oldest request still wanted and those that batch with it; requests whose caller gave up
+     * are answered with why and dropped on the way. Empty when none is left.
+     */
     private List<ForwardJob> nextBatch() {
-        ForwardJob first = pending.poll();
         List<ForwardJob> batch = new ArrayList<>();
+        ForwardJob first = null;
+        while (first == null && !pending.isEmpty()) {
+            ForwardJob job = pending.poll();
+            first = abandon(job) ? null : job;
+        }
+        if (first == null) {
+            return batch;
+        }
         batch.add(first);
         long tokens = first.numTokens();
         for (Iterator<ForwardJob> it = pending.iterator(); it.hasNext(); ) {
             ForwardJob job = it.next();
-            if (job.batchesWith(first) && tokens + job.numTokens() <= maxBatchTokens) {
+            if (abandon(job)) {
+                it.remove();
+            } else if (job.batchesWith(first) && tokens + job.numTokens() <= maxBatchTokens) {
                 batch.add(job);
                 tokens += job.numTokens();
                 it.remove();
             }
         }
         return batch;
+    }
+
+    /** Answers {@code job} with its abandonment, if its caller gave up; true then. */
+    private boolean abandon(ForwardJob job) {
+        RuntimeException why = job.abandoned().get();
+        if (why == null) {
+            return false;
+        }
+        queued.decrementAndGet();
+        job.result().completeExceptionally(why);
+        listener.onAbandoned();
+        return true;
     }
 
     /**

@@ -1,6 +1,9 @@
 package moe.a2a.control.grpc;
 
 import com.google.protobuf.ByteString;
+import io.grpc.Context;
+import io.grpc.Deadline;
+import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -31,6 +34,7 @@ import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.v1.RouteRequest;
 import moe.a2a.v1.RouteResponse;
 import moe.a2a.v1.StepStats;
+import org.jspecify.annotations.Nullable;
 
 /**
  * MoeService: validates on the calling gRPC thread, hands Forward to the step scheduler, and
@@ -82,7 +86,9 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     @Override
     public void forward(ForwardRequest request, StreamObserver<ForwardResponse> responses) {
         final long enqueued = System.nanoTime();
+        final Context context = Context.current();
         try {
+            throwIfAbandoned(context);
             int layer = decoder.moeLayer(request.getLayer());
             int numTokens = decoder.tokens(request.getHiddenStates(), "hidden_states");
             DType dtype = TensorCodec.dtype(request.getHiddenStates().getDtype(), "hidden_states");
@@ -113,6 +119,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                             request.getHiddenStates().getData(),
                             routing,
                             enqueued,
+                            () -> abandonment(context),
                             result));
             result.whenComplete(
                     (outcome, failure) -> {
@@ -140,6 +147,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     @Override
     public void route(RouteRequest request, StreamObserver<RouteResponse> responses) {
         try {
+            throwIfAbandoned(Context.current());
             responses.onNext(route(request));
             responses.onCompleted();
         } catch (RuntimeException e) {
@@ -155,6 +163,32 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         }
         responses.onNext(now.build());
         responses.onCompleted();
+    }
+
+    /**
+     * Why the caller no longer wants the answer (its deadline passed, or it cancelled), or null
+     * while it does.
+     */
+    private static @Nullable RuntimeException abandonment(Context context) {
+        if (!context.isCancelled()) {
+            return null;
+        }
+        Deadline deadline = context.getDeadline();
+        return deadline != null && deadline.isExpired()
+                ? Status.DEADLINE_EXCEEDED
+                        .withDescription("deadline passed before the request's step")
+                        .asRuntimeException()
+                : Status.CANCELLED
+                        .withDescription("the caller cancelled before the request's step")
+                        .asRuntimeException();
+    }
+
+    /** A request that arrives already abandoned is refused before it is read or routed. */
+    private static void throwIfAbandoned(Context context) {
+        RuntimeException why = abandonment(context);
+        if (why != null) {
+            throw why;
+        }
     }
 
     private RouteResponse route(RouteRequest request) {

@@ -1,6 +1,7 @@
 package moe.a2a.control.grpc;
 
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.RejectedExecutionException;
 import moe.a2a.comm.A2aException;
@@ -19,6 +20,9 @@ public final class StatusMapping {
                 failure instanceof CompletionException && failure.getCause() != null
                         ? failure.getCause()
                         : failure;
+        if (t instanceof StatusRuntimeException status) {
+            return status.getStatus();
+        }
         if (t instanceof InvalidRequestException) {
             return Status.INVALID_ARGUMENT.withDescription(t.getMessage());
         }

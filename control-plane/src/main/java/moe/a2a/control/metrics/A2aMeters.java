@@ -70,6 +70,11 @@ public enum A2aMeters {
             "moe.a2a.failed.step",
             "tokens",
             "Tokens whose step failed and were answered with an error"),
+    /** Queued requests dropped before a step: deadline passed or caller cancelled. */
+    ABANDONED(
+            "moe.a2a.abandoned",
+            "requests",
+            "Queued requests dropped before their step: deadline passed or the caller cancelled"),
     /** Steps that failed (a rank failed or timed out). */
     STEP_FAILURES("moe.a2a.failed", "steps", "Steps that failed and were answered UNAVAILABLE"),
     /**

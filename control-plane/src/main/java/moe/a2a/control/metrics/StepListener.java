@@ -9,4 +9,7 @@ public interface StepListener {
 
     /** The step of {@code tokens} tokens failed: none of its requests got rows. */
     void onStepFailed(Throwable cause, long tokens);
+
+    /** A queued request was dropped without a step: its deadline passed or its caller cancelled. */
+    void onAbandoned();
 }

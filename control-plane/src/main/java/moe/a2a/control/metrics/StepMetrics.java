@@ -40,6 +40,7 @@ public final class StepMetrics implements StepListener, PlacementListener {
     private final ImbalanceWindow[] expertWindows;
     private final ImbalanceWindow[] rankWindows;
     private final Counter failures;
+    private final Counter abandoned;
     private final Counter failedStepTokens;
     private final Counter timeouts;
     private final Counter peerFailures;
@@ -112,6 +113,7 @@ public final class StepMetrics implements StepListener, PlacementListener {
             rankWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, worldSize);
         }
         failures = counter(registry, A2aMeters.STEP_FAILURES).register(registry);
+        abandoned = counter(registry, A2aMeters.ABANDONED).register(registry);
         failedStepTokens = counter(registry, A2aMeters.FAILED_STEP_TOKENS).register(registry);
         timeouts = transportError(registry, this.transport, "timeout");
         peerFailures = transportError(registry, this.transport, "peer_failed");
@@ -153,6 +155,11 @@ public final class StepMetrics implements StepListener, PlacementListener {
         rebalances[layer].increment();
         rebalanceMoved[layer].increment(loadedBytes);
         placementVersionBits[layer].set(Double.doubleToLongBits(version));
+    }
+
+    @Override
+    public void onAbandoned() {
+        abandoned.increment();
     }
 
     @Override
