@@ -1,5 +1,7 @@
 package moe.a2a.cli;
 
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
 import java.io.UncheckedIOException;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
@@ -39,19 +41,34 @@ public final class Main {
     }
 
     /**
-     * Expected failures (a refusal, bad input, an unusable setup) print one line naming the
-     * command; anything else keeps its stack trace, which is what a bug report needs.
+     * Expected failures (a refusal, bad input, an unusable setup, a port taken, a server out of
+     * reach) print one line naming the command; anything else keeps its stack trace, which is what
+     * a bug report needs.
      */
     private static int reportFailure(
             Exception e, CommandLine command, CommandLine.ParseResult parsed) {
         if (e instanceof A2aException
                 || e instanceof IllegalArgumentException
-                || e instanceof UncheckedIOException) {
-            command.getErr().println("moe-a2a " + command.getCommandName() + ": " + e.getMessage());
+                || e instanceof UncheckedIOException
+                || e instanceof IOException
+                || e instanceof StatusRuntimeException) {
+            command.getErr().println("moe-a2a " + command.getCommandName() + ": " + oneLine(e));
             return 1;
         }
         e.printStackTrace(command.getErr());
         return 1;
+    }
+
+    /**
+     * The failure's message, and its cause's when that says more (a port already taken, a refused
+     * connection and its address), in one line.
+     */
+    static String oneLine(Throwable e) {
+        Throwable cause = e.getCause();
+        String message = String.valueOf(e.getMessage());
+        return cause == null || cause.getMessage() == null || message.contains(cause.getMessage())
+                ? message
+                : message + ": " + cause.getMessage();
     }
 
     /** Reads the version from the jar manifest. */

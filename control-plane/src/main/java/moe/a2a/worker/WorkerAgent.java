@@ -146,7 +146,8 @@ public final class WorkerAgent implements AutoCloseable {
                 lastSessionNanos = System.nanoTime();
                 backoffMs = 100;
             }
-            dataPlane.execute(() -> dropGroup("control plane session ended: " + outcome.status));
+            dataPlane.execute(
+                    () -> dropGroup("control plane session ended: " + oneLine(outcome.status)));
             if (closed) {
                 return;
             }
@@ -159,15 +160,30 @@ public final class WorkerAgent implements AutoCloseable {
                         "control plane unreachable for "
                                 + settings.rejoinTimeout()
                                 + ": "
-                                + outcome.status);
+                                + oneLine(outcome.status));
             }
-            LOG.info("session ended ({}); rejoining in {} ms", outcome.status, backoffMs);
+            LOG.info("session ended ({}); rejoining in {} ms", oneLine(outcome.status), backoffMs);
             Thread.sleep(backoffMs);
             backoffMs = Math.min(2_000, backoffMs * 2);
         }
     }
 
     private record SessionOutcome(boolean accepted, Status status) {}
+
+    /**
+     * A status in one line: its code, description and its cause's message (a status's own text
+     * carries the cause's stack trace, too much for a line that repeats on every retry).
+     */
+    static String oneLine(Status status) {
+        StringBuilder out = new StringBuilder(status.getCode().name());
+        if (status.getDescription() != null) {
+            out.append(": ").append(status.getDescription());
+        }
+        if (status.getCause() != null) {
+            out.append(" (").append(status.getCause().getMessage()).append(')');
+        }
+        return out.toString();
+    }
 
     private SessionOutcome session() throws InterruptedException {
         SessionSender sender = new SessionSender();
