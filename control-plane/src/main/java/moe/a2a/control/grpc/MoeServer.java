@@ -118,18 +118,19 @@ public final class MoeServer implements AutoCloseable {
             builder.maxInboundMessageSize(settings.maxRequestBytes())
                     .intercept(new MetricCollectingServerInterceptor(registry))
                     .addService(
-                            new MoeGrpcService(
-                                    group.model(),
-                                    weights,
-                                    group.placements(),
-                                    scheduler,
-                                    group.transport(),
-                                    settings.capacityFactor()))
-                    .addService(new BenchGrpcService(group, scheduler))
+                            MalformedMessages.guard(
+                                    new MoeGrpcService(
+                                            group.model(),
+                                            weights,
+                                            group.placements(),
+                                            scheduler,
+                                            group.transport(),
+                                            settings.capacityFactor())))
+                    .addService(MalformedMessages.guard(new BenchGrpcService(group, scheduler)))
                     .addService(health.getHealthService())
                     .addService(ProtoReflectionServiceV1.newInstance());
             for (BindableService extra : extraServices) {
-                builder.addService(extra);
+                builder.addService(MalformedMessages.guard(extra));
             }
             server = builder.build().start();
         } catch (IOException | RuntimeException e) {

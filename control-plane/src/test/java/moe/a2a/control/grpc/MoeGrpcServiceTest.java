@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
+import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
@@ -14,7 +16,12 @@ import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ClientCalls;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -371,6 +378,46 @@ class MoeGrpcServiceTest {
     }
 
     @Test
+    void shouldRefuseBytesThatAreNotARequestMessage() {
+        MethodDescriptor<byte[], byte[]> raw =
+                MoeServiceGrpc.getForwardMethod().toBuilder(new RawBytes(), new RawBytes()).build();
+        byte[] junk = {(byte) 0xff, (byte) 0xff, (byte) 0xff, 0x07, 'x'};
+        assertThatThrownBy(
+                        () ->
+                                ClientCalls.blockingUnaryCall(
+                                        channel, raw, CallOptions.DEFAULT, junk))
+                .isInstanceOfSatisfying(
+                        StatusRuntimeException.class,
+                        e -> {
+                            assertThat(e.getStatus().getCode())
+                                    .isEqualTo(Status.Code.INVALID_ARGUMENT);
+                            assertThat(e.getStatus().getDescription())
+                                    .startsWith(
+                                            "request: not a moe.a2a.v1.MoeService/Forward request"
+                                                    + " message");
+                        });
+        ForwardRequest good = request(new SplittableRandom(12), 0, 3, DType.FP32, Routing.TOPK);
+        assertMatchesReference("after junk", good, stub.forward(good));
+    }
+
+    /** Request and response bytes as they are. */
+    private static final class RawBytes implements MethodDescriptor.Marshaller<byte[]> {
+        @Override
+        public InputStream stream(byte[] value) {
+            return new ByteArrayInputStream(value);
+        }
+
+        @Override
+        public byte[] parse(InputStream stream) {
+            try {
+                return stream.readAllBytes();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    }
+
+    @Test
     void shouldBlameRouterLogitsWhenRouteGetsThemWithoutAShape() {
         assertThatThrownBy(
                         () ->
@@ -446,6 +493,22 @@ class MoeGrpcServiceTest {
                 ForwardRequest big =
                         request(new SplittableRandom(9), 0, tokens, DType.FP32, Routing.GATE);
                 assertThatThrownBy(() -> s.forward(big))
+                        .isInstanceOfSatisfying(
+                                StatusRuntimeException.class,
+                                e ->
+                                        assertThat(e.getStatus().getCode())
+                                                .isEqualTo(Status.Code.RESOURCE_EXHAUSTED));
+                // zeros that gzip squeezes under the limit and inflate past it
+                ForwardRequest bomb =
+                        ForwardRequest.newBuilder()
+                                .setHiddenStates(
+                                        TensorCodec.tensor(
+                                                DType.FP32,
+                                                tokens,
+                                                H,
+                                                ByteString.copyFrom(new byte[tokens * H * 4])))
+                                .build();
+                assertThatThrownBy(() -> s.withCompression("gzip").forward(bomb))
                         .isInstanceOfSatisfying(
                                 StatusRuntimeException.class,
                                 e ->
