@@ -1,6 +1,5 @@
 package moe.a2a.cli;
 
-import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -11,6 +10,7 @@ import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.ClusterGrpcService;
+import moe.a2a.control.grpc.GrpcLimits;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.dispatch.DispatchDType;
@@ -133,8 +133,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                         health);
         moe.set(
                 MoeServer.start(
-                        NettyServerBuilder.forAddress(
-                                new InetSocketAddress(server.host, server.port)),
+                        GrpcLimits.netty(new InetSocketAddress(server.host, server.port)),
                         cluster,
                         weights,
                         server.settings(),

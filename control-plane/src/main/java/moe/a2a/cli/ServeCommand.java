@@ -1,10 +1,10 @@
 package moe.a2a.cli;
 
-import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.InetSocketAddress;
 import java.util.concurrent.Callable;
 import moe.a2a.control.cluster.EmbeddedCluster;
+import moe.a2a.control.grpc.GrpcLimits;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.experts.ModelConfig;
@@ -54,8 +54,7 @@ final class ServeCommand implements Callable<Integer> {
                         server.exchangeTimeout.toNanos());
         MoeServer moe =
                 MoeServer.start(
-                        NettyServerBuilder.forAddress(
-                                new InetSocketAddress(server.host, server.port)),
+                        GrpcLimits.netty(new InetSocketAddress(server.host, server.port)),
                         cluster,
                         weights,
                         server.settings(),

@@ -1,0 +1,42 @@
+package moe.a2a.control.grpc;
+
+import io.grpc.netty.NettyServerBuilder;
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The HTTP/2 limits every moe-a2a gRPC server sets on purpose, so that one connection cannot
+ * exhaust a server: rapid reset, keepalive abuse, unbounded concurrent calls and metadata. Inbound
+ * message size (and decompression, which grpc bounds by the same size) is a flag ({@code
+ * --max-request-bytes}). Stateless.
+ */
+public final class GrpcLimits {
+    /**
+     * HTTP/2 RST_STREAM frames a connection may send per {@link #RST_WINDOW_SECONDS}; beyond it the
+     * server answers GOAWAY (the rapid-reset attack opens and resets streams without end).
+     */
+    public static final int MAX_RST_FRAMES = 200;
+
+    public static final int RST_WINDOW_SECONDS = 10;
+
+    /** Calls one connection may have open at once. */
+    public static final int MAX_CONCURRENT_CALLS_PER_CONNECTION = 1024;
+
+    /** A client pinging more often than this gets GOAWAY. */
+    public static final int PERMIT_KEEPALIVE_SECONDS = 10;
+
+    /** Bytes of headers and trailers a call may send. */
+    public static final int MAX_INBOUND_METADATA_BYTES = 16 * 1024;
+
+    private GrpcLimits() {}
+
+    /** A Netty server builder on {@code address} with these limits. */
+    public static NettyServerBuilder netty(InetSocketAddress address) {
+        return NettyServerBuilder.forAddress(address)
+                .maxRstFramesPerWindow(MAX_RST_FRAMES, RST_WINDOW_SECONDS)
+                .maxConcurrentCallsPerConnection(MAX_CONCURRENT_CALLS_PER_CONNECTION)
+                .permitKeepAliveTime(PERMIT_KEEPALIVE_SECONDS, TimeUnit.SECONDS)
+                .permitKeepAliveWithoutCalls(false)
+                .maxInboundMetadataSize(MAX_INBOUND_METADATA_BYTES);
+    }
+}
