@@ -14,8 +14,9 @@ import io.netty.handler.codec.TooLongFrameException;
  * LandingAllocator}, and bytes that came in one read with the header are copied over. A frame that
  * started before its place was posted moves there as soon as it is. Any other payload is not
  * copied: the socket's buffers are sliced and gathered into a composite buffer, which the rank
- * copies once into its receive buffer. A bad magic, an unknown kind or a length over the limit is
- * an exception (the connection is then closed). One per channel.
+ * copies once into its receive buffer. A bad magic, an unknown kind, a length over the limit, or
+ * any frame but HELLO before the handshake is an exception (the connection is then closed), so an
+ * unknown peer never gets more than a HELLO buffered. One per channel.
  */
 final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private final long maxFrameBytes;
@@ -156,6 +157,13 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                             + " (expected: 0x"
                             + Integer.toHexString(FrameHeader.MAGIC)
                             + ")");
+        }
+        if (inbox == null && kind != FrameHeader.HELLO) {
+            // nothing is buffered for a connection that has not said who it is
+            throw new CorruptedFrameException(
+                    "a "
+                            + FrameHeader.kindName(kind)
+                            + " frame before the handshake (expected: HELLO)");
         }
         long limit;
         switch (kind) {

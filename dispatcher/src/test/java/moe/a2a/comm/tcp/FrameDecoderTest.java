@@ -19,7 +19,7 @@ class FrameDecoderTest {
     @Test
     void shouldDecodeFramesWhenFedOneByteAtATime() {
         ByteBuf stream = stream(new SplittableRandom(1));
-        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        EmbeddedChannel ch = handshaken(1 << 20);
         while (stream.isReadable()) {
             ch.writeInbound(stream.readRetainedSlice(1));
         }
@@ -32,7 +32,7 @@ class FrameDecoderTest {
     void shouldDecodeFramesWhenFedRandomFragments() {
         for (long seed = 0; seed < 20; seed++) {
             ByteBuf stream = stream(new SplittableRandom(seed));
-            EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+            EmbeddedChannel ch = handshaken(1 << 20);
             SplittableRandom cuts = new SplittableRandom(seed + 1000);
             while (stream.isReadable()) {
                 ch.writeInbound(
@@ -101,7 +101,7 @@ class FrameDecoderTest {
 
     @Test
     void shouldFailWhenMagicIsWrong() {
-        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        EmbeddedChannel ch = handshaken(1 << 20);
         ByteBuf garbage =
                 Unpooled.buffer()
                         .writeBytes(
@@ -115,7 +115,7 @@ class FrameDecoderTest {
 
     @Test
     void shouldFailBeforeAllocatingWhenFrameClaimsTenGigabytes() {
-        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        EmbeddedChannel ch = handshaken(1 << 20);
         ByteBuf header = Unpooled.buffer();
         FrameHeader.write(header, FrameHeader.DATA, 0, 0, 0, 10_000_000_000L);
         assertThatThrownBy(() -> ch.writeInbound(header))
@@ -126,7 +126,7 @@ class FrameDecoderTest {
 
     @Test
     void shouldFailWhenKindIsUnknown() {
-        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        EmbeddedChannel ch = handshaken(1 << 20);
         ByteBuf header = Unpooled.buffer();
         FrameHeader.write(header, (byte) 9, 0, 0, 0, 0);
         assertThatThrownBy(() -> ch.writeInbound(header))
@@ -181,5 +181,23 @@ class FrameDecoderTest {
         abort.release();
         Object rest = ch.readInbound();
         assertThat(rest).isNull();
+    }
+
+    @Test
+    void shouldRefuseAnyFrameButHelloBeforeTheHandshake() {
+        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        ByteBuf frame = Unpooled.buffer();
+        FrameHeader.write(frame, FrameHeader.DATA, 0, 0, 0, Integer.MAX_VALUE);
+        assertThatThrownBy(() -> ch.writeInbound(frame))
+                .isInstanceOf(CorruptedFrameException.class)
+                .hasMessage("a DATA frame before the handshake (expected: HELLO)");
+    }
+
+    /** A decoder past the handshake: its frames may land in an inbox of their own. */
+    private static EmbeddedChannel handshaken(long maxFrameBytes) {
+        FrameDecoder decoder = new FrameDecoder(maxFrameBytes);
+        EmbeddedChannel ch = new EmbeddedChannel(decoder);
+        decoder.landIn(new PeerInbox());
+        return ch;
     }
 }

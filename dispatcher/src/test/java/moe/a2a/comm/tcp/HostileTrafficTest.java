@@ -1,9 +1,11 @@
 package moe.a2a.comm.tcp;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -52,6 +54,29 @@ class HostileTrafficTest {
         ByteBuf frame = Unpooled.buffer();
         FrameHeader.write(frame, FrameHeader.DATA, 0, 0, 0, 10_000_000_000L);
         assertClosedAfterSending(frame);
+        assertGroupStillExchanges();
+    }
+
+    @Test
+    void shouldHangUpAtTheHeaderWhenAStrangerClaimsTwoGigabytes() throws Exception {
+        ByteBuf header = Unpooled.buffer();
+        FrameHeader.write(header, FrameHeader.DATA, 0, 0, 0, Integer.MAX_VALUE);
+        byte[] raw = new byte[header.readableBytes()];
+        header.readBytes(raw);
+        InetSocketAddress address = group[0].localAddress();
+        try (Socket socket = new Socket(address.getAddress(), address.getPort())) {
+            socket.getOutputStream().write(raw);
+            byte[] chunk = new byte[1 << 20];
+            // rank 0 would buffer these while it waits for a HELLO; it must hang up instead
+            assertThatThrownBy(
+                            () -> {
+                                for (int i = 0; i < 256; i++) {
+                                    socket.getOutputStream().write(chunk);
+                                }
+                            })
+                    .as("256 MiB after a DATA header from a stranger")
+                    .isInstanceOf(IOException.class);
+        }
         assertGroupStillExchanges();
     }
 
