@@ -140,16 +140,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                         registry,
                         false,
                         new ClusterGrpcService(cluster)));
-        Runtime.getRuntime()
-                .addShutdownHook(
-                        new Thread(
-                                () -> {
-                                    moe.get().close();
-                                    if (metrics != null) {
-                                        metrics.close();
-                                    }
-                                },
-                                "moe-a2a-shutdown"));
+        server.drainOnSigterm(moe::get, metrics);
         LOG.info(
                 "serving on port {} (waiting for {} workers){}",
                 moe.get().port(),

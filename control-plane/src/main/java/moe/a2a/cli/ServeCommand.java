@@ -60,16 +60,7 @@ final class ServeCommand implements Callable<Integer> {
                         server.settings(),
                         registry,
                         true);
-        Runtime.getRuntime()
-                .addShutdownHook(
-                        new Thread(
-                                () -> {
-                                    moe.close();
-                                    if (metrics != null) {
-                                        metrics.close();
-                                    }
-                                },
-                                "moe-a2a-shutdown"));
+        server.drainOnSigterm(() -> moe, metrics);
         LOG.info(
                 "serving on port {} ({} ranks ready in {} ms){}",
                 moe.port(),

@@ -5,6 +5,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.function.Supplier;
 import moe.a2a.control.cluster.FirstPlacement;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
@@ -88,11 +89,39 @@ final class ServerOptions {
     int maxStepsInFlight;
 
     @Option(
+            names = "--shutdown-grace",
+            defaultValue = "PT10S",
+            description =
+                    "On SIGTERM: health NOT_SERVING and new requests UNAVAILABLE at once, queued and running requests finish, the port closes, and the process exits 0 within this time, ISO-8601 (default: ${DEFAULT-VALUE}).")
+    Duration shutdownGrace;
+
+    @Option(
             names = "--exchange-timeout",
             defaultValue = "PT10S",
             description =
                     "How long a rank waits for its peers in one exchange, ISO-8601; it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
     Duration exchangeTimeout;
+
+    /**
+     * On SIGTERM, drains {@code moe} within {@code --shutdown-grace}, closes {@code metrics} and
+     * exits 0: a requested stop is not a failure.
+     */
+    void drainOnSigterm(Supplier<MoeServer> moe, MetricsEndpoint metrics) {
+        Runtime.getRuntime()
+                .addShutdownHook(
+                        new Thread(
+                                () -> {
+                                    try {
+                                        moe.get().drain(shutdownGrace);
+                                        if (metrics != null) {
+                                            metrics.close();
+                                        }
+                                    } finally {
+                                        Runtime.getRuntime().halt(0);
+                                    }
+                                },
+                                "moe-a2a-shutdown"));
+    }
 
     /** The coordinator's first placement of {@code experts} over the world size. */
     Placement placement(int experts) {

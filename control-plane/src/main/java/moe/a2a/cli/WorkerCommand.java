@@ -176,7 +176,18 @@ final class WorkerCommand implements Callable<Integer> {
                                     probeLine),
                             planes,
                             registry);
-            Runtime.getRuntime().addShutdownHook(new Thread(agent::close, "moe-a2a-shutdown"));
+            // a requested stop is not a failure: leave the group, then exit 0
+            Runtime.getRuntime()
+                    .addShutdownHook(
+                            new Thread(
+                                    () -> {
+                                        try {
+                                            agent.close();
+                                        } finally {
+                                            Runtime.getRuntime().halt(0);
+                                        }
+                                    },
+                                    "moe-a2a-shutdown"));
             try {
                 agent.run();
             } finally {

@@ -103,6 +103,11 @@ final class CliProcess implements AutoCloseable {
         return process.exitValue();
     }
 
+    /** SIGTERM, as an orchestrator stops a process; returns at once. */
+    void terminate() {
+        process.destroy();
+    }
+
     /** SIGKILL, as a crashed or OOM-killed process would die. */
     void kill() throws InterruptedException {
         process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);

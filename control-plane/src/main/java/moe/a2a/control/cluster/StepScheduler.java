@@ -16,6 +16,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
+import moe.a2a.comm.A2aException;
 import moe.a2a.control.metrics.StepListener;
 import moe.a2a.control.metrics.StepStatsSnapshot;
 import moe.a2a.dispatch.CapacityFilter;
@@ -51,6 +52,7 @@ public final class StepScheduler implements AutoCloseable {
     private final Thread thread;
     private final AtomicInteger queued = new AtomicInteger();
     private volatile boolean running = true;
+    private volatile boolean accepting = true;
     private long nextStepId;
 
     public StepScheduler(
@@ -84,11 +86,12 @@ public final class StepScheduler implements AutoCloseable {
     /**
      * Queues a job; its future completes with the answer or the step's failure.
      *
-     * @throws RejectedExecutionException when the queue is full or the scheduler is closed
+     * @throws RejectedExecutionException when the queue is full
+     * @throws A2aException when the server is shutting down
      */
     public void submit(ForwardJob job) {
-        if (!running) {
-            throw new RejectedExecutionException("scheduler closed");
+        if (!running || !accepting) {
+            throw new A2aException("server shutting down");
         }
         if (queued.incrementAndGet() > maxQueuedRequests) {
             queued.decrementAndGet();
@@ -104,8 +107,8 @@ public final class StepScheduler implements AutoCloseable {
      * plane. The returned future completes as the work's does.
      */
     public <T> CompletableFuture<T> runBetweenSteps(Supplier<CompletableFuture<T>> work) {
-        if (!running) {
-            throw new RejectedExecutionException("scheduler closed");
+        if (!running || !accepting) {
+            throw new A2aException("server shutting down");
         }
         CompletableFuture<T> result = new CompletableFuture<>();
         incoming.add(
@@ -439,6 +442,13 @@ public final class StepScheduler implements AutoCloseable {
                 combine);
     }
 
+    /**
+     * Refuses new requests (UNAVAILABLE) from now on; those already queued or in a step still run.
+     */
+    public void stopAccepting() {
+        accepting = false;
+    }
+
     @Override
     public void close() {
         running = false;
@@ -448,7 +458,7 @@ public final class StepScheduler implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        RejectedExecutionException closed = new RejectedExecutionException("server shutting down");
+        A2aException closed = new A2aException("server shutting down");
         for (Object work = incoming.poll(); work != null; work = incoming.poll()) {
             accept(work);
         }

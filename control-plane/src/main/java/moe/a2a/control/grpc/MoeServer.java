@@ -9,6 +9,7 @@ import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerInterceptor;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.Rebalancer;
@@ -161,6 +162,26 @@ public final class MoeServer implements AutoCloseable {
 
     public void awaitTermination() throws InterruptedException {
         server.awaitTermination();
+    }
+
+    /**
+     * Shuts down within {@code grace}: health turns NOT_SERVING and new requests get UNAVAILABLE at
+     * once while the port stays open (so that probes see it), queued and running requests finish
+     * during the first half, then the port closes and the rest of the grace lets calls still open
+     * end; whatever is left then gets UNAVAILABLE.
+     */
+    public void drain(Duration grace) {
+        setServing(false);
+        scheduler.stopAccepting();
+        long half = grace.toNanos() / 2;
+        try {
+            TimeUnit.NANOSECONDS.sleep(half);
+            server.shutdown();
+            server.awaitTermination(grace.toNanos() - half, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        close();
     }
 
     @Override
