@@ -28,8 +28,21 @@ import picocli.CommandLine.Command;
         })
 public final class Main {
 
+    /** Set once a command returned and the process exits with its status. */
+    private static volatile boolean exitingOnItsOwn;
+
     public static void main(String[] args) {
-        System.exit(commandLine().execute(args));
+        int status = commandLine().execute(args);
+        exitingOnItsOwn = true;
+        System.exit(status);
+    }
+
+    /**
+     * Whether the JVM is shutting down because a command returned (its exit status stands), rather
+     * than on a signal such as SIGTERM (a requested stop: shutdown hooks exit 0).
+     */
+    static boolean exitingOnItsOwn() {
+        return exitingOnItsOwn;
     }
 
     /** The CLI as {@link #main} runs it. */

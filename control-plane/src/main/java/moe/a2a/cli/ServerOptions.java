@@ -111,13 +111,16 @@ final class ServerOptions {
                 .addShutdownHook(
                         new Thread(
                                 () -> {
+                                    boolean signalled = !Main.exitingOnItsOwn();
                                     try {
                                         moe.get().drain(shutdownGrace);
                                         if (metrics != null) {
                                             metrics.close();
                                         }
                                     } finally {
-                                        Runtime.getRuntime().halt(0);
+                                        if (signalled) {
+                                            Runtime.getRuntime().halt(0);
+                                        }
                                     }
                                 },
                                 "moe-a2a-shutdown"));

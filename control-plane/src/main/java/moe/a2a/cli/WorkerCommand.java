@@ -181,10 +181,13 @@ final class WorkerCommand implements Callable<Integer> {
                     .addShutdownHook(
                             new Thread(
                                     () -> {
+                                        boolean signalled = !Main.exitingOnItsOwn();
                                         try {
                                             agent.close();
                                         } finally {
-                                            Runtime.getRuntime().halt(0);
+                                            if (signalled) {
+                                                Runtime.getRuntime().halt(0);
+                                            }
                                         }
                                     },
                                     "moe-a2a-shutdown"));
