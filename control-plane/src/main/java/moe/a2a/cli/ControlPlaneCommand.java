@@ -57,7 +57,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
             names = "--heartbeat-timeout",
             defaultValue = "PT3S",
             description =
-                    "A worker silent this long counts as lost, ISO-8601 (default: ${DEFAULT-VALUE}).")
+                    "A worker silent this long counts as lost (e.g. 2s, 500ms or ISO-8601; default: ${DEFAULT-VALUE}).")
     Duration heartbeatTimeout;
 
     @Override

@@ -38,7 +38,8 @@ final class HealthCommand implements Callable<Integer> {
     @Option(
             names = "--timeout",
             defaultValue = "PT3S",
-            description = "Deadline of the check, ISO-8601 (default: ${DEFAULT-VALUE}).")
+            description =
+                    "Deadline of the check (e.g. 2s, 500ms or ISO-8601; default: ${DEFAULT-VALUE}).")
     Duration timeout;
 
     @Override

@@ -3,6 +3,7 @@ package moe.a2a.cli;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Duration;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
 import picocli.CommandLine;
@@ -50,6 +51,7 @@ public final class Main {
         return new CommandLine(new Main())
                 .setCaseInsensitiveEnumValuesAllowed(true)
                 .registerConverter(Transport.class, text -> Transport.parse("transport", text))
+                .registerConverter(Duration.class, new Durations())
                 .setExecutionExceptionHandler(Main::reportFailure);
     }
 

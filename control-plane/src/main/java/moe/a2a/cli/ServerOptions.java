@@ -92,14 +92,14 @@ final class ServerOptions {
             names = "--shutdown-grace",
             defaultValue = "PT10S",
             description =
-                    "On SIGTERM: health NOT_SERVING and new requests UNAVAILABLE at once, queued and running requests finish, the port closes, and the process exits 0 within this time, ISO-8601 (default: ${DEFAULT-VALUE}).")
+                    "On SIGTERM: health NOT_SERVING and new requests UNAVAILABLE at once, queued and running requests finish, the port closes, and the process exits 0 within this time (e.g. 2s, 500ms or ISO-8601; default: ${DEFAULT-VALUE}).")
     Duration shutdownGrace;
 
     @Option(
             names = "--exchange-timeout",
             defaultValue = "PT10S",
             description =
-                    "How long a rank waits for its peers in one exchange, ISO-8601; it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
+                    "How long a rank waits for its peers in one exchange (e.g. 2s, 500ms or ISO-8601); it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
     Duration exchangeTimeout;
 
     /**
