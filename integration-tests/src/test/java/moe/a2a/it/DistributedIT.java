@@ -6,8 +6,12 @@ import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -81,6 +85,24 @@ class DistributedIT {
                     channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
 
+            // health Watch from the start: it must show the loss and the recovery below
+            ConcurrentLinkedQueue<ServingStatus> watched = new ConcurrentLinkedQueue<>();
+            HealthGrpc.newStub(channel)
+                    .watch(
+                            HealthCheckRequest.getDefaultInstance(),
+                            new StreamObserver<>() {
+                                @Override
+                                public void onNext(HealthCheckResponse value) {
+                                    watched.add(value.getStatus());
+                                }
+
+                                @Override
+                                public void onError(Throwable t) {}
+
+                                @Override
+                                public void onCompleted() {}
+                            });
+
             // 8 concurrent clients, every answer checked
             runClients(channel, 8, 4, 100);
 
@@ -128,6 +150,12 @@ class DistributedIT {
             CliProcess.awaitHealth(
                     channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             runClients(channel, 8, 2, 200);
+            assertThat(List.copyOf(watched))
+                    .as("health Watch across the lost and replaced worker")
+                    .containsSubsequence(
+                            ServingStatus.SERVING,
+                            ServingStatus.NOT_SERVING,
+                            ServingStatus.SERVING);
             System.out.printf(
                     Locale.ROOT,
                     "recovery: replacement worker started -> serving and answering in %d ms%n",
