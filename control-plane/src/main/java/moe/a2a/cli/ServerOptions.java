@@ -82,6 +82,13 @@ final class ServerOptions {
     int maxQueuedRequests;
 
     @Option(
+            names = "--max-queued-tokens",
+            defaultValue = "65536",
+            description =
+                    "Tokens of the waiting requests beyond which a new one gets RESOURCE_EXHAUSTED at once (default: ${DEFAULT-VALUE}).")
+    long maxQueuedTokens;
+
+    @Option(
             names = "--max-steps-in-flight",
             defaultValue = "2",
             description =
@@ -135,6 +142,7 @@ final class ServerOptions {
         return new MoeServer.Settings(
                 maxBatchTokens,
                 maxQueuedRequests,
+                maxQueuedTokens,
                 maxRequestBytes,
                 maxStepsInFlight,
                 rebalanceEvery,

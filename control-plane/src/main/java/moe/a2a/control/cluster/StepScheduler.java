@@ -15,6 +15,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import moe.a2a.comm.A2aException;
 import moe.a2a.control.metrics.StepListener;
@@ -39,6 +40,7 @@ public final class StepScheduler implements AutoCloseable {
     private final int maxBatchTokens;
     private final double capacityFactor;
     private final int maxQueuedRequests;
+    private final long maxQueuedTokens;
     private final StepListener listener;
     private final Rebalancer rebalancer;
 
@@ -51,6 +53,7 @@ public final class StepScheduler implements AutoCloseable {
     private final int maxStepsInFlight;
     private final Thread thread;
     private final AtomicInteger queued = new AtomicInteger();
+    private final AtomicLong queuedTokens = new AtomicLong();
     private volatile boolean running = true;
     private volatile boolean accepting = true;
     private long nextStepId;
@@ -59,6 +62,7 @@ public final class StepScheduler implements AutoCloseable {
             RankGroup cluster,
             int maxBatchTokens,
             int maxQueuedRequests,
+            long maxQueuedTokens,
             int maxStepsInFlight,
             double capacityFactor,
             StepListener listener,
@@ -74,6 +78,7 @@ public final class StepScheduler implements AutoCloseable {
         this.cluster = cluster;
         this.maxBatchTokens = maxBatchTokens;
         this.maxQueuedRequests = maxQueuedRequests;
+        this.maxQueuedTokens = maxQueuedTokens;
         this.maxStepsInFlight = maxStepsInFlight;
         this.capacityFactor = capacityFactor;
         this.listener = listener;
@@ -97,6 +102,16 @@ public final class StepScheduler implements AutoCloseable {
             queued.decrementAndGet();
             throw new RejectedExecutionException(
                     "request queue full: queued=" + maxQueuedRequests + " (retry later)");
+        }
+        if (queuedTokens.addAndGet(job.numTokens()) > maxQueuedTokens) {
+            queuedTokens.addAndGet(-job.numTokens());
+            queued.decrementAndGet();
+            throw new RejectedExecutionException(
+                    "request queue full: tokens="
+                            + maxQueuedTokens
+                            + " queued, this request's "
+                            + job.numTokens()
+                            + " do not fit (retry later)");
         }
         incoming.add(job);
     }
@@ -162,6 +177,7 @@ public final class StepScheduler implements AutoCloseable {
                     List<ForwardJob> batch = nextBatch();
                     if (!batch.isEmpty()) {
                         queued.addAndGet(-batch.size());
+                        queuedTokens.addAndGet(-tokensOf(batch));
                         inFlight.add(submit(batch));
                     }
                 } else {
@@ -228,6 +244,7 @@ public final class StepScheduler implements AutoCloseable {
             return false;
         }
         queued.decrementAndGet();
+        queuedTokens.addAndGet(-job.numTokens());
         job.result().completeExceptionally(why);
         listener.onAbandoned();
         return true;
@@ -440,6 +457,24 @@ public final class StepScheduler implements AutoCloseable {
                 dispatch,
                 expert,
                 combine);
+    }
+
+    /** Requests waiting for a step. Any thread. */
+    public int queuedRequests() {
+        return queued.get();
+    }
+
+    /** Tokens of the requests waiting for a step. Any thread. */
+    public long queuedTokens() {
+        return queuedTokens.get();
+    }
+
+    private static long tokensOf(List<ForwardJob> batch) {
+        long tokens = 0;
+        for (ForwardJob job : batch) {
+            tokens += job.numTokens();
+        }
+        return tokens;
     }
 
     /**

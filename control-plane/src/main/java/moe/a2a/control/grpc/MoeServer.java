@@ -6,6 +6,7 @@ import io.grpc.ServerBuilder;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerInterceptor;
 import java.io.IOException;
@@ -14,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.Rebalancer;
 import moe.a2a.control.cluster.StepScheduler;
+import moe.a2a.control.metrics.A2aMeters;
 import moe.a2a.control.metrics.ClusterMetrics;
 import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.experts.WeightSource;
@@ -31,6 +33,7 @@ public final class MoeServer implements AutoCloseable {
      *
      * @param maxBatchTokens most tokens batched into one step
      * @param maxQueuedRequests requests waiting beyond this are refused with RESOURCE_EXHAUSTED
+     * @param maxQueuedTokens tokens waiting beyond this are refused with RESOURCE_EXHAUSTED
      * @param maxRequestBytes larger gRPC messages are refused with RESOURCE_EXHAUSTED
      * @param maxStepsInFlight steps submitted to the ranks before the oldest is answered
      * @param rebalanceEvery steps of a layer between live rebalancing plans; 0 never rebalances
@@ -40,6 +43,7 @@ public final class MoeServer implements AutoCloseable {
     public record Settings(
             int maxBatchTokens,
             int maxQueuedRequests,
+            long maxQueuedTokens,
             int maxRequestBytes,
             int maxStepsInFlight,
             int rebalanceEvery,
@@ -54,6 +58,7 @@ public final class MoeServer implements AutoCloseable {
             positive("maxStepsInFlight", maxStepsInFlight);
             positive("maxBatchTokens", maxBatchTokens);
             positive("maxQueuedRequests", maxQueuedRequests);
+            positive("maxQueuedTokens", maxQueuedTokens);
             positive("maxRequestBytes", maxRequestBytes);
         }
 
@@ -109,10 +114,12 @@ public final class MoeServer implements AutoCloseable {
                         group,
                         settings.maxBatchTokens(),
                         settings.maxQueuedRequests(),
+                        settings.maxQueuedTokens(),
                         settings.maxStepsInFlight(),
                         settings.capacityFactor(),
                         metrics,
                         new Rebalancer(group, settings.rebalanceEvery(), metrics));
+        queueGauges(registry, scheduler);
         HealthStatusManager health = new HealthStatusManager();
         Server server;
         try {
@@ -142,6 +149,23 @@ public final class MoeServer implements AutoCloseable {
         MoeServer moe = new MoeServer(group, scheduler, health, server);
         moe.setServing(serving);
         return moe;
+    }
+
+    /** The admission queue's depth, in requests and in tokens (read when scraped). */
+    private static void queueGauges(MeterRegistry registry, StepScheduler scheduler) {
+        Gauge.builder(
+                        A2aMeters.QUEUE_REQUESTS.meterName(),
+                        scheduler,
+                        StepScheduler::queuedRequests)
+                .strongReference(true)
+                .baseUnit(A2aMeters.QUEUE_REQUESTS.baseUnit())
+                .description(A2aMeters.QUEUE_REQUESTS.description())
+                .register(registry);
+        Gauge.builder(A2aMeters.QUEUE_TOKENS.meterName(), scheduler, StepScheduler::queuedTokens)
+                .strongReference(true)
+                .baseUnit(A2aMeters.QUEUE_TOKENS.baseUnit())
+                .description(A2aMeters.QUEUE_TOKENS.description())
+                .register(registry);
     }
 
     /** SERVING or NOT_SERVING, for the whole server and for MoeService. */

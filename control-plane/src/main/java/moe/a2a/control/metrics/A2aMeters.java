@@ -70,6 +70,13 @@ public enum A2aMeters {
             "moe.a2a.failed.step",
             "tokens",
             "Tokens whose step failed and were answered with an error"),
+    /** Requests waiting in the admission queue. */
+    QUEUE_REQUESTS("moe.a2a.queue", "requests", "Requests waiting in the admission queue"),
+    /** Tokens of the requests waiting in the admission queue. */
+    QUEUE_TOKENS(
+            "moe.a2a.queue.tokens",
+            "tokens",
+            "Tokens of the requests waiting in the admission queue"),
     /** Queued requests dropped before a step: deadline passed or caller cancelled. */
     ABANDONED(
             "moe.a2a.abandoned",

@@ -52,7 +52,8 @@ class AbandonedRequestsTest {
     final EmbeddedCluster cluster =
             new EmbeddedCluster(model, weights, 4, TimeUnit.SECONDS.toNanos(10));
     final StepScheduler scheduler =
-            new StepScheduler(cluster, 64, 16, 1, 0, metrics, new Rebalancer(cluster, 0, metrics));
+            new StepScheduler(
+                    cluster, 64, 16, 1 << 20, 1, 0, metrics, new Rebalancer(cluster, 0, metrics));
     final MoeGrpcService service =
             new MoeGrpcService(model, weights, cluster.placements(), scheduler, Transport.LOCAL, 0);
     final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();

@@ -50,7 +50,7 @@ class BenchGrpcServiceTest {
                         InProcessServerBuilder.forName(name),
                         cluster,
                         weights,
-                        new MoeServer.Settings(64, 64, 1 << 20, 2, 0, 0),
+                        new MoeServer.Settings(64, 64, 1 << 20, 1 << 20, 2, 0, 0),
                         new SimpleMeterRegistry(),
                         true);
         channel = InProcessChannelBuilder.forName(name).build();

@@ -55,7 +55,7 @@ class CapacityFactorTest {
                                 Placement.contiguous(E, N),
                                 TimeUnit.SECONDS.toNanos(10)),
                         weights,
-                        new MoeServer.Settings(256, 64, 1 << 20, 2, 0, CF));
+                        new MoeServer.Settings(256, 64, 1 << 20, 1 << 20, 2, 0, CF));
         stub = fixture.stub;
         registry = fixture.registry;
     }

@@ -55,7 +55,7 @@ class HfCheckpointServingTest {
                                         FirstPlacement.decide(E, 4, 4),
                                         TimeUnit.SECONDS.toNanos(10)),
                                 weights,
-                                new MoeServer.Settings(256, 64, 1 << 20, 2, 0, 0))) {
+                                new MoeServer.Settings(256, 64, 1 << 20, 1 << 20, 2, 0, 0))) {
             ModelInfo info = fixture.stub.describeModel(DescribeModelRequest.getDefaultInstance());
             assertThat(info.getArchitecture()).isEqualTo("DeepseekV3ForCausalLM");
             assertThat(info.getGate())

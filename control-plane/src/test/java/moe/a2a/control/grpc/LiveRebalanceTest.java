@@ -56,7 +56,7 @@ class LiveRebalanceTest {
                                 FirstPlacement.decide(E, N, REDUNDANT),
                                 TimeUnit.SECONDS.toNanos(10)),
                         weights,
-                        new MoeServer.Settings(256, 64, 1 << 20, 2, EVERY, 0));
+                        new MoeServer.Settings(256, 64, 1 << 20, 1 << 20, 2, EVERY, 0));
         stub = fixture.stub;
         registry = fixture.registry;
     }

@@ -580,7 +580,7 @@ class MoeGrpcServiceTest {
     }
 
     private static MoeServer.Settings settings() {
-        return new MoeServer.Settings(64, 256, MAX_REQUEST_BYTES, 2, 0, 0);
+        return new MoeServer.Settings(64, 256, 1 << 20, MAX_REQUEST_BYTES, 2, 0, 0);
     }
 
     private EmbeddedCluster cluster() {

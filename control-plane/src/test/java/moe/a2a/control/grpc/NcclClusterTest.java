@@ -102,7 +102,7 @@ class NcclClusterTest {
                         InProcessServerBuilder.forName(name),
                         cluster,
                         weights,
-                        new MoeServer.Settings(8192, 64, 1 << 20, 2, 0, 0),
+                        new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
                         new SimpleMeterRegistry(),
                         true,
                         new ClusterGrpcService(cluster))) {
