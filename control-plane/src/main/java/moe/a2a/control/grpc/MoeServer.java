@@ -6,7 +6,6 @@ import io.grpc.ServerBuilder;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerInterceptor;
 import java.io.IOException;
@@ -15,8 +14,8 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.Rebalancer;
 import moe.a2a.control.cluster.StepScheduler;
-import moe.a2a.control.metrics.A2aMeters;
 import moe.a2a.control.metrics.ClusterMetrics;
+import moe.a2a.control.metrics.QueueMetrics;
 import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.MoeServiceGrpc;
@@ -119,7 +118,7 @@ public final class MoeServer implements AutoCloseable {
                         settings.capacityFactor(),
                         metrics,
                         new Rebalancer(group, settings.rebalanceEvery(), metrics));
-        queueGauges(registry, scheduler);
+        new QueueMetrics(scheduler::queuedRequests, scheduler::queuedTokens).bindTo(registry);
         HealthStatusManager health = new HealthStatusManager();
         Server server;
         try {
@@ -149,23 +148,6 @@ public final class MoeServer implements AutoCloseable {
         MoeServer moe = new MoeServer(group, scheduler, health, server);
         moe.setServing(serving);
         return moe;
-    }
-
-    /** The admission queue's depth, in requests and in tokens (read when scraped). */
-    private static void queueGauges(MeterRegistry registry, StepScheduler scheduler) {
-        Gauge.builder(
-                        A2aMeters.QUEUE_REQUESTS.meterName(),
-                        scheduler,
-                        StepScheduler::queuedRequests)
-                .strongReference(true)
-                .baseUnit(A2aMeters.QUEUE_REQUESTS.baseUnit())
-                .description(A2aMeters.QUEUE_REQUESTS.description())
-                .register(registry);
-        Gauge.builder(A2aMeters.QUEUE_TOKENS.meterName(), scheduler, StepScheduler::queuedTokens)
-                .strongReference(true)
-                .baseUnit(A2aMeters.QUEUE_TOKENS.baseUnit())
-                .description(A2aMeters.QUEUE_TOKENS.description())
-                .register(registry);
     }
 
     /** SERVING or NOT_SERVING, for the whole server and for MoeService. */

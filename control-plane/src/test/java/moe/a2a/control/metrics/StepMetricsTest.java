@@ -20,6 +20,7 @@ class StepMetricsTest {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         StepMetrics metrics = new StepMetrics(registry, new int[] {0, 1}, 4, 2, Transport.LOCAL);
         new ClusterMetrics(4, () -> 3, () -> 1, () -> 2, () -> 1).bindTo(registry);
+        new QueueMetrics(() -> 5, () -> 321).bindTo(registry);
         // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1
         // -> 5 / 3
         long[][] sent = {{0, 700}, {300, 0}};
@@ -98,6 +99,8 @@ class StepMetricsTest {
                 .contains("moe_a2a_cluster_joined_ranks 3.0")
                 .contains("moe_a2a_cluster_healthy_ranks 1.0")
                 .contains("moe_a2a_cluster_degraded_ranks 1.0")
+                .contains("moe_a2a_queue_requests 5.0")
+                .contains("moe_a2a_queue_tokens 321.0")
                 .contains("moe_a2a_communicator_rebuilds_total 2.0");
         // every documented meter is registered, under its documented name
         for (A2aMeters meter : A2aMeters.values()) {
