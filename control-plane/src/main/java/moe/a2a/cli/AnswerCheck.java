@@ -75,11 +75,11 @@ final class AnswerCheck {
         if (capacityFactor == 0 || numTokens == 0) {
             return;
         }
-        long total = (long) Math.ceil(capacityFactor * numTokens * topK / experts - 1e-9);
+        long total = CapacityFilter.stepCapacity(capacityFactor, numTokens, topK, experts);
         for (int r = 0; r < worldSize; r++) {
             int from = (int) ((long) r * numTokens / worldSize);
             int to = (int) ((long) (r + 1) * numTokens / worldSize);
-            int share = (int) (total * to / numTokens - total * from / numTokens);
+            int share = CapacityFilter.share(total, from, to, numTokens);
             int[] rankIds = Arrays.copyOfRange(ids, from * topK, to * topK);
             float[] rankWeights = Arrays.copyOfRange(weights, from * topK, to * topK);
             int[] kept = capacity.apply(rankIds, rankWeights, to - from, topK, share);

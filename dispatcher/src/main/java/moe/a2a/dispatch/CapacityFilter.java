@@ -65,6 +65,29 @@ public final class CapacityFilter {
         return kept;
     }
 
+    /**
+     * Each expert's capacity in a step of {@code tokens} tokens: {@code ceil(factor · T · K / E)}
+     * pairs, or {@link #UNLIMITED} when {@code factor} is 0 (dropless).
+     */
+    public static long stepCapacity(double factor, long tokens, int topK, int experts) {
+        if (factor == 0) {
+            return UNLIMITED;
+        }
+        // the epsilon keeps a product that is whole in exact arithmetic from rounding up
+        return (long) Math.ceil(factor * tokens * topK / experts - 1e-9);
+    }
+
+    /**
+     * The share of {@code capacity} for the step's tokens {@code [from, to)} of {@code tokens}: in
+     * proportion to them, so that consecutive shares add up to {@code capacity} exactly.
+     */
+    public static int share(long capacity, long from, long to, long tokens) {
+        if (capacity == UNLIMITED) {
+            return UNLIMITED;
+        }
+        return tokens == 0 ? 0 : (int) (capacity * to / tokens - capacity * from / tokens);
+    }
+
     /** Pairs dropped per logical expert by the last {@link #apply} (a copy). */
     public long[] droppedPerExpert() {
         return dropped.clone();

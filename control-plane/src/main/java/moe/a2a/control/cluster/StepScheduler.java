@@ -6,7 +6,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -302,25 +301,12 @@ public final class StepScheduler implements AutoCloseable {
      */
     private int[] capacities(int[] rankStart, int total) {
         int n = rankStart.length - 1;
-        int[] out = new int[n];
-        if (capacityFactor == 0) {
-            Arrays.fill(out, CapacityFilter.UNLIMITED);
-            return out;
-        }
-        if (total == 0) {
-            return out;
-        }
-        // the epsilon keeps a product that is whole in exact arithmetic from rounding up
         long capacity =
-                (long)
-                        Math.ceil(
-                                capacityFactor
-                                                * total
-                                                * cluster.model().topK()
-                                                / cluster.model().experts()
-                                        - 1e-9);
+                CapacityFilter.stepCapacity(
+                        capacityFactor, total, cluster.model().topK(), cluster.model().experts());
+        int[] out = new int[n];
         for (int r = 0; r < n; r++) {
-            out[r] = (int) (capacity * rankStart[r + 1] / total - capacity * rankStart[r] / total);
+            out[r] = CapacityFilter.share(capacity, rankStart[r], rankStart[r + 1], total);
         }
         return out;
     }

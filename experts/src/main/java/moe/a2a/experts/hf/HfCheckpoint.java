@@ -45,17 +45,17 @@ public final class HfCheckpoint implements WeightSource, AutoCloseable {
     private final List<SafetensorsFile> files;
     private final String format;
 
+    /** Checks every tensor the model needs as it is built. */
     private HfCheckpoint(
             Path dir,
             HfConfig config,
             Map<String, SafetensorsFile> fileOf,
-            List<SafetensorsFile> files,
-            String format) {
+            List<SafetensorsFile> files) {
         this.dir = dir;
         this.config = config;
         this.fileOf = fileOf;
         this.files = files;
-        this.format = format;
+        this.format = check();
     }
 
     /**
@@ -72,9 +72,7 @@ public final class HfCheckpoint implements WeightSource, AutoCloseable {
         List<SafetensorsFile> files = new ArrayList<>();
         try {
             Map<String, SafetensorsFile> fileOf = tensorFiles(dir, files);
-            HfCheckpoint checkpoint = new HfCheckpoint(dir, config, fileOf, files, "unchecked");
-            String format = checkpoint.check();
-            return new HfCheckpoint(dir, config, fileOf, files, format);
+            return new HfCheckpoint(dir, config, fileOf, files);
         } catch (RuntimeException e) {
             files.forEach(SafetensorsFile::close);
             throw e;
