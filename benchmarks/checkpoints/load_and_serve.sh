@@ -13,14 +13,14 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-bin/moe-a2a control-plane --model "$model" --world-size 4 --port $port --metrics-port 0 \
+bin/moe-a2a control-plane --model "$model" --world-size 4 --port $port --cluster-port $((port + 10)) --metrics-port 0 \
   >"$out/control-plane.log" 2>&1 &
 pids+=($!)
 cp_pid=$!
 until grep -q "serving on port" "$out/control-plane.log"; do sleep 0.5; done
 start=$(date +%s%N)
 for r in 0 1 2 3; do
-  bin/moe-a2a worker --control-plane 127.0.0.1:$port --metrics-port 0 --transport tcp --rank $r \
+  bin/moe-a2a worker --control-plane 127.0.0.1:$((port + 10)) --metrics-port 0 --transport tcp --rank $r \
     >"$out/worker-$r.log" 2>&1 &
   pids+=($!)
   worker_pids[$r]=$!

@@ -5,7 +5,8 @@
 #   deploy/local/start-cluster.sh stop          # same as deploy/local/stop-cluster.sh
 #
 #   WORKERS       world size: one worker process per rank                   (default 4)
-#   GRPC_PORT     the control plane's gRPC port, what clients call            (default 50051)
+#   GRPC_PORT     the control plane's gRPC port, what clients call; workers
+#                 join its cluster port, GRPC_PORT+10                         (default 50051)
 #   METRICS_PORT  the control plane's /metrics; worker i serves /metrics on
 #                 METRICS_PORT+1+i                                            (default 9464)
 #   DATA_PORT     worker i listens for its peers on DATA_PORT+i               (default 50100)
@@ -76,7 +77,8 @@ done
 
 # Fail before starting anything when a port is taken.
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-ports=("$grpc_port" "$metrics_port")
+cluster_port=$((grpc_port + 10))
+ports=("$grpc_port" "$cluster_port" "$metrics_port")
 for ((i = 0; i < workers; i++)); do
   ports+=("$((metrics_port + 1 + i))" "$((data_port + i))")
 done
@@ -96,10 +98,10 @@ start() {
   echo $! >"$run_dir/$name.pid"
 }
 
-start control-plane control-plane --host 127.0.0.1 --port "$grpc_port" --metrics-port "$metrics_port" \
-  --world-size "$workers" ${extra[@]+"${extra[@]}"}
+start control-plane control-plane --host 127.0.0.1 --port "$grpc_port" --cluster-port "$cluster_port" \
+  --metrics-port "$metrics_port" --world-size "$workers" ${extra[@]+"${extra[@]}"}
 for ((i = 0; i < workers; i++)); do
-  start "worker-$i" worker --control-plane "127.0.0.1:$grpc_port" --rank "$i" --worker-id "local-$i" \
+  start "worker-$i" worker --control-plane "127.0.0.1:$cluster_port" --rank "$i" --worker-id "local-$i" \
     --transport tcp --data-host 127.0.0.1 --data-port "$((data_port + i))" --metrics-port "$((metrics_port + 1 + i))"
 done
 
@@ -129,7 +131,7 @@ echo
 echo "moe-a2a local cluster: $workers workers, SERVING on 127.0.0.1:$grpc_port"
 printf '  %-14s %-8s %s\n' process PID ports
 printf '  %-14s %-8s %s\n' control-plane "$(cat "$run_dir/control-plane.pid")" \
-  "grpc $grpc_port, metrics $metrics_port"
+  "grpc $grpc_port, cluster $cluster_port, metrics $metrics_port"
 for ((i = 0; i < workers; i++)); do
   printf '  %-14s %-8s %s\n' "worker-$i" "$(cat "$run_dir/worker-$i.pid")" \
     "rank $i, data $((data_port + i)), metrics $((metrics_port + 1 + i))"

@@ -26,6 +26,7 @@ import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.RowKernels;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -118,6 +119,8 @@ final class BenchCommand implements Callable<Integer> {
                     "Run on a live server's ranks through BenchService instead of on local or tcp ranks started here.")
     String target;
 
+    @Mixin ChannelOptions connection;
+
     @Option(
             names = "--plots",
             paramLabel = "DIR",
@@ -148,7 +151,13 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (target != null) {
             return RemoteBench.run(
-                    target, workload, scope, Math.max(0, iters), Math.max(0, warmup), json);
+                    connection,
+                    target,
+                    workload,
+                    scope,
+                    Math.max(0, iters),
+                    Math.max(0, warmup),
+                    json);
         }
         if (redundantExperts != 0 && (target != null || scope == BenchScope.TRANSPORT)) {
             throw new IllegalArgumentException(

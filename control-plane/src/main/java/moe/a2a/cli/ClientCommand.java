@@ -2,7 +2,6 @@ package moe.a2a.cli;
 
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.NettyChannelBuilder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,6 +27,7 @@ import moe.a2a.v1.MoeServiceGrpc;
 import org.HdrHistogram.ConcurrentHistogram;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -119,13 +119,11 @@ final class ClientCommand implements Callable<Integer> {
                     "Write one CSV row per request: request, start_unix_ms, latency_ms, placement_version, status.")
     Path latencyLog;
 
+    @Mixin ChannelOptions connection;
+
     @Override
     public Integer call() throws Exception {
-        ManagedChannel channel =
-                NettyChannelBuilder.forTarget(target)
-                        .usePlaintext()
-                        .maxInboundMessageSize(Integer.MAX_VALUE)
-                        .build();
+        ManagedChannel channel = connection.open(target);
         try {
             MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
             ModelInfo model = stub.describeModel(DescribeModelRequest.getDefaultInstance());

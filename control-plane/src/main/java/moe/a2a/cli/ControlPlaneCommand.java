@@ -1,7 +1,8 @@
 package moe.a2a.cli;
 
+import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.net.InetSocketAddress;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.concurrent.Callable;
@@ -9,8 +10,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.RemoteCluster;
-import moe.a2a.control.grpc.ClusterGrpcService;
-import moe.a2a.control.grpc.GrpcLimits;
+import moe.a2a.control.grpc.ClusterServer;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.dispatch.DispatchDType;
@@ -60,6 +60,13 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     "A worker silent this long counts as lost (e.g. 2s, 500ms or ISO-8601; default: ${DEFAULT-VALUE}).")
     Duration heartbeatTimeout;
 
+    @Option(
+            names = "--cluster-port",
+            defaultValue = "50061",
+            description =
+                    "Port of the cluster service that workers join (their --control-plane), apart from the client port; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+    int clusterPort;
+
     @Override
     public Integer call() throws Exception {
         if (!RemoteCluster.TRANSPORTS.contains(transport)) {
@@ -70,6 +77,8 @@ final class ControlPlaneCommand implements Callable<Integer> {
                             + Transport.labels(RemoteCluster.TRANSPORTS.toArray(Transport[]::new))
                             + "; serve runs the local transport)");
         }
+        NettyServerBuilder clientPort = server.clientPort();
+        NettyServerBuilder workerPort = server.clusterPort(clusterPort);
         WeightSource weights = model.open();
         ModelConfig config = model.config(weights);
         if (transport == Transport.NCCL && config.dispatchDType() != DispatchDType.BF16) {
@@ -131,19 +140,27 @@ final class ControlPlaneCommand implements Callable<Integer> {
                         server.exchangeTimeout.toNanos(),
                         heartbeatTimeout.toNanos(),
                         health);
-        moe.set(
-                MoeServer.start(
-                        GrpcLimits.netty(new InetSocketAddress(server.host, server.port)),
-                        cluster,
-                        weights,
-                        server.settings(),
-                        registry,
-                        false,
-                        new ClusterGrpcService(cluster)));
-        server.drainOnSigterm(moe::get, metrics);
+        ClusterServer workers;
+        try {
+            workers = ClusterServer.start(workerPort, cluster);
+        } catch (IOException | RuntimeException e) {
+            cluster.close();
+            throw e;
+        }
+        try {
+            moe.set(
+                    MoeServer.start(
+                            clientPort, cluster, weights, server.settings(), registry, false));
+        } catch (IOException | RuntimeException e) {
+            workers.close();
+            throw e;
+        }
+        server.drainOnSigterm(moe::get, metrics, workers);
         LOG.info(
-                "serving on port {} (waiting for {} workers){}",
+                "serving on port {}, cluster port {} ({}; waiting for {} workers){}",
                 moe.get().port(),
+                workers.port(),
+                server.securityDescription(),
                 server.worldSize,
                 metrics != null
                         ? ", metrics on http://" + server.host + ":" + metrics.port() + "/metrics"

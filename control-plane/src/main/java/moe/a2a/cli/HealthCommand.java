@@ -5,11 +5,11 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
-import io.grpc.netty.NettyChannelBuilder;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -42,9 +42,11 @@ final class HealthCommand implements Callable<Integer> {
                     "Deadline of the check (e.g. 2s, 500ms or ISO-8601; default: ${DEFAULT-VALUE}).")
     Duration timeout;
 
+    @Mixin ChannelOptions connection;
+
     @Override
     public Integer call() throws InterruptedException {
-        ManagedChannel channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
+        ManagedChannel channel = connection.open(target);
         try {
             HealthCheckResponse response =
                     HealthGrpc.newBlockingStub(channel)

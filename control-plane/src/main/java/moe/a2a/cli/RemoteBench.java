@@ -1,7 +1,6 @@
 package moe.a2a.cli;
 
 import io.grpc.ManagedChannel;
-import io.grpc.netty.NettyChannelBuilder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -20,9 +19,15 @@ final class RemoteBench {
     private RemoteBench() {}
 
     static int run(
-            String target, String workload, BenchScope scope, int iters, int warmup, Path json)
+            ChannelOptions connection,
+            String target,
+            String workload,
+            BenchScope scope,
+            int iters,
+            int warmup,
+            Path json)
             throws Exception {
-        ManagedChannel channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
+        ManagedChannel channel = connection.open(target);
         try {
             BenchRequest.Builder request =
                     BenchRequest.newBuilder()

@@ -1,10 +1,9 @@
 package moe.a2a.cli;
 
+import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.net.InetSocketAddress;
 import java.util.concurrent.Callable;
 import moe.a2a.control.cluster.EmbeddedCluster;
-import moe.a2a.control.grpc.GrpcLimits;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.experts.ModelConfig;
@@ -30,6 +29,7 @@ final class ServeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         long started = System.nanoTime();
+        NettyServerBuilder clientPort = server.clientPort();
         WeightSource weights = model.open();
         ModelConfig config = model.config(weights);
         LOG.info(
@@ -53,17 +53,12 @@ final class ServeCommand implements Callable<Integer> {
                         server.placement(config.experts()),
                         server.exchangeTimeout.toNanos());
         MoeServer moe =
-                MoeServer.start(
-                        GrpcLimits.netty(new InetSocketAddress(server.host, server.port)),
-                        cluster,
-                        weights,
-                        server.settings(),
-                        registry,
-                        true);
+                MoeServer.start(clientPort, cluster, weights, server.settings(), registry, true);
         server.drainOnSigterm(() -> moe, metrics);
         LOG.info(
-                "serving on port {} ({} ranks ready in {} ms){}",
+                "serving on port {} ({}; {} ranks ready in {} ms){}",
                 moe.port(),
+                server.securityDescription(),
                 server.worldSize,
                 (System.nanoTime() - started) / 1_000_000,
                 metrics != null

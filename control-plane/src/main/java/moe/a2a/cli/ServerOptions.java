@@ -1,25 +1,72 @@
 package moe.a2a.cli;
 
+import io.grpc.InsecureServerCredentials;
+import io.grpc.ServerCredentials;
+import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.function.Supplier;
 import moe.a2a.control.cluster.FirstPlacement;
+import moe.a2a.control.grpc.GrpcLimits;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
 import moe.a2a.control.metrics.ProcessMetrics;
+import moe.a2a.control.security.BearerAuth;
+import moe.a2a.control.security.Role;
+import moe.a2a.control.security.TlsFiles;
+import moe.a2a.control.security.TokenFile;
 import moe.a2a.dispatch.Placement;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Option;
 
 /** The flags shared by the server commands ({@code serve}, {@code control-plane}). */
 final class ServerOptions {
     @Option(
             names = "--host",
-            defaultValue = "0.0.0.0",
-            description = "Address to bind gRPC and metrics to (default: ${DEFAULT-VALUE}).")
+            defaultValue = "127.0.0.1",
+            description =
+                    "Address to bind gRPC and metrics to; other than loopback, the gRPC ports need --tls-cert or --plaintext (default: ${DEFAULT-VALUE}).")
     String host;
+
+    @Option(
+            names = "--plaintext",
+            description =
+                    "Serve gRPC unencrypted on a non-loopback --host (on loopback it is the default without --tls-cert).")
+    boolean plaintext;
+
+    @Option(
+            names = "--tls-cert",
+            paramLabel = "FILE",
+            description =
+                    "PEM certificate chain the gRPC ports present (TLS); read again every 30 s, so a renewed file is used without a restart.")
+    Path tlsCert;
+
+    @Option(
+            names = "--tls-key",
+            paramLabel = "FILE",
+            description = "PKCS#8 PEM private key of --tls-cert.")
+    Path tlsKey;
+
+    @Option(
+            names = "--tls-ca",
+            paramLabel = "FILE",
+            description =
+                    "PEM certificate authority whose certificates workers must present on the cluster port (mutual TLS); required with --tls-cert on control-plane.")
+    Path tlsCa;
+
+    @Option(
+            names = "--auth-token-file",
+            paramLabel = "FILE",
+            description =
+                    "Bearer tokens, one \"ROLE TOKEN\" per line (ROLE client or worker, # comments); every call but health must carry one of its port's role. Read again when the file changes.")
+    Path authTokenFile;
 
     @Option(
             names = "--port",
@@ -109,11 +156,15 @@ final class ServerOptions {
                     "How long a rank waits for its peers in one exchange (e.g. 2s, 500ms or ISO-8601); it must cover the slowest rank's expert compute (default: ${DEFAULT-VALUE}).")
     Duration exchangeTimeout;
 
+    private TlsFiles tls;
+    private TokenFile tokens;
+
     /**
-     * On SIGTERM, drains {@code moe} within {@code --shutdown-grace}, closes {@code metrics} and
-     * exits 0: a requested stop is not a failure.
+     * On SIGTERM, drains {@code moe} within {@code --shutdown-grace}, then closes {@code alsoClose}
+     * (the cluster port) and {@code metrics}, and exits 0: a requested stop is not a failure.
      */
-    void drainOnSigterm(Supplier<MoeServer> moe, MetricsEndpoint metrics) {
+    void drainOnSigterm(
+            Supplier<MoeServer> moe, MetricsEndpoint metrics, AutoCloseable... alsoClose) {
         Runtime.getRuntime()
                 .addShutdownHook(
                         new Thread(
@@ -121,6 +172,9 @@ final class ServerOptions {
                                     boolean signalled = !Main.exitingOnItsOwn();
                                     try {
                                         moe.get().drain(shutdownGrace);
+                                        for (AutoCloseable c : alsoClose) {
+                                            closeQuietly(c);
+                                        }
                                         if (metrics != null) {
                                             metrics.close();
                                         }
@@ -131,6 +185,14 @@ final class ServerOptions {
                                     }
                                 },
                                 "moe-a2a-shutdown"));
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        try {
+            c.close();
+        } catch (Exception e) {
+            LoggerFactory.getLogger(ServerOptions.class).warn("while stopping: {}", e.toString());
+        }
     }
 
     /** The coordinator's first placement of {@code experts} over the world size. */
@@ -147,6 +209,87 @@ final class ServerOptions {
                 maxStepsInFlight,
                 rebalanceEvery,
                 capacityFactor);
+    }
+
+    /**
+     * A Netty server builder for the client port: TLS with --tls-cert, client tokens with
+     * --auth-token-file, the limits of {@link GrpcLimits}.
+     */
+    NettyServerBuilder clientPort() {
+        NettyServerBuilder b = GrpcLimits.netty(address(port), credentials(false));
+        if (authTokenFile != null) {
+            b.intercept(new BearerAuth(tokens(), Role.CLIENT, "the client port"));
+        }
+        return b;
+    }
+
+    /**
+     * A Netty server builder for the cluster port: mutual TLS with --tls-cert and --tls-ca, worker
+     * tokens with --auth-token-file, the limits of {@link GrpcLimits}.
+     */
+    NettyServerBuilder clusterPort(int clusterPort) {
+        NettyServerBuilder b = GrpcLimits.netty(address(clusterPort), credentials(true));
+        if (authTokenFile != null) {
+            b.intercept(new BearerAuth(tokens(), Role.WORKER, "the cluster port"));
+        }
+        return b;
+    }
+
+    /** What the log says about the ports' security. */
+    String securityDescription() {
+        return (tlsCert != null
+                        ? "tls" + (tlsCa != null ? " (workers: mutual tls)" : "")
+                        : "plaintext")
+                + (authTokenFile != null ? ", bearer tokens" : ", no tokens");
+    }
+
+    private InetSocketAddress address(int p) {
+        return new InetSocketAddress(host, p);
+    }
+
+    private ServerCredentials credentials(boolean mutual) {
+        if (tlsCert == null && tlsKey == null) {
+            if (!plaintext && !loopback()) {
+                throw new IllegalArgumentException(
+                        "--host "
+                                + host
+                                + ": not a loopback address, and no --tls-cert (expected: --tls-cert"
+                                + " and --tls-key, or --plaintext to serve unencrypted)");
+            }
+            return InsecureServerCredentials.create();
+        }
+        if (plaintext) {
+            throw new IllegalArgumentException(
+                    "--plaintext: given with --tls-cert (expected: one or the other)");
+        }
+        if (mutual && tlsCa == null) {
+            throw new IllegalArgumentException(
+                    "--tls-ca: missing (expected: the authority of the workers' certificates, for"
+                            + " mutual TLS on the cluster port)");
+        }
+        return tls().server(mutual);
+    }
+
+    private synchronized TlsFiles tls() {
+        if (tls == null) {
+            tls = TlsFiles.load(tlsCert, tlsKey, tlsCa, TlsFiles.RELOAD_EVERY);
+        }
+        return tls;
+    }
+
+    private synchronized TokenFile tokens() {
+        if (tokens == null) {
+            tokens = TokenFile.open(authTokenFile);
+        }
+        return tokens;
+    }
+
+    private boolean loopback() {
+        try {
+            return InetAddress.getByName(host).isLoopbackAddress();
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("--host " + host + ": unknown host", e);
+        }
     }
 
     /** A Prometheus registry with the process binders, tagged with the process's role. */

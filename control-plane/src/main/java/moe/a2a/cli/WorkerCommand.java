@@ -1,7 +1,6 @@
 package moe.a2a.cli;
 
 import io.grpc.ManagedChannel;
-import io.grpc.netty.NettyChannelBuilder;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -10,8 +9,10 @@ import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.tcp.DataPlaneTls;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.control.metrics.MetricsEndpoint;
+import moe.a2a.control.security.TlsFiles;
 import moe.a2a.gpu.GpuProbe;
 import moe.a2a.kernels.RowKernels;
 import moe.a2a.worker.DataPlane;
@@ -98,6 +99,26 @@ final class WorkerCommand implements Callable<Integer> {
 
     @Mixin GpuOptions gpu;
 
+    @Mixin ChannelOptions connection;
+
+    /**
+     * Mutual TLS between workers when the worker has TLS: the certificate it presents to the
+     * cluster port, and the cluster's authority.
+     */
+    private DataPlaneTls dataPlaneTls() {
+        TlsFiles files = connection.tlsFiles();
+        if (files == null) {
+            return null;
+        }
+        if (!files.hasCertificate() || !files.hasAuthority()) {
+            throw new IllegalArgumentException(
+                    (files.hasCertificate() ? "--tls-ca" : "--tls-cert")
+                            + ": missing (expected: --tls-cert, --tls-key and --tls-ca together: a"
+                            + " worker presents its certificate to the cluster port and to its peers)");
+        }
+        return files.dataPlane();
+    }
+
     @Override
     public Integer call() throws Exception {
         // null: auto
@@ -110,6 +131,7 @@ final class WorkerCommand implements Callable<Integer> {
                     "--transport: local (expected: auto, tcp or nccl; serve runs the local"
                             + " transport)");
         }
+        DataPlaneTls dataTls = dataPlaneTls();
         List<Transport> offered = new ArrayList<>();
         String probeLine = "";
         if (transport != Transport.TCP) {
@@ -154,16 +176,12 @@ final class WorkerCommand implements Callable<Integer> {
                     RowKernels.implementation());
             List<DataPlane> planes = new ArrayList<>();
             if (offered.contains(Transport.TCP)) {
-                planes.add(new TcpDataPlane(tcp, dataHost, dataPort));
+                planes.add(new TcpDataPlane(tcp, dataHost, dataPort, dataTls));
             }
             if (offered.contains(Transport.NCCL)) {
                 planes.add(NcclDataPlane.onDevice(device));
             }
-            ManagedChannel channel =
-                    NettyChannelBuilder.forTarget(controlPlane)
-                            .usePlaintext()
-                            .maxInboundMessageSize(Integer.MAX_VALUE)
-                            .build();
+            ManagedChannel channel = connection.open(controlPlane);
             WorkerAgent agent =
                     new WorkerAgent(
                             channel,

@@ -7,6 +7,7 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.tcp.DataPlaneTls;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
@@ -27,15 +28,19 @@ public final class TcpDataPlane implements DataPlane {
     private final TcpTransport transport;
     private final String dataHost;
     private final int dataPort;
+    private final @Nullable DataPlaneTls tls;
     private @Nullable TcpCommunicator bound;
 
     /**
      * @param dataPort port to listen on; 0 picks a free one per epoch
+     * @param tls mutual TLS between the workers, or null for plaintext
      */
-    public TcpDataPlane(TcpTransport transport, String dataHost, int dataPort) {
+    public TcpDataPlane(
+            TcpTransport transport, String dataHost, int dataPort, @Nullable DataPlaneTls tls) {
         this.transport = transport;
         this.dataHost = dataHost;
         this.dataPort = dataPort;
+        this.tls = tls;
     }
 
     @Override
@@ -53,7 +58,8 @@ public final class TcpDataPlane implements DataPlane {
                         prepare.getGroupId(),
                         new InetSocketAddress(dataPort),
                         TimeUnit.MILLISECONDS.toNanos(prepare.getExchangeTimeoutMs()),
-                        TcpConfig.DEFAULT_MAX_FRAME_BYTES);
+                        TcpConfig.DEFAULT_MAX_FRAME_BYTES,
+                        tls);
         TcpCommunicator comm = TcpCommunicator.bind(transport, config);
         bound = comm;
         return Bound.newBuilder()

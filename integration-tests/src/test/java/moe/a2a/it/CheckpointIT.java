@@ -56,6 +56,8 @@ class CheckpointIT {
                             "control-plane",
                             "--port",
                             Integer.toString(port),
+                            "--cluster-port",
+                            "0",
                             "--metrics-port",
                             "0",
                             "--world-size",
@@ -64,8 +66,9 @@ class CheckpointIT {
                             model.toString());
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
+            int clusterPort = cp.awaitClusterPort(Duration.ofSeconds(1));
             for (int rank = 0; rank < 2; rank++) {
-                processes.add(CliProcess.tcpWorker(dir, port, rank));
+                processes.add(CliProcess.tcpWorker(dir, clusterPort, rank));
             }
             ManagedChannel channel =
                     NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();

@@ -23,6 +23,7 @@ import moe.a2a.cli.JvmOptions;
  */
 final class CliProcess implements AutoCloseable {
     private static final Pattern SERVING = Pattern.compile("serving on port (\\d+)");
+    private static final Pattern CLUSTER = Pattern.compile("cluster port (\\d+)");
 
     private final Process process;
     private final Path log;
@@ -39,7 +40,10 @@ final class CliProcess implements AutoCloseable {
         return start(dir, name, command);
     }
 
-    /** A TCP worker named {@code worker-RANK} that joins the control plane on {@code port}. */
+    /**
+     * A TCP worker named {@code worker-RANK} that joins the control plane's cluster port {@code
+     * port}.
+     */
     static CliProcess tcpWorker(Path dir, int port, int rank) throws IOException {
         return moeA2a(
                 dir,
@@ -68,9 +72,18 @@ final class CliProcess implements AutoCloseable {
 
     /** Polls the log until the server says which port it bound, or fails with the log. */
     int awaitServingPort(Duration timeout) throws Exception {
+        return awaitPort(SERVING, timeout);
+    }
+
+    /** Polls a control plane's log until it says which cluster port it bound. */
+    int awaitClusterPort(Duration timeout) throws Exception {
+        return awaitPort(CLUSTER, timeout);
+    }
+
+    private int awaitPort(Pattern said, Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {
-            Matcher m = SERVING.matcher(output());
+            Matcher m = said.matcher(output());
             if (m.find()) {
                 return Integer.parseInt(m.group(1));
             }

@@ -290,8 +290,8 @@ class DeployManifestsTest {
                                         new AssertionError(
                                                 "Service " + host + " has no port " + port));
         assertThat(cp.resolve(servicePort.getTargetPort()))
-                .as("Service %s port %d targets gRPC", host, port)
-                .isEqualTo(GRPC_PORT);
+                .as("Service %s port %d targets the control plane's --cluster-port", host, port)
+                .isEqualTo(option(cp.parse(), "--cluster-port", Integer.class));
     }
 
     // The control plane refuses a worker that does not offer its transport; auto offers tcp, and

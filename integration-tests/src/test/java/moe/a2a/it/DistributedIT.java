@@ -69,16 +69,17 @@ class DistributedIT {
     @Test
     void shouldServeFailCleanlyAndRecoverWhenWorkersAndControlPlaneDie() throws Exception {
         int port = CliProcess.freePort();
+        int clusterPort = CliProcess.freePort();
         List<CliProcess> processes = new ArrayList<>();
         ManagedChannel channel =
                 NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
         try {
-            CliProcess cp = controlPlane(port);
+            CliProcess cp = controlPlane(port, clusterPort);
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             CliProcess[] workers = new CliProcess[4];
             for (int i = 0; i < 4; i++) {
-                workers[i] = worker(port, "w" + i, i);
+                workers[i] = worker(clusterPort, "w" + i, i);
                 processes.add(workers[i]);
             }
             CliProcess.awaitHealth(
@@ -145,7 +146,7 @@ class DistributedIT {
 
             // a replacement takes rank 2; nothing else restarts
             long replacedAt = System.nanoTime();
-            CliProcess replacement = worker(port, "w2-replacement", -1);
+            CliProcess replacement = worker(clusterPort, "w2-replacement", -1);
             processes.add(replacement);
             CliProcess.awaitHealth(
                     channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
@@ -166,7 +167,7 @@ class DistributedIT {
             // the control plane dies and comes back: workers rejoin with backoff
             cp.kill();
             long restartedAt = System.nanoTime();
-            CliProcess cp2 = controlPlane(port);
+            CliProcess cp2 = controlPlane(port, clusterPort);
             processes.add(cp2);
             cp2.awaitServingPort(Duration.ofSeconds(60));
             CliProcess.awaitHealth(
@@ -190,17 +191,18 @@ class DistributedIT {
     @Test
     void shouldServeWithoutAKilledWorkerWhoseExpertsHaveReplicas() throws Exception {
         int port = CliProcess.freePort();
+        int clusterPort = CliProcess.freePort();
         List<CliProcess> processes = new ArrayList<>();
         ManagedChannel channel =
                 NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
         try {
             // 16 slots for 8 experts: every expert has a replica on another rank
-            CliProcess cp = controlPlane(port, "--redundant-experts", "8");
+            CliProcess cp = controlPlane(port, clusterPort, "--redundant-experts", "8");
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             CliProcess[] workers = new CliProcess[4];
             for (int i = 0; i < 4; i++) {
-                workers[i] = worker(port, "w" + i, i);
+                workers[i] = worker(clusterPort, "w" + i, i);
                 processes.add(workers[i]);
             }
             CliProcess.awaitHealth(
@@ -228,7 +230,7 @@ class DistributedIT {
                     .allMatch(v -> v >= 2);
 
             // a replacement takes rank 1: the group forms whole and the shares come back
-            CliProcess replacement = worker(port, "w1-replacement", 1);
+            CliProcess replacement = worker(clusterPort, "w1-replacement", 1);
             processes.add(replacement);
             cp.awaitOutput("whole again", Duration.ofSeconds(60));
             CliProcess.awaitHealth(
@@ -311,13 +313,15 @@ class DistributedIT {
         }
     }
 
-    private CliProcess controlPlane(int port, String... extra) throws Exception {
+    private CliProcess controlPlane(int port, int clusterPort, String... extra) throws Exception {
         List<String> args =
                 new ArrayList<>(
                         List.of(
                                 "control-plane",
                                 "--port",
                                 Integer.toString(port),
+                                "--cluster-port",
+                                Integer.toString(clusterPort),
                                 "--metrics-port",
                                 "0",
                                 "--world-size",

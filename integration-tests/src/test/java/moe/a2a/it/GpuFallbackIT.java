@@ -68,13 +68,16 @@ class GpuFallbackIT {
                         "1",
                         "--port",
                         "0",
+                        "--cluster-port",
+                        "0",
                         "--metrics-port",
                         "0",
                         "--hidden",
                         "32",
                         "--ffn",
                         "32")) {
-            int port = cp.awaitServingPort(Duration.ofSeconds(60));
+            cp.awaitServingPort(Duration.ofSeconds(60));
+            int port = cp.awaitClusterPort(Duration.ofSeconds(1));
             try (CliProcess worker =
                     CliProcess.moeA2a(
                             dir,

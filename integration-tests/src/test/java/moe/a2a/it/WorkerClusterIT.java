@@ -42,6 +42,8 @@ class WorkerClusterIT {
                             "control-plane",
                             "--port",
                             Integer.toString(port),
+                            "--cluster-port",
+                            "0",
                             "--metrics-port",
                             "0",
                             "--world-size",
@@ -62,8 +64,9 @@ class WorkerClusterIT {
                             "4");
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
+            int clusterPort = cp.awaitClusterPort(Duration.ofSeconds(1));
             for (int rank = 0; rank < 2; rank++) {
-                processes.add(CliProcess.tcpWorker(dir, port, rank));
+                processes.add(CliProcess.tcpWorker(dir, clusterPort, rank));
             }
             CliProcess.awaitHealth(
                     channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);

@@ -1,5 +1,6 @@
 package moe.a2a.control.grpc;
 
+import io.grpc.ServerCredentials;
 import io.grpc.netty.NettyServerBuilder;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
@@ -30,9 +31,10 @@ public final class GrpcLimits {
 
     private GrpcLimits() {}
 
-    /** A Netty server builder on {@code address} with these limits. */
-    public static NettyServerBuilder netty(InetSocketAddress address) {
-        return NettyServerBuilder.forAddress(address)
+    /** A Netty server builder on {@code address}, with {@code credentials}, with these limits. */
+    public static NettyServerBuilder netty(
+            InetSocketAddress address, ServerCredentials credentials) {
+        return NettyServerBuilder.forAddress(address, credentials)
                 .maxRstFramesPerWindow(MAX_RST_FRAMES, RST_WINDOW_SECONDS)
                 .maxConcurrentCallsPerConnection(MAX_CONCURRENT_CALLS_PER_CONNECTION)
                 .permitKeepAliveTime(PERMIT_KEEPALIVE_SECONDS, TimeUnit.SECONDS)

@@ -1,6 +1,5 @@
 package moe.a2a.control.grpc;
 
-import io.grpc.BindableService;
 import io.grpc.Server;
 import io.grpc.ServerBuilder;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
@@ -21,9 +20,10 @@ import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.MoeServiceGrpc;
 
 /**
- * The client-facing server: MoeService on a step scheduler over a {@link RankGroup}, plus health,
- * reflection and any extra services (the control plane adds ClusterService), on whatever {@link
- * ServerBuilder} the caller supplies (Netty for the CLI, in-process for tests).
+ * The client port: MoeService and BenchService on a step scheduler over a {@link RankGroup}, plus
+ * health and reflection, on whatever {@link ServerBuilder} the caller supplies (Netty, with TLS and
+ * client tokens when configured, for the CLI; in-process for tests). Worker sessions have a port of
+ * their own ({@link ClusterServer}).
  */
 public final class MoeServer implements AutoCloseable {
 
@@ -91,8 +91,7 @@ public final class MoeServer implements AutoCloseable {
             WeightSource weights,
             Settings settings,
             MeterRegistry registry,
-            boolean serving,
-            BindableService... extraServices)
+            boolean serving)
             throws IOException {
         StepMetrics metrics =
                 new StepMetrics(
@@ -136,9 +135,6 @@ public final class MoeServer implements AutoCloseable {
                     .addService(MalformedMessages.guard(new BenchGrpcService(group, scheduler)))
                     .addService(health.getHealthService())
                     .addService(ProtoReflectionServiceV1.newInstance());
-            for (BindableService extra : extraServices) {
-                builder.addService(MalformedMessages.guard(extra));
-            }
             server = builder.build().start();
         } catch (IOException | RuntimeException e) {
             scheduler.close();

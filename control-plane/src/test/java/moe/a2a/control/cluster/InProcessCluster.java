@@ -1,14 +1,13 @@
 package moe.a2a.control.cluster;
 
 import io.grpc.ManagedChannel;
-import io.grpc.Server;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ClusterMembershipTest.Session;
-import moe.a2a.control.grpc.ClusterGrpcService;
+import moe.a2a.control.grpc.ClusterServer;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.v1.ClusterServiceGrpc;
@@ -19,7 +18,7 @@ final class InProcessCluster implements AutoCloseable {
     static final String FINGERPRINT = "experts=4,hidden=8,ffn=8,topK=2,layers=1,weights=seeded:1";
 
     final RemoteCluster cluster;
-    private final Server server;
+    private final ClusterServer server;
     private final ManagedChannel channel;
 
     InProcessCluster(Transport transport) throws IOException {
@@ -42,20 +41,10 @@ final class InProcessCluster implements AutoCloseable {
                         transport,
                         TimeUnit.SECONDS.toNanos(5),
                         TimeUnit.SECONDS.toNanos(30),
-                        new ClusterListener() {
-                            @Override
-                            public void onServing(long epoch, long formedInNanos) {}
-
-                            @Override
-                            public void onNotServing(String reason) {}
-                        });
+                        new QuietListener());
         String name = InProcessServerBuilder.generateName();
         server =
-                InProcessServerBuilder.forName(name)
-                        .directExecutor()
-                        .addService(new ClusterGrpcService(cluster))
-                        .build()
-                        .start();
+                ClusterServer.start(InProcessServerBuilder.forName(name).directExecutor(), cluster);
         channel = InProcessChannelBuilder.forName(name).directExecutor().build();
     }
 
@@ -69,7 +58,7 @@ final class InProcessCluster implements AutoCloseable {
     @Override
     public void close() {
         channel.shutdownNow();
-        server.shutdownNow();
+        server.close();
         cluster.close();
     }
 }

@@ -6,7 +6,6 @@ import io.grpc.ManagedChannel;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -17,7 +16,7 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.nccl.FakeNcclGroup;
 import moe.a2a.comm.nccl.NcclUniqueId;
-import moe.a2a.control.cluster.ClusterListener;
+import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
 import moe.a2a.dispatch.DType;
@@ -36,7 +35,6 @@ import moe.a2a.v1.ForwardResponse;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.worker.NcclDataPlane;
-import moe.a2a.worker.WorkerAgent;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -87,61 +85,26 @@ class NcclClusterTest {
                         Transport.NCCL,
                         TimeUnit.SECONDS.toNanos(10),
                         TimeUnit.SECONDS.toNanos(30),
-                        new ClusterListener() {
-                            @Override
-                            public void onServing(long epoch, long formedInNanos) {}
-
-                            @Override
-                            public void onNotServing(String reason) {}
-                        });
+                        new QuietListener());
         String name = InProcessServerBuilder.generateName();
-        List<WorkerAgent> agents = new ArrayList<>();
-        List<Thread> threads = new ArrayList<>();
+        String clientName = InProcessServerBuilder.generateName();
+        AgentThreads agents = null;
+        ClusterServer clusterPort =
+                ClusterServer.start(InProcessServerBuilder.forName(name), cluster);
         try (MoeServer server =
                 MoeServer.start(
-                        InProcessServerBuilder.forName(name),
+                        InProcessServerBuilder.forName(clientName),
                         cluster,
                         weights,
                         new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
                         new SimpleMeterRegistry(),
-                        true,
-                        new ClusterGrpcService(cluster))) {
+                        true)) {
             assertThat(server.group().transport()).isEqualTo(Transport.NCCL);
             ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
-            for (int r = 0; r < WORLD; r++) {
-                WorkerAgent agent =
-                        new WorkerAgent(
-                                channel,
-                                new WorkerAgent.Settings(
-                                        "worker-" + r,
-                                        r,
-                                        "",
-                                        Duration.ofSeconds(10),
-                                        Duration.ofMillis(200),
-                                        "simulated NCCL"),
-                                List.of(new NcclDataPlane(new SimulatedNccl())),
-                                new SimpleMeterRegistry());
-                agents.add(agent);
-                Thread t =
-                        new Thread(
-                                () -> {
-                                    try {
-                                        agent.run();
-                                    } catch (InterruptedException e) {
-                                        Thread.currentThread().interrupt();
-                                    }
-                                },
-                                "agent-" + r);
-                t.start();
-                threads.add(t);
-            }
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (cluster.healthy() < WORLD && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-            }
-            assertThat(cluster.healthy())
-                    .as("ranks formed over the simulated NCCL")
-                    .isEqualTo(WORLD);
+            agents =
+                    new AgentThreads(
+                            channel, WORLD, r -> List.of(new NcclDataPlane(new SimulatedNccl())));
+            agents.awaitFormed(cluster, "ranks formed over the simulated NCCL");
             synchronized (madeIds) {
                 assertThat(madeIds).as("rank 0 made one id").hasSize(1);
                 assertThat(groups.keySet())
@@ -152,7 +115,8 @@ class NcclClusterTest {
                 assertThat(joinedTransports).hasSize(WORLD).containsOnly(Transport.NCCL);
             }
 
-            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            ManagedChannel client = InProcessChannelBuilder.forName(clientName).build();
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(client);
             assertThat(stub.describeModel(DescribeModelRequest.getDefaultInstance()).getTransport())
                     .isEqualTo("nccl");
             ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
@@ -167,18 +131,17 @@ class NcclClusterTest {
                     assertMatchesReference(dtype + " round " + round, reference, request, response);
                 }
             }
+            client.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         } finally {
-            for (WorkerAgent agent : agents) {
-                agent.close();
+            if (agents != null) {
+                agents.close();
             }
-            for (Thread t : threads) {
-                t.join(10_000);
-            }
+            clusterPort.close();
         }
     }
 
-    private static void assertMatchesReference(
+    static void assertMatchesReference(
             String where,
             ReferenceMoeLayer reference,
             ForwardRequest request,

@@ -173,10 +173,20 @@ public final class TcpCommunicator implements Communicator {
         }
     }
 
-    /** Frames, then the handshake; reads land in posted receive regions where they can. */
+    /**
+     * TLS when the group has it, frames, then the handshake. Plaintext reads land in posted receive
+     * regions where they can; under TLS the socket reads ciphertext, so decrypted rows are copied
+     * there instead.
+     */
     private void initDataChannel(SocketChannel ch, int expectedPeer) {
         FrameDecoder frames = new FrameDecoder(config.maxFrameBytes());
-        ch.config().setRecvByteBufAllocator(new LandingAllocator(readSizes(), frames));
+        DataPlaneTls tls = config.tls();
+        if (tls == null) {
+            ch.config().setRecvByteBufAllocator(new LandingAllocator(readSizes(), frames));
+        } else {
+            ch.config().setRecvByteBufAllocator(readSizes());
+            ch.pipeline().addLast("tls", tls.handler(ch, expectedPeer < 0));
+        }
         ch.pipeline()
                 .addLast("frames", frames)
                 .addLast("handshake", new Handshake(this, expectedPeer));

@@ -1,6 +1,7 @@
 package moe.a2a.comm.tcp;
 
 import java.net.InetSocketAddress;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One rank's settings for a TCP group. Immutable and validated when built.
@@ -13,6 +14,7 @@ import java.net.InetSocketAddress;
  *     it and connects to the ranks below it
  * @param timeoutNs how long a collective (and connecting) may wait for a peer
  * @param maxFrameBytes DATA frames claiming more are refused and their connection closed
+ * @param tls mutual TLS on every connection of the group, or null for plaintext
  */
 public record TcpConfig(
         int rank,
@@ -20,9 +22,21 @@ public record TcpConfig(
         long groupId,
         InetSocketAddress bindAddress,
         long timeoutNs,
-        long maxFrameBytes) {
+        long maxFrameBytes,
+        @Nullable DataPlaneTls tls) {
     /** Default frame limit: the largest receive buffer a rank can hold. */
     public static final long DEFAULT_MAX_FRAME_BYTES = Integer.MAX_VALUE;
+
+    /** A plaintext group. */
+    public TcpConfig(
+            int rank,
+            int size,
+            long groupId,
+            InetSocketAddress bindAddress,
+            long timeoutNs,
+            long maxFrameBytes) {
+        this(rank, size, groupId, bindAddress, timeoutNs, maxFrameBytes, null);
+    }
 
     public TcpConfig {
         if (size <= 0) {

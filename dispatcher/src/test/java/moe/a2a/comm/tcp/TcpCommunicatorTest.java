@@ -98,6 +98,16 @@ class TcpCommunicatorTest extends AbstractCommunicatorTest {
     /** {@code size} ranks on loopback, connected to each other. */
     static TcpCommunicator[] group(TcpTransport transport, int size, long timeoutNs)
             throws Exception {
+        return group(transport, size, timeoutNs, rank -> null);
+    }
+
+    /** {@code size} ranks on loopback, each with {@code tls.apply(rank)}, connected. */
+    static TcpCommunicator[] group(
+            TcpTransport transport,
+            int size,
+            long timeoutNs,
+            java.util.function.IntFunction<DataPlaneTls> tls)
+            throws Exception {
         long groupId = ThreadLocalRandom.current().nextLong();
         TcpCommunicator[] comms = new TcpCommunicator[size];
         List<InetSocketAddress> addresses = new ArrayList<>();
@@ -111,7 +121,8 @@ class TcpCommunicatorTest extends AbstractCommunicatorTest {
                                     groupId,
                                     new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
                                     timeoutNs,
-                                    TcpConfig.DEFAULT_MAX_FRAME_BYTES));
+                                    TcpConfig.DEFAULT_MAX_FRAME_BYTES,
+                                    tls.apply(r)));
             addresses.add(comms[r].localAddress());
         }
         RankThreads.run(

@@ -1,0 +1,72 @@
+package moe.a2a.control.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.grpc.ManagedChannel;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.worker.DataPlane;
+import moe.a2a.worker.WorkerAgent;
+
+/** Worker agents {@code worker-0..N-1}, each on a thread of its own, joining over one channel. */
+final class AgentThreads {
+    private final List<WorkerAgent> agents = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+
+    /** Starts {@code world} agents; agent r offers {@code planes.apply(r)}. */
+    AgentThreads(ManagedChannel channel, int world, IntFunction<List<DataPlane>> planes) {
+        for (int r = 0; r < world; r++) {
+            WorkerAgent agent =
+                    new WorkerAgent(
+                            channel,
+                            new WorkerAgent.Settings(
+                                    "worker-" + r,
+                                    r,
+                                    "",
+                                    Duration.ofSeconds(10),
+                                    Duration.ofMillis(200),
+                                    "no GPU probe"),
+                            planes.apply(r),
+                            new SimpleMeterRegistry());
+            agents.add(agent);
+            Thread t =
+                    new Thread(
+                            () -> {
+                                try {
+                                    agent.run();
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                            },
+                            "agent-" + r);
+            t.start();
+            threads.add(t);
+        }
+    }
+
+    /**
+     * Waits until {@code cluster}'s group of all agents has formed, or fails saying {@code how}.
+     */
+    void awaitFormed(RemoteCluster cluster, String how) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (cluster.healthy() < agents.size() && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(cluster.healthy()).as(how).isEqualTo(agents.size());
+    }
+
+    /** Closes every agent and waits for its thread. */
+    void close() throws InterruptedException {
+        for (WorkerAgent agent : agents) {
+            agent.close();
+        }
+        for (Thread t : threads) {
+            t.join(10_000);
+        }
+    }
+}
