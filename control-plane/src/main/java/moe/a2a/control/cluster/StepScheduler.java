@@ -175,8 +175,6 @@ public final class StepScheduler implements AutoCloseable {
                     rebalancer.beforeStep();
                     List<ForwardJob> batch = nextBatch();
                     if (!batch.isEmpty()) {
-                        queued.addAndGet(-batch.size());
-                        queuedTokens.addAndGet(-tokensOf(batch));
                         inFlight.add(submit(batch));
                     }
                 } else {
@@ -208,15 +206,16 @@ public final class StepScheduler implements AutoCloseable {
     }
 
     /**
-     * The oldest request still wanted and those that batch with it; requests whose caller gave up
-     * are answered with why and dropped on the way. Empty when none is left.
+     * The oldest request still wanted and those that batch with it, their queue slots given back;
+     * requests whose caller gave up are answered with why and dropped on the way, and withdrawn
+     * ones just dropped. Empty when none is left.
      */
     private List<ForwardJob> nextBatch() {
         List<ForwardJob> batch = new ArrayList<>();
         ForwardJob first = null;
         while (first == null && !pending.isEmpty()) {
             ForwardJob job = pending.poll();
-            first = abandon(job) ? null : job;
+            first = abandon(job) || !leaveQueue(job) ? null : job;
         }
         if (first == null) {
             return batch;
@@ -225,9 +224,11 @@ public final class StepScheduler implements AutoCloseable {
         long tokens = first.numTokens();
         for (Iterator<ForwardJob> it = pending.iterator(); it.hasNext(); ) {
             ForwardJob job = it.next();
-            if (abandon(job)) {
+            if (abandon(job) || !job.queued().get()) {
                 it.remove();
-            } else if (job.batchesWith(first) && tokens + job.numTokens() <= maxBatchTokens) {
+            } else if (job.batchesWith(first)
+                    && tokens + job.numTokens() <= maxBatchTokens
+                    && leaveQueue(job)) {
                 batch.add(job);
                 tokens += job.numTokens();
                 it.remove();
@@ -239,13 +240,30 @@ public final class StepScheduler implements AutoCloseable {
     /** Answers {@code job} with its abandonment, if its caller gave up; true then. */
     private boolean abandon(ForwardJob job) {
         RuntimeException why = job.abandoned().get();
-        if (why == null) {
+        return why != null && withdraw(job, why);
+    }
+
+    /**
+     * Takes {@code job} out of the queue's accounting and answers it with {@code why}, unless a
+     * step took it first; from any thread, e.g. as its caller cancels, so that its slot is free at
+     * once even while a long step runs. True when it was still queued.
+     */
+    public boolean withdraw(ForwardJob job, RuntimeException why) {
+        if (!leaveQueue(job)) {
+            return false;
+        }
+        job.result().completeExceptionally(why);
+        listener.onAbandoned();
+        return true;
+    }
+
+    /** Gives {@code job}'s queue slot back, once: true for the caller that did. */
+    private boolean leaveQueue(ForwardJob job) {
+        if (!job.queued().compareAndSet(true, false)) {
             return false;
         }
         queued.decrementAndGet();
         queuedTokens.addAndGet(-job.numTokens());
-        job.result().completeExceptionally(why);
-        listener.onAbandoned();
         return true;
     }
 
@@ -453,14 +471,6 @@ public final class StepScheduler implements AutoCloseable {
     /** Tokens of the requests waiting for a step. Any thread. */
     public long queuedTokens() {
         return queuedTokens.get();
-    }
-
-    private static long tokensOf(List<ForwardJob> batch) {
-        long tokens = 0;
-        for (ForwardJob job : batch) {
-            tokens += job.numTokens();
-        }
-        return tokens;
     }
 
     /**

@@ -1,5 +1,6 @@
 package moe.a2a.control.grpc;
 
+import com.google.common.util.concurrent.MoreExecutors;
 import com.google.protobuf.ByteString;
 import io.grpc.Context;
 import io.grpc.Deadline;
@@ -85,8 +86,31 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
 
     @Override
     public void forward(ForwardRequest request, StreamObserver<ForwardResponse> responses) {
+        answer(request, Context.current())
+                .whenComplete(
+                        (response, failure) -> {
+                            if (failure != null) {
+                                responses.onError(
+                                        StatusMapping.toStatus(failure).asRuntimeException());
+                            } else {
+                                responses.onNext(response);
+                                responses.onCompleted();
+                            }
+                        });
+    }
+
+    @Override
+    public StreamObserver<ForwardRequest> forwardStream(StreamObserver<ForwardResponse> responses) {
+        return new ForwardStream(this::answer, responses);
+    }
+
+    /**
+     * The answer to {@code request}, made by a step; fails as the request does (validation
+     * included). If {@code context} is cancelled while the request waits, it leaves the queue at
+     * once.
+     */
+    CompletableFuture<ForwardResponse> answer(ForwardRequest request, Context context) {
         final long enqueued = System.nanoTime();
-        final Context context = Context.current();
         try {
             throwIfAbandoned(context);
             int layer = decoder.moeLayer(request.getLayer());
@@ -100,18 +124,16 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                             request.hasRouterLogits(),
                             numTokens);
             if (numTokens == 0) {
-                responses.onNext(
+                return CompletableFuture.completedFuture(
                         ForwardResponse.newBuilder()
                                 .setHiddenStates(
                                         TensorCodec.tensor(
                                                 dtype, 0, model.hidden(), ByteString.EMPTY))
                                 .setStats(StepStats.newBuilder().setStepId(-1))
                                 .build());
-                responses.onCompleted();
-                return;
             }
             CompletableFuture<ForwardOutcome> result = new CompletableFuture<>();
-            scheduler.submit(
+            ForwardJob job =
                     new ForwardJob(
                             layer,
                             dtype,
@@ -120,27 +142,30 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                             routing,
                             enqueued,
                             () -> abandonment(context),
-                            result));
-            result.whenComplete(
-                    (outcome, failure) -> {
-                        if (failure != null) {
-                            responses.onError(StatusMapping.toStatus(failure).asRuntimeException());
-                            return;
+                            result);
+            scheduler.submit(job);
+            // a call's context is cancelled when it ends, too; by then a step took the job
+            context.addListener(
+                    ended -> {
+                        RuntimeException why = abandonment(ended);
+                        if (why != null) {
+                            scheduler.withdraw(job, why);
                         }
-                        responses.onNext(
-                                ForwardResponse.newBuilder()
-                                        .setHiddenStates(
-                                                TensorCodec.tensor(
-                                                        dtype,
-                                                        numTokens,
-                                                        model.hidden(),
-                                                        outcome.output()))
-                                        .setStats(stats(outcome))
-                                        .build());
-                        responses.onCompleted();
-                    });
+                    },
+                    MoreExecutors.directExecutor());
+            return result.thenApply(
+                    outcome ->
+                            ForwardResponse.newBuilder()
+                                    .setHiddenStates(
+                                            TensorCodec.tensor(
+                                                    dtype,
+                                                    numTokens,
+                                                    model.hidden(),
+                                                    outcome.output()))
+                                    .setStats(stats(outcome))
+                                    .build());
         } catch (RuntimeException e) {
-            responses.onError(StatusMapping.toStatus(e).asRuntimeException());
+            return CompletableFuture.failedFuture(e);
         }
     }
 
