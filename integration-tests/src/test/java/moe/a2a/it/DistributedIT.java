@@ -2,7 +2,6 @@ package moe.a2a.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -12,14 +11,11 @@ import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -27,10 +23,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import moe.a2a.dispatch.DType;
-import moe.a2a.experts.LayerCheck;
-import moe.a2a.experts.ReferenceMoeLayer;
-import moe.a2a.experts.SeededWeights;
 import moe.a2a.v1.BenchEvent;
 import moe.a2a.v1.BenchRequest;
 import moe.a2a.v1.BenchResult;
@@ -40,8 +32,6 @@ import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
 import moe.a2a.v1.ModelInfo;
 import moe.a2a.v1.MoeServiceGrpc;
-import moe.a2a.v1.Tensor;
-import moe.a2a.v1.TopK;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -63,8 +53,7 @@ class DistributedIT {
 
     @TempDir Path dir;
 
-    final ReferenceMoeLayer reference =
-            new ReferenceMoeLayer(new SeededWeights(SEED, E, H, I, LAYERS));
+    final SeededTraffic traffic = new SeededTraffic(SEED, E, H, I, K, LAYERS);
 
     @Test
     void shouldServeFailCleanlyAndRecoverWhenWorkersAndControlPlaneDie() throws Exception {
@@ -294,12 +283,12 @@ class DistributedIT {
     }
 
     private void send(MoeServiceGrpc.MoeServiceBlockingStub stub, long seed, Load load) {
-        ForwardRequest request = request(seed);
+        ForwardRequest request = traffic.request(seed);
         long sent = System.nanoTime();
         try {
             ForwardResponse response =
                     stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request);
-            String mismatch = mismatch(request, response, seed);
+            String mismatch = traffic.mismatch(request, response, seed);
             if (mismatch != null) {
                 load.wrong().add(mismatch);
             }
@@ -378,9 +367,9 @@ class DistributedIT {
                                             MoeServiceGrpc.newBlockingStub(channel);
                                     for (int i = 0; i < requestsEach; i++) {
                                         long seed = seedBase * 1000 + client * 100L + i;
-                                        ForwardRequest request = request(seed);
+                                        ForwardRequest request = traffic.request(seed);
                                         String mismatch =
-                                                mismatch(
+                                                traffic.mismatch(
                                                         request,
                                                         stub.withDeadlineAfter(60, TimeUnit.SECONDS)
                                                                 .forward(request),
@@ -397,82 +386,6 @@ class DistributedIT {
             }
         } finally {
             pool.shutdownNow();
-        }
-    }
-
-    private static ForwardRequest request(long seed) {
-        SplittableRandom random = new SplittableRandom(seed);
-        int tokens = 1 + random.nextInt(24);
-        DType dtype = seed % 2 == 0 ? DType.BF16 : DType.FP32;
-        ByteBuffer data =
-                ByteBuffer.allocate(tokens * H * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < tokens * H; i++) {
-            dtype.put(data, i * dtype.sizeBytes(), (float) random.nextGaussian());
-        }
-        TopK.Builder topk = TopK.newBuilder().setK(K);
-        for (int t = 0; t < tokens; t++) {
-            int a = random.nextInt(E);
-            int b = (a + 1 + random.nextInt(E - 1)) % E;
-            float w = 0.1f + 0.8f * (float) random.nextDouble();
-            topk.addExpertIds(a).addExpertIds(b).addWeights(w).addWeights(1 - w);
-        }
-        return ForwardRequest.newBuilder()
-                .setLayer((int) (seed % LAYERS))
-                .setHiddenStates(
-                        Tensor.newBuilder()
-                                .setDtype(
-                                        dtype == DType.BF16
-                                                ? moe.a2a.v1.DType.BF16
-                                                : moe.a2a.v1.DType.FP32)
-                                .addShape(tokens)
-                                .addShape(H)
-                                .setData(ByteString.copyFrom(data.array())))
-                .setTopk(topk)
-                .build();
-    }
-
-    /** Null when the answer matches the reference, else what differs. */
-    private String mismatch(ForwardRequest request, ForwardResponse response, long seed) {
-        DType dtype =
-                request.getHiddenStates().getDtype() == moe.a2a.v1.DType.BF16
-                        ? DType.BF16
-                        : DType.FP32;
-        ByteBuffer in =
-                request.getHiddenStates()
-                        .getData()
-                        .asReadOnlyByteBuffer()
-                        .order(ByteOrder.LITTLE_ENDIAN);
-        int tokens = in.remaining() / (H * dtype.sizeBytes());
-        float[] x = new float[tokens * H];
-        dtype.decode(in, 0, x, 0, x.length);
-        int[] ids = new int[tokens * K];
-        float[] w = new float[tokens * K];
-        for (int i = 0; i < ids.length; i++) {
-            ids[i] = request.getTopk().getExpertIds(i);
-            w[i] = request.getTopk().getWeights(i);
-        }
-        float[] expected;
-        synchronized (reference) {
-            expected = reference.forward(request.getLayer(), x, tokens, K, ids, w);
-        }
-        for (int i = 0; i < expected.length; i++) {
-            expected[i] = dtype.round(expected[i]);
-        }
-        ByteBuffer out =
-                response.getHiddenStates()
-                        .getData()
-                        .asReadOnlyByteBuffer()
-                        .order(ByteOrder.LITTLE_ENDIAN);
-        if (out.remaining() != expected.length * dtype.sizeBytes()) {
-            return "seed=" + seed + ": " + out.remaining() + " bytes";
-        }
-        float[] actual = new float[expected.length];
-        dtype.decode(out, 0, actual, 0, actual.length);
-        try {
-            LayerCheck.assertClose("seed=" + seed, dtype, actual, expected, H);
-            return null;
-        } catch (AssertionError e) {
-            return e.getMessage();
         }
     }
 }

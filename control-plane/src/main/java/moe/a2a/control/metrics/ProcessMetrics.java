@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
 import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
@@ -18,7 +19,7 @@ import java.util.function.ToDoubleFunction;
 
 /**
  * The meters every moe-a2a process has besides its own: JVM memory (direct buffers included), GC,
- * threads and CPU, the memory of Netty's default allocator (the TCP data plane's buffers), and
+ * threads, open file descriptors and CPU, the memory of Netty's default allocator (the TCP data plane's buffers), and
  * histograms for the gRPC server's latency so Prometheus can compute its quantiles. Names and tags
  * are adjusted so that {@code promtool check metrics} finds nothing to report.
  */
@@ -73,6 +74,7 @@ public final class ProcessMetrics {
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);
+        new FileDescriptorMetrics().bindTo(registry);
         new ProcessorMetrics().bindTo(registry);
         if (ByteBufAllocator.DEFAULT instanceof ByteBufAllocatorMetricProvider allocator) {
             ByteBufAllocatorMetric metric = allocator.metric();
