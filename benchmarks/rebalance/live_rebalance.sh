@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 out=/tmp/live-rebalance
 if [[ "${1:-}" == "--out" ]]; then out=$2; fi
 mkdir -p "$out"
-export JDK_JAVA_OPTIONS="-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd-HH:mm:ss.SSSXXX"
+# summarize.py times each move from the ISO-8601 timestamps the server log carries by default
 
 # serve NAME PORT METRICS_PORT ARGS...: starts a server, waits until it answers DescribeModel
 serve() {

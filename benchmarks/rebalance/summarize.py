@@ -25,7 +25,7 @@ def p99(values):
 
 
 def unix_ms(stamp):
-    return datetime.datetime.strptime(stamp, "%Y-%m-%d-%H:%M:%S.%f%z").timestamp() * 1000
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000
 
 
 def main(out):
@@ -45,8 +45,8 @@ def main(out):
         )
 
     log = (out / "move.server.log").read_text()
-    staging = [(unix_ms(t), v) for t, v in re.findall(r"^(\S+) \[[^]]+\] INFO \S+ - layer 0: staging placement version (\d+)", log, re.M)]
-    in_use = [(unix_ms(t), v) for t, v in re.findall(r"^(\S+) \[[^]]+\] INFO \S+ - layer 0: placement version (\d+) in use", log, re.M)]
+    staging = [(unix_ms(t), v) for t, v in re.findall(r"^(\S+) INFO  \[[^]]+\] \S+ - layer 0: staging placement version (\d+)", log, re.M)]
+    in_use = [(unix_ms(t), v) for t, v in re.findall(r"^(\S+) INFO  \[[^]]+\] \S+ - layer 0: placement version (\d+) in use", log, re.M)]
     rows = list(csv.DictReader((out / "move.latency.csv").open()))
     moves = []
     for start, version in staging:

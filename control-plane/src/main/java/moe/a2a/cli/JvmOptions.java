@@ -22,11 +22,20 @@ public final class JvmOptions {
 
     private JvmOptions() {}
 
-    /** {@code java} of this JVM, then {@link #MOE_A2A}, then {@code extra}. */
+    /**
+     * {@code java} of this JVM, then {@link #MOE_A2A}, then this JVM's log level and format when
+     * set (a child logs as its parent), then {@code extra}.
+     */
     public static List<String> childCommand(String... extra) {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(MOE_A2A);
+        for (String name : List.of(LogOptions.LEVEL_PROP_NAME, LogOptions.FORMAT_PROP_NAME)) {
+            String value = System.getProperty(name);
+            if (value != null) {
+                command.add("-D" + name + "=" + value);
+            }
+        }
         command.addAll(List.of(extra));
         return command;
     }

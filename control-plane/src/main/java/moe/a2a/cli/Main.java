@@ -8,6 +8,7 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 
 /** Entry point of the {@code moe-a2a} command. */
 @Command(
@@ -32,7 +33,10 @@ public final class Main {
     /** Set once a command returned and the process exits with its status. */
     private static volatile boolean exitingOnItsOwn;
 
+    @Mixin private LogOptions log = new LogOptions();
+
     public static void main(String[] args) {
+        LogOptions.bridgeJul();
         int status = commandLine().execute(args);
         exitingOnItsOwn = true;
         System.exit(status);
@@ -48,11 +52,17 @@ public final class Main {
 
     /** The CLI as {@link #main} runs it. */
     static CommandLine commandLine() {
-        return new CommandLine(new Main())
+        Main main = new Main();
+        return new CommandLine(main)
                 .setCaseInsensitiveEnumValuesAllowed(true)
                 .registerConverter(Transport.class, text -> Transport.parse("transport", text))
                 .registerConverter(Duration.class, new Durations())
-                .setExecutionExceptionHandler(Main::reportFailure);
+                .setExecutionExceptionHandler(Main::reportFailure)
+                .setExecutionStrategy(
+                        parsed -> {
+                            main.log.apply();
+                            return new CommandLine.RunLast().execute(parsed);
+                        });
     }
 
     /**
