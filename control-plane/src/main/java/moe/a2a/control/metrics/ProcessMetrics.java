@@ -4,9 +4,9 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
-import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
 import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
@@ -19,9 +19,10 @@ import java.util.function.ToDoubleFunction;
 
 /**
  * The meters every moe-a2a process has besides its own: JVM memory (direct buffers included), GC,
- * threads, open file descriptors and CPU, the memory of Netty's default allocator (the TCP data plane's buffers), and
- * histograms for the gRPC server's latency so Prometheus can compute its quantiles. Names and tags
- * are adjusted so that {@code promtool check metrics} finds nothing to report.
+ * threads, open file descriptors and CPU, the memory of Netty's default allocator (the TCP data
+ * plane's buffers), and histograms for the gRPC server's latency so Prometheus can compute its
+ * quantiles. Names and tags are adjusted so that {@code promtool check metrics} finds nothing to
+ * report.
  */
 public final class ProcessMetrics {
     /** The timer of Micrometer's gRPC server binder. */
