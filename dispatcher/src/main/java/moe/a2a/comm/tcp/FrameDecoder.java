@@ -11,15 +11,26 @@ import io.netty.handler.codec.TooLongFrameException;
 /**
  * Splits the byte stream into {@link Frame}s. A DATA frame whose place the rank has posted ({@link
  * PeerInbox#claim}) lands there: the socket reads the rows straight into it through {@link
- * LandingAllocator}, and bytes that came in one read with the header are copied over. A frame that
- * started before its place was posted moves there as soon as it is. Any other payload is not
- * copied: the socket's buffers are sliced and gathered into a composite buffer, which the rank
- * copies once into its receive buffer. A bad magic, an unknown kind, a length over the limit, or
- * any frame but HELLO before the handshake is an exception (the connection is then closed), so an
- * unknown peer never gets more than a HELLO buffered. One per channel.
+ * LandingAllocator}, and bytes that came in one read with the header are copied over. A DATA frame
+ * whose length is not the posted count fails the peer at its header: none of its bytes is buffered
+ * or written. Any other payload is not copied: the socket's buffers are sliced and gathered into a
+ * composite buffer, which the rank copies once into its receive buffer.
+ *
+ * <p>A DATA frame that starts before its post (the peer ran ahead) is buffered up to {@code
+ * aheadBytes}; once it is complete or that much has come, the connection is not read again until
+ * the rank posts the frame's collective and its length checks out ({@link PeerInbox#hold}). The
+ * count that would bound the frame exactly is not known here before the post: COUNT frames carry
+ * the caller's units (rows), not bytes. So a peer ahead of this rank gets at most {@code
+ * aheadBytes} plus one read buffered, and TCP's flow control keeps the rest at the peer, which
+ * waits for this rank's frames of that collective anyway.
+ *
+ * <p>A bad magic, an unknown kind, a length over the limit, or any frame but HELLO before the
+ * handshake is an exception (the connection is then closed), so an unknown peer never gets more
+ * than a HELLO buffered. One per channel.
  */
 final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private final long maxFrameBytes;
+    private final long aheadBytes;
     private ByteBuf header;
     private CompositeByteBuf payload;
     private PeerInbox inbox;
@@ -27,14 +38,23 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
     /** The posted region the current DATA frame lands in; its writer index is the bytes landed. */
     private ByteBuf landing;
 
+    /** Whether the current DATA frame's length was checked against the rank's post. */
+    private boolean matchesPost;
+
     private byte kind;
     private int phase;
     private long step;
     private long op;
     private long remaining = -1;
 
-    FrameDecoder(long maxFrameBytes) {
+    /**
+     * @param maxFrameBytes DATA frames claiming more fail at their header
+     * @param aheadBytes how much of a DATA frame that started before its post is buffered before
+     *     the connection is held
+     */
+    FrameDecoder(long maxFrameBytes, long aheadBytes) {
         this.maxFrameBytes = maxFrameBytes;
+        this.aheadBytes = aheadBytes;
     }
 
     @Override
@@ -70,7 +90,7 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
         if (remaining <= 0) {
             return null;
         }
-        if (landing == null && kind == FrameHeader.DATA && inbox != null) {
+        if (kind == FrameHeader.DATA && !matchesPost && inbox != null) {
             claimLate();
         }
         return landing == null ? null : landing.readerIndex(landing.writerIndex()).retain();
@@ -82,7 +102,11 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
      */
     private void claimLate() {
         ByteBuf region = inbox.claim(op, payload.readableBytes() + remaining);
-        if (region != null) {
+        if (region == null) {
+            return;
+        }
+        matchesPost = true;
+        if (region != PeerInbox.NO_PLACE) {
             landing = region.writeBytes(payload);
             payload.release();
             payload = null;
@@ -122,12 +146,23 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                     completeFrame(ctx);
                 }
             }
+            if (remaining > 0 && isAhead() && payload.readableBytes() >= aheadBytes) {
+                inbox.hold(op, ctx.channel());
+            }
         } finally {
             in.release();
         }
     }
 
+    /** The current frame is DATA that started before its post and has no place yet. */
+    private boolean isAhead() {
+        return kind == FrameHeader.DATA && !matchesPost && inbox != null;
+    }
+
     private void completeFrame(ChannelHandlerContext ctx) {
+        if (isAhead()) {
+            inbox.hold(op, ctx.channel());
+        }
         Frame frame;
         if (landing != null) {
             frame = new Frame(kind, phase, step, op, Unpooled.EMPTY_BUFFER, true);
@@ -192,11 +227,10 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                             + limit
                             + "])");
         }
+        ByteBuf region = kind == FrameHeader.DATA && inbox != null ? inbox.claim(op, length) : null;
+        matchesPost = region != null;
+        landing = region == PeerInbox.NO_PLACE ? null : region;
         remaining = length;
-        landing =
-                kind == FrameHeader.DATA && length > 0 && inbox != null
-                        ? inbox.claim(op, length)
-                        : null;
         if (landing == null) {
             payload = ctx.alloc().compositeDirectBuffer(Integer.MAX_VALUE);
         }

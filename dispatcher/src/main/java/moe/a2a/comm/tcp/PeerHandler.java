@@ -9,7 +9,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The last handler of an established peer connection: hands frames to the peer's inbox, and turns
- * an ABORT frame, a protocol error or a closed connection into the peer's failure.
+ * an ABORT frame, a protocol error (a frame that disagrees with the rank's post among them) or a
+ * closed connection into the peer's failure.
  *
  * <pre>
  *   socket ─► FrameDecoder ─► (AcceptHandshake | ConnectHandshake) ─► PeerHandler ─► PeerInbox
@@ -60,7 +61,11 @@ final class PeerHandler extends ChannelInboundHandlerAdapter {
                 peer,
                 ctx.channel().remoteAddress(),
                 cause.toString());
-        inbox.fail(new PeerFailedException(rank, peer, "protocol error: " + cause.getMessage()));
+        inbox.fail(
+                cause instanceof PeerFailedException failed
+                        ? failed
+                        : new PeerFailedException(
+                                rank, peer, "protocol error: " + cause.getMessage()));
         ctx.close();
     }
 }

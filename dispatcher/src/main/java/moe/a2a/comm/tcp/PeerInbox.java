@@ -1,32 +1,63 @@
 package moe.a2a.comm.tcp;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.PeerFailedException;
 
 /**
  * Frames received from one peer, in arrival order, until the rank thread takes them. A peer is at
  * most one collective ahead (each collective needs this rank's frames), so the queue stays short.
  * Written by the peer's event loop, read by the rank thread.
  *
- * <p>The rank thread also posts here where the rows of its current collective's DATA frame go; the
- * event loop claims that place when the frame starts and reads the rows straight into it. A frame
- * that starts before its place is posted (the peer ran ahead) arrives in Netty's buffers instead.
+ * <p>The rank thread also posts here how many bytes its current collective's DATA frame must hold
+ * and where they go; the event loop claims that place when the frame starts and reads the rows
+ * straight into it, or fails the peer at once when the frame's length is another. A frame that
+ * starts before its post (the peer ran ahead) is announced here and arrives in Netty's buffers
+ * instead; once it is complete or {@link FrameDecoder}'s bound is buffered, the connection is held
+ * (not read) until the post, which checks the announced length before reading resumes.
  */
 final class PeerInbox {
     /** Result of {@link #poll} when the deadline passed first. */
-    static final Frame TIMED_OUT =
-            new Frame((byte) 0, 0, -1, -1, io.netty.buffer.Unpooled.EMPTY_BUFFER);
+    static final Frame TIMED_OUT = new Frame((byte) 0, 0, -1, -1, Unpooled.EMPTY_BUFFER);
 
+    /**
+     * What {@link #claim} returns for a posted frame that has no place to land (zero bytes, or a
+     * heap receive buffer): the frame is buffered, its length being the posted one.
+     */
+    static final ByteBuf NO_PLACE = Unpooled.EMPTY_BUFFER;
+
+    private final int rank;
+    private final int peer;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition arrived = lock.newCondition();
     private final ArrayDeque<Frame> frames = new ArrayDeque<>();
     private A2aException failure;
     private long postedOp = -1;
+    private long postedBytes;
     private ByteBuf posted;
+
+    /** The DATA frame that started before its post, or -1. */
+    private long aheadOp = -1;
+
+    private long aheadBytes;
+
+    /** The connection not read until the post of {@link #aheadOp}, or null. */
+    private Channel held;
+
+    /**
+     * @param rank this rank
+     * @param peer the rank whose frames arrive here
+     */
+    PeerInbox(int rank, int peer) {
+        this.rank = rank;
+        this.peer = peer;
+    }
 
     void offer(Frame frame) {
         lock.lock();
@@ -42,31 +73,81 @@ final class PeerInbox {
         }
     }
 
-    /** Posts {@code region} for the rows of the DATA frame of collective {@code op}. */
-    void post(long op, ByteBuf region) {
+    /**
+     * Posts that the DATA frame of collective {@code op} holds {@code bytes} bytes, which land in
+     * {@code region} (or {@link #NO_PLACE}), and lets a held connection be read again.
+     *
+     * @throws PeerFailedException when the frame that started before this post is another
+     *     collective's or another length; the connection stays held
+     */
+    void post(long op, long bytes, ByteBuf region) {
         lock.lock();
         try {
+            if (aheadOp >= 0 && aheadOp != op) {
+                throw new PeerFailedException(
+                        rank,
+                        peer,
+                        "DATA frame of another collective: op="
+                                + aheadOp
+                                + " (expected: "
+                                + op
+                                + ")");
+            }
+            if (aheadOp >= 0 && aheadBytes != bytes) {
+                throw countsDisagree(op, aheadBytes, bytes);
+            }
+            aheadOp = -1;
             postedOp = op;
+            postedBytes = bytes;
             posted = region;
+            if (held != null) {
+                held.config().setAutoRead(true);
+                held = null;
+            }
         } finally {
             lock.unlock();
         }
     }
 
     /**
-     * The posted region for a DATA frame of collective {@code op} with {@code length} bytes, taken
-     * (a region is claimed once) and retained for the caller, or null when none fits: the frame
-     * then travels in Netty's buffers, and the rank checks it as usual.
+     * Where the DATA frame of collective {@code op} with {@code length} bytes goes: the posted
+     * region, taken (a region is claimed once) and retained for the caller; {@link #NO_PLACE}; or
+     * null when nothing is posted for {@code op} yet, the frame being then announced for the post
+     * to check.
+     *
+     * @throws PeerFailedException when {@code length} is not the posted count
      */
     ByteBuf claim(long op, long length) {
         lock.lock();
         try {
-            if (posted == null || postedOp != op || posted.capacity() != length) {
+            if (postedOp != op) {
+                aheadOp = op;
+                aheadBytes = length;
                 return null;
             }
+            if (length != postedBytes) {
+                throw countsDisagree(op, length, postedBytes);
+            }
             ByteBuf region = posted;
+            postedOp = -1;
             posted = null;
             return region.retain();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Stops reading {@code channel} until the rank posts collective {@code op}, unless it already
+     * has: a frame that ran ahead of its post is the last thing read from this peer.
+     */
+    void hold(long op, Channel channel) {
+        lock.lock();
+        try {
+            if (postedOp != op) {
+                held = channel;
+                channel.config().setAutoRead(false);
+            }
         } finally {
             lock.unlock();
         }
@@ -76,6 +157,7 @@ final class PeerInbox {
     void unpost() {
         lock.lock();
         try {
+            postedOp = -1;
             posted = null;
         } finally {
             lock.unlock();
@@ -135,5 +217,17 @@ final class PeerInbox {
         } finally {
             lock.unlock();
         }
+    }
+
+    private PeerFailedException countsDisagree(long op, long sentBytes, long expectedBytes) {
+        return new PeerFailedException(
+                rank,
+                peer,
+                "all-to-all-v counts disagree: op="
+                        + op
+                        + ", sentBytes="
+                        + sentBytes
+                        + ", expectedBytes="
+                        + expectedBytes);
     }
 }

@@ -25,15 +25,22 @@ final class ReceiveRegions {
         }
     }
 
-    /** Posts peer {@code p}'s region {@code [offsets[p], offsets[p] + counts[p])} of every peer. */
+    /**
+     * Posts to every peer {@code p} its count, {@code counts[p]} bytes, and its region {@code
+     * [offsets[p], offsets[p] + counts[p])} of {@code recv} (to land in when {@code recv} is
+     * direct).
+     *
+     * @throws moe.a2a.comm.PeerFailedException when a frame that ran ahead of this post disagrees
+     */
     void post(
             long seq, ExchangePhase phase, ByteBuffer recv, long[] offsets, long[] counts, int me) {
-        if (!recv.isDirect()) {
-            return;
-        }
         for (int p = 0; p < inboxes.length; p++) {
-            if (p != me && counts[p] > 0) {
-                inboxes[p].post(seq, views[phase.ordinal()].region(recv, offsets[p], counts[p]));
+            if (p != me) {
+                ByteBuf region =
+                        recv.isDirect() && counts[p] > 0
+                                ? views[phase.ordinal()].region(recv, offsets[p], counts[p])
+                                : PeerInbox.NO_PLACE;
+                inboxes[p].post(seq, counts[p], region);
             }
         }
     }

@@ -32,16 +32,21 @@ import moe.a2a.comm.Transport;
  * every peer. Outgoing rows are written straight from the caller's buffer (no copy, through views
  * made once per buffer). Incoming rows are read by the socket straight into the receive buffer,
  * whose regions the collective posts before it sends; rows that arrived before the post (the peer
- * ran ahead) are copied there once. A collective returns only when its writes are done, so a rank
- * never has more than one collective's data queued per connection. Any failure (timeout, closed
- * connection, protocol error, abort) aborts the whole group: every peer learns of it at once
- * instead of waiting out its own timeout.
+ * ran ahead) are copied there once. A DATA frame whose length is not the count posted for it fails
+ * its peer before any of it is written; one that runs ahead of its post is buffered up to 4 MiB
+ * (the socket buffer size), and its connection then held until the post ({@link FrameDecoder}). A
+ * collective returns only when its writes are done, so a rank never has more than one collective's
+ * data queued per connection. Any failure (timeout, closed connection, protocol error, abort)
+ * aborts the whole group: every peer learns of it at once instead of waiting out its own timeout.
  *
  * <p>Lifecycle: {@link #bind} (listen), hand {@link #localAddress()} to the peers out of band, then
  * {@link #connect} with everyone's address. Collectives are owned by one rank thread.
  */
 public final class TcpCommunicator implements Communicator {
-    /** Socket buffers large enough that one rank's rows for a peer move in few system calls. */
+    /**
+     * Socket buffers large enough that one rank's rows for a peer move in few system calls; also
+     * how much of a frame that ran ahead of its post is buffered before its connection is held.
+     */
     private static final int SOCKET_BUFFER_BYTES = 4 << 20;
 
     private final TcpConfig config;
@@ -70,7 +75,7 @@ public final class TcpCommunicator implements Communicator {
         this.peers = new Channel[n];
         this.inboxes = new PeerInbox[n];
         for (int p = 0; p < n; p++) {
-            inboxes[p] = new PeerInbox();
+            inboxes[p] = new PeerInbox(config.rank(), p);
         }
         this.connected = new CountDownLatch(n - 1);
         this.sendOffsets = new long[n];
@@ -179,7 +184,7 @@ public final class TcpCommunicator implements Communicator {
      * there instead.
      */
     private void initDataChannel(SocketChannel ch, int expectedPeer) {
-        FrameDecoder frames = new FrameDecoder(config.maxFrameBytes());
+        FrameDecoder frames = new FrameDecoder(config.maxFrameBytes(), SOCKET_BUFFER_BYTES);
         DataPlaneTls tls = config.tls();
         if (tls == null) {
             ch.config().setRecvByteBufAllocator(new LandingAllocator(readSizes(), frames));
@@ -326,7 +331,12 @@ public final class TcpCommunicator implements Communicator {
                                     + ", expectedBytes="
                                     + recvCounts[me]));
         }
-        regions.post(seq, phase, recv, recvOffsets, recvCounts, me);
+        try {
+            regions.post(seq, phase, recv, recvOffsets, recvCounts, me);
+        } catch (A2aException e) {
+            regions.withdrawAll();
+            fail(e);
+        }
         for (int i = 1; i < n; i++) {
             int p = (me + i) % n;
             if (writer != null && sendCounts[p] > 0) {

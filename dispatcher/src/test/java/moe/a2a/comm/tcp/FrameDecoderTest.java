@@ -10,6 +10,7 @@ import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
 import java.nio.charset.StandardCharsets;
 import java.util.SplittableRandom;
+import moe.a2a.comm.PeerFailedException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -57,18 +58,19 @@ class FrameDecoderTest {
         byte[] rows = new byte[10_000];
         random.nextBytes(rows);
         ByteBuf region = Unpooled.directBuffer(rows.length).writeZero(rows.length).clear();
-        PeerInbox inbox = new PeerInbox();
-        FrameDecoder decoder = new FrameDecoder(1 << 20);
+        PeerInbox inbox = new PeerInbox(0, 1);
+        FrameDecoder decoder = new FrameDecoder(1 << 20, 1 << 20);
         EmbeddedChannel ch = new EmbeddedChannel(decoder);
         decoder.landIn(inbox);
         if (postedBeforeFrame) {
-            inbox.post(3, region);
+            inbox.post(3, rows.length, region);
         }
         ByteBuf first = Unpooled.buffer();
         FrameHeader.write(first, FrameHeader.DATA, 1, 2, 3, rows.length);
         ch.writeInbound(first.writeBytes(rows, 0, 100));
+        assertThat(ch.config().isAutoRead()).as("100 bytes ahead: within the bound").isTrue();
         if (!postedBeforeFrame) {
-            inbox.post(3, region);
+            inbox.post(3, rows.length, region);
         }
         int at = 100;
         while (at < rows.length) {
@@ -97,6 +99,79 @@ class FrameDecoderTest {
         assertThat(region.refCnt()).isEqualTo(1);
         region.release();
         assertThat(ch.finish()).isFalse();
+    }
+
+    /** Nothing of a frame whose length is not the posted count is read into the region. */
+    @ParameterizedTest
+    @ValueSource(ints = {999, 1001})
+    void shouldFailAtTheHeaderWhenDataFrameDisagreesWithThePost(int sentBytes) {
+        ByteBuf region = Unpooled.directBuffer(1000).writeZero(1000).clear();
+        PeerInbox inbox = new PeerInbox(0, 1);
+        FrameDecoder decoder = new FrameDecoder(1 << 20, 1 << 20);
+        EmbeddedChannel ch = new EmbeddedChannel(decoder);
+        decoder.landIn(inbox);
+        inbox.post(3, 1000, region);
+        ByteBuf frame = Unpooled.buffer();
+        FrameHeader.write(frame, FrameHeader.DATA, 0, 2, 3, sentBytes);
+        frame.writeBytes(new byte[sentBytes]).setByte(FrameHeader.BYTES, 7);
+
+        assertThatThrownBy(() -> ch.writeInbound(frame))
+                .isInstanceOf(PeerFailedException.class)
+                .hasMessage(
+                        "exchange peer failed: rank=0, peer=1, reason=all-to-all-v counts"
+                                + " disagree: op=3, sentBytes="
+                                + sentBytes
+                                + ", expectedBytes=1000");
+        assertThat(decoder.landingBuffer()).isNull();
+        assertThat(region.writerIndex()).isZero();
+        assertThat(region.getByte(0)).isZero();
+        ch.finishAndReleaseAll();
+        region.release();
+    }
+
+    /**
+     * A frame ahead of its post is read up to the bound, then the connection is held; the post lets
+     * it be read again only when the frame's length is the posted count.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {9_999, 10_000, 10_001})
+    void shouldHoldAFrameAheadOfItsPostUntilThePostChecksItsLength(int postedBytes) {
+        SplittableRandom random = new SplittableRandom(postedBytes);
+        byte[] rows = new byte[10_000];
+        random.nextBytes(rows);
+        ByteBuf region = Unpooled.directBuffer(postedBytes).writeZero(postedBytes).clear();
+        PeerInbox inbox = new PeerInbox(0, 1);
+        FrameDecoder decoder = new FrameDecoder(1 << 20, 4096);
+        EmbeddedChannel ch = new EmbeddedChannel(decoder);
+        decoder.landIn(inbox);
+        ByteBuf first = Unpooled.buffer();
+        FrameHeader.write(first, FrameHeader.DATA, 0, 2, 3, rows.length);
+        ch.writeInbound(first.writeBytes(rows, 0, 5000));
+        assertThat(ch.config().isAutoRead()).as("5000 bytes ahead of the post").isFalse();
+        assertThat(decoder.landingBuffer()).isNull();
+
+        if (postedBytes != rows.length) {
+            assertThatThrownBy(() -> inbox.post(3, postedBytes, region))
+                    .isInstanceOf(PeerFailedException.class)
+                    .hasMessageContaining(
+                            "peer=1, reason=all-to-all-v counts disagree: op=3, sentBytes=10000,"
+                                    + " expectedBytes="
+                                    + postedBytes);
+            assertThat(ch.config().isAutoRead()).isFalse();
+            assertThat(region.writerIndex()).isZero();
+        } else {
+            inbox.post(3, postedBytes, region);
+            assertThat(ch.config().isAutoRead()).isTrue();
+            ByteBuf read = decoder.landingBuffer();
+            ch.writeInbound(read.writeBytes(rows, 5000, 5000));
+            Frame landed = ch.readInbound();
+            assertThat(landed.landed()).isTrue();
+            byte[] got = new byte[rows.length];
+            region.getBytes(0, got);
+            assertThat(got).isEqualTo(rows);
+        }
+        ch.finishAndReleaseAll();
+        region.release();
     }
 
     @Test
@@ -185,7 +260,7 @@ class FrameDecoderTest {
 
     @Test
     void shouldRefuseAnyFrameButHelloBeforeTheHandshake() {
-        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20));
+        EmbeddedChannel ch = new EmbeddedChannel(new FrameDecoder(1 << 20, 1 << 20));
         ByteBuf frame = Unpooled.buffer();
         FrameHeader.write(frame, FrameHeader.DATA, 0, 0, 0, Integer.MAX_VALUE);
         assertThatThrownBy(() -> ch.writeInbound(frame))
@@ -195,9 +270,9 @@ class FrameDecoderTest {
 
     /** A decoder past the handshake: its frames may land in an inbox of their own. */
     private static EmbeddedChannel handshaken(long maxFrameBytes) {
-        FrameDecoder decoder = new FrameDecoder(maxFrameBytes);
+        FrameDecoder decoder = new FrameDecoder(maxFrameBytes, maxFrameBytes);
         EmbeddedChannel ch = new EmbeddedChannel(decoder);
-        decoder.landIn(new PeerInbox());
+        decoder.landIn(new PeerInbox(0, 1));
         return ch;
     }
 }
