@@ -35,7 +35,15 @@ final class CliProcess implements AutoCloseable {
 
     /** Starts {@code java -jar moe-a2a.jar args...}. */
     static CliProcess moeA2a(Path dir, String name, String... args) throws IOException {
-        List<String> command = JvmOptions.childCommand("-Xmx1g", "-jar", jar());
+        return moeA2a(dir, name, List.of(), args);
+    }
+
+    /** Starts {@code java JVM-OPTIONS -jar moe-a2a.jar args...}. */
+    static CliProcess moeA2a(Path dir, String name, List<String> jvmOptions, String... args)
+            throws IOException {
+        List<String> command = JvmOptions.childCommand("-Xmx1g");
+        command.addAll(jvmOptions);
+        command.addAll(List.of("-jar", jar()));
         command.addAll(List.of(args));
         return start(dir, name, command);
     }
@@ -124,6 +132,10 @@ final class CliProcess implements AutoCloseable {
     /** SIGKILL, as a crashed or OOM-killed process would die. */
     void kill() throws InterruptedException {
         process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+
+    long pid() {
+        return process.pid();
     }
 
     boolean isAlive() {

@@ -14,9 +14,13 @@ import java.util.concurrent.TimeUnit;
 public final class GrpcLimits {
     /**
      * HTTP/2 RST_STREAM frames a connection may send per {@link #RST_WINDOW_SECONDS}; beyond it the
-     * server answers GOAWAY (the rapid-reset attack opens and resets streams without end).
+     * server answers GOAWAY (ENHANCE_YOUR_CALM, "too_many_rststreams") and closes the connection.
+     * The rapid-reset attack opens and resets streams without end: one grpc-java client on loopback
+     * reset 6,000 in 0.83 to 0.92 s here (RapidResetTest). A legitimate client resets a stream for
+     * every call it cancels or whose deadline passes: LeakSoakIT's four clients on one channel, a
+     * fifth of whose calls end so, were cut off by a limit of 200 per 10 s.
      */
-    public static final int MAX_RST_FRAMES = 200;
+    public static final int MAX_RST_FRAMES = 2000;
 
     public static final int RST_WINDOW_SECONDS = 10;
 

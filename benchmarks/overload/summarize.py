@@ -1,0 +1,54 @@
+"""Summarises benchmarks/overload/overload.sh's per-request CSVs (see that script)."""
+import csv
+import sys
+from pathlib import Path
+
+TOKENS = 128
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def pct(values, q):
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def throughput(rs):
+    ok = [r for r in rs if r["status"] == "OK"]
+    start = min(int(r["start_unix_ms"]) for r in rs)
+    end = max(int(r["start_unix_ms"]) + float(r["latency_ms"]) for r in rs)
+    return len(ok) * TOKENS / ((end - start) / 1000.0)
+
+
+def main(out):
+    out = Path(out)
+    before, over, after = (rows(out / f"{n}.csv") for n in ("before", "overload", "after"))
+    ok_lat = lambda rs: [float(r["latency_ms"]) for r in rs if r["status"] == "OK"]
+    rejected = [float(r["latency_ms"]) for r in over if r["status"].startswith("RESOURCE_EXHAUSTED")]
+    other = [r["status"] for r in over if r["status"] != "OK" and not r["status"].startswith("RESOURCE_EXHAUSTED")]
+    t_before, t_over, t_after = throughput(before), throughput(over), throughput(after)
+    print(f"| run | requests | OK | rejected | tokens/s (OK only) | OK p50 ms | OK p99 ms |")
+    print(f"|---|---:|---:|---:|---:|---:|---:|")
+    for name, rs, t in (("before (8 callers)", before, t_before), ("overload (64 callers)", over, t_over), ("after (8 callers)", after, t_after)):
+        rej = sum(1 for r in rs if r["status"].startswith("RESOURCE_EXHAUSTED"))
+        oks = ok_lat(rs)
+        print(f"| {name} | {len(rs)} | {len(oks)} | {rej} | {t:.0f} | {pct(oks, 0.5):.1f} | {pct(oks, 0.99):.1f} |")
+    print()
+    print(f"rejections: {len(rejected)}, latency p50 {pct(rejected, 0.5):.2f} ms, p99 {pct(rejected, 0.99):.2f} ms, max {max(rejected) if rejected else float('nan'):.2f} ms")
+    print(f"other failures during overload: {len(other)} {sorted(set(other))}")
+    print(f"admitted throughput under overload: {t_over / t_before:.2f}x the unloaded run")
+    # recovery: the first second of 'after' against the whole of 'before'
+    first = sorted(after, key=lambda r: int(r["start_unix_ms"]))
+    t0 = int(first[0]["start_unix_ms"])
+    first_second = [float(r["latency_ms"]) for r in first if int(r["start_unix_ms"]) - t0 < 1000 and r["status"] == "OK"]
+    print(f"after the overload: p50 {pct(ok_lat(after), 0.5):.1f} ms (before: {pct(ok_lat(before), 0.5):.1f} ms); "
+          f"first second after it: p50 {pct(first_second, 0.5):.1f} ms over {len(first_second)} requests")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/overload")
