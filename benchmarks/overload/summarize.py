@@ -25,6 +25,22 @@ def throughput(rs):
     return len(ok) * TOKENS / ((end - start) / 1000.0)
 
 
+def server_refusals(out):
+    """p50 and p99 of the server's own time on refused Forward calls, from its histogram."""
+    buckets = []
+    for line in (out / "metrics.txt").read_text().splitlines():
+        if (line.startswith("grpc_server_processing_duration_seconds_bucket{")
+                and 'method="Forward"' in line and 'status_code="RESOURCE_EXHAUSTED"' in line):
+            le = line.split(',le="')[1].split('"')[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
+    buckets.sort()
+    if not buckets or buckets[-1][1] == 0:
+        return None
+    total = buckets[-1][1]
+    q = lambda p: next(le for le, n in buckets if n >= p * total) * 1000
+    return total, q(0.5), q(0.99)
+
+
 def main(out):
     out = Path(out)
     before, over, after = (rows(out / f"{n}.csv") for n in ("before", "overload", "after"))
@@ -40,6 +56,9 @@ def main(out):
         print(f"| {name} | {len(rs)} | {len(oks)} | {rej} | {t:.0f} | {pct(oks, 0.5):.1f} | {pct(oks, 0.99):.1f} |")
     print()
     print(f"rejections: {len(rejected)}, latency p50 {pct(rejected, 0.5):.2f} ms, p99 {pct(rejected, 0.99):.2f} ms, max {max(rejected) if rejected else float('nan'):.2f} ms")
+    server = server_refusals(out)
+    if server:
+        print(f"the server's own time on refused calls ({server[0]:.0f}, histogram bucket bounds): p50 <= {server[1]:.2f} ms, p99 <= {server[2]:.2f} ms")
     print(f"other failures during overload: {len(other)} {sorted(set(other))}")
     print(f"admitted throughput under overload: {t_over / t_before:.2f}x the unloaded run")
     # recovery: the first second of 'after' against the whole of 'before'

@@ -23,6 +23,7 @@ import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Batches queued Forward requests into steps and runs them on the cluster, keeping up to {@code
@@ -113,6 +114,26 @@ public final class StepScheduler implements AutoCloseable {
                             + " do not fit (retry later)");
         }
         incoming.add(job);
+    }
+
+    /**
+     * Why a new request would be refused now (the queue is full in requests or tokens, or the
+     * server is shutting down), or null while one may be admitted; a request admitted now may still
+     * be refused by {@link #submit} if others take the room first.
+     */
+    public @Nullable RuntimeException refusalNow() {
+        if (!running || !accepting) {
+            return new A2aException("server shutting down");
+        }
+        if (queued.get() >= maxQueuedRequests) {
+            return new RejectedExecutionException(
+                    "request queue full: queued=" + maxQueuedRequests + " (retry later)");
+        }
+        if (queuedTokens.get() >= maxQueuedTokens) {
+            return new RejectedExecutionException(
+                    "request queue full: tokens=" + maxQueuedTokens + " queued (retry later)");
+        }
+        return null;
     }
 
     /**

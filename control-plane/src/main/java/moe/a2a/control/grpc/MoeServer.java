@@ -2,6 +2,7 @@ package moe.a2a.control.grpc;
 
 import io.grpc.Server;
 import io.grpc.ServerBuilder;
+import io.grpc.ServerInterceptors;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
@@ -124,14 +125,16 @@ public final class MoeServer implements AutoCloseable {
             builder.maxInboundMessageSize(settings.maxRequestBytes())
                     .intercept(new MetricCollectingServerInterceptor(registry))
                     .addService(
-                            MalformedMessages.guard(
-                                    new MoeGrpcService(
-                                            group.model(),
-                                            weights,
-                                            group.placements(),
-                                            scheduler,
-                                            group.transport(),
-                                            settings.capacityFactor())))
+                            ServerInterceptors.intercept(
+                                    MalformedMessages.guard(
+                                            new MoeGrpcService(
+                                                    group.model(),
+                                                    weights,
+                                                    group.placements(),
+                                                    scheduler,
+                                                    group.transport(),
+                                                    settings.capacityFactor())),
+                                    new AdmissionGate(scheduler)))
                     .addService(MalformedMessages.guard(new BenchGrpcService(group, scheduler)))
                     .addService(health.getHealthService())
                     .addService(ProtoReflectionServiceV1.newInstance());

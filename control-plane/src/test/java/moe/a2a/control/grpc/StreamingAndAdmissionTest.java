@@ -2,8 +2,12 @@ package moe.a2a.control.grpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.grpc.CallOptions;
+import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
 import io.grpc.Server;
+import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
@@ -34,12 +38,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * ForwardStream: answers in the requests' order and equal to the reference, the first failure
- * ending the call and naming its request, and a cancelled stream's queued requests leaving the
- * queue at once while a step holds the ranks.
+ * Calls meeting the queue. ForwardStream: answers in the requests' order and equal to the
+ * reference, the first failure ending the call and naming its request, and a cancelled stream's
+ * queued requests leaving the queue at once while a step holds the ranks. The admission gate: a
+ * Forward call meeting a full queue is refused at its headers, before its request arrives.
  */
 @Timeout(60)
-class ForwardStreamTest {
+class StreamingAndAdmissionTest {
     static final int E = MoeGrpcServiceTest.E;
     static final int H = MoeGrpcServiceTest.H;
     static final int K = MoeGrpcServiceTest.K;
@@ -51,9 +56,18 @@ class ForwardStreamTest {
     final StepMetrics metrics = new StepMetrics(registry, new int[] {0}, E, 4, Transport.LOCAL);
     final EmbeddedCluster cluster =
             new EmbeddedCluster(model, weights, 4, TimeUnit.SECONDS.toNanos(10));
+    static final int QUEUE = 64;
+
     final StepScheduler scheduler =
             new StepScheduler(
-                    cluster, 64, 64, 1 << 20, 2, 0, metrics, new Rebalancer(cluster, 0, metrics));
+                    cluster,
+                    64,
+                    QUEUE,
+                    1 << 20,
+                    2,
+                    0,
+                    metrics,
+                    new Rebalancer(cluster, 0, metrics));
     Server server;
     ManagedChannel channel;
 
@@ -63,13 +77,15 @@ class ForwardStreamTest {
         server =
                 InProcessServerBuilder.forName(name)
                         .addService(
-                                new MoeGrpcService(
-                                        model,
-                                        weights,
-                                        cluster.placements(),
-                                        scheduler,
-                                        Transport.LOCAL,
-                                        0))
+                                ServerInterceptors.intercept(
+                                        new MoeGrpcService(
+                                                model,
+                                                weights,
+                                                cluster.placements(),
+                                                scheduler,
+                                                Transport.LOCAL,
+                                                0),
+                                        new AdmissionGate(scheduler)))
                         .build()
                         .start();
         channel = InProcessChannelBuilder.forName(name).build();
@@ -142,6 +158,68 @@ class ForwardStreamTest {
         ForwardRequest after = MoeGrpcServiceTest.request(random, 0, 12, DType.FP32, Routing.TOPK);
         answers.assertMatches(
                 "after the cancel", after, MoeServiceGrpc.newBlockingStub(channel).forward(after));
+    }
+
+    @Test
+    void shouldRefuseAtTheHeadersWhenTheQueueIsFull() throws Exception {
+        CompletableFuture<Void> ranksHeld = new CompletableFuture<>();
+        scheduler.runBetweenSteps(() -> ranksHeld);
+        SplittableRandom random = new SplittableRandom(34);
+        List<ForwardRequest> queued = new ArrayList<>();
+        List<CompletableFuture<ForwardResponse>> answered = new ArrayList<>();
+        for (int i = 0; i < QUEUE; i++) {
+            queued.add(MoeGrpcServiceTest.request(random, 0, 1, DType.FP32, Routing.TOPK));
+            answered.add(forwardAsync(queued.get(i)));
+        }
+        awaitQueued(QUEUE, QUEUE);
+
+        // headers only: without the gate the server would wait for the request until the deadline
+        CompletableFuture<Status> closed = new CompletableFuture<>();
+        ClientCall<ForwardRequest, ForwardResponse> call =
+                channel.newCall(
+                        MoeServiceGrpc.getForwardMethod(),
+                        CallOptions.DEFAULT.withDeadlineAfter(20, TimeUnit.SECONDS));
+        call.start(
+                new ClientCall.Listener<>() {
+                    @Override
+                    public void onClose(Status status, Metadata trailers) {
+                        closed.complete(status);
+                    }
+                },
+                new Metadata());
+        call.request(1);
+        Status refused = closed.get(30, TimeUnit.SECONDS);
+        assertThat(refused.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+        assertThat(refused.getDescription())
+                .isEqualTo("request queue full: queued=64 (retry later)");
+
+        ranksHeld.complete(null);
+        for (int i = 0; i < QUEUE; i++) {
+            answers.assertMatches(
+                    "queued " + i, queued.get(i), answered.get(i).get(30, TimeUnit.SECONDS));
+        }
+    }
+
+    private CompletableFuture<ForwardResponse> forwardAsync(ForwardRequest request) {
+        CompletableFuture<ForwardResponse> answer = new CompletableFuture<>();
+        MoeServiceGrpc.newStub(channel)
+                .forward(
+                        request,
+                        new StreamObserver<>() {
+                            @Override
+                            public void onNext(ForwardResponse response) {
+                                answer.complete(response);
+                            }
+
+                            @Override
+                            public void onError(Throwable t) {
+                                answer.completeExceptionally(t);
+                            }
+
+                            @Override
+                            public void onCompleted() {}
+                        });
+        return answer;
     }
 
     private void awaitQueued(int requests, long tokens) throws InterruptedException {
