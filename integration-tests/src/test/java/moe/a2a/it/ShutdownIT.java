@@ -2,7 +2,6 @@ package moe.a2a.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -10,47 +9,41 @@ import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.NettyChannelBuilder;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import moe.a2a.dispatch.DType;
-import moe.a2a.experts.LayerCheck;
-import moe.a2a.experts.ReferenceMoeLayer;
-import moe.a2a.experts.SeededWeights;
 import moe.a2a.v1.ForwardRequest;
-import moe.a2a.v1.ForwardResponse;
 import moe.a2a.v1.MoeServiceGrpc;
-import moe.a2a.v1.Tensor;
-import moe.a2a.v1.TopK;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * SIGTERM to {@code serve} under load: health turns NOT_SERVING while the port is still open, every
- * request gets exactly one outcome (a right answer, or UNAVAILABLE), and the process exits 0 within
- * its grace period.
+ * SIGTERM under load, to {@code serve}, to a worker and to a control plane: health turns
+ * NOT_SERVING while the port is still open, every request gets exactly one outcome (a right answer,
+ * or UNAVAILABLE), each process exits 0 within its grace period, and no port is left bound.
  */
-@Timeout(120)
+@Timeout(180)
 class ShutdownIT {
     static final int E = 8;
     static final int H = 32;
+    static final int I = 48;
     static final int K = 2;
     static final long SEED = 13;
 
     @TempDir Path dir;
 
-    final ReferenceMoeLayer reference = new ReferenceMoeLayer(new SeededWeights(SEED, E, H, 48, 1));
+    final SeededTraffic traffic = new SeededTraffic(SEED, E, H, I, K, 1);
 
     @Test
     void shouldDrainAndExitZeroOnSigterm() throws Exception {
@@ -68,7 +61,7 @@ class ShutdownIT {
                         "--hidden",
                         Integer.toString(H),
                         "--ffn",
-                        "48",
+                        Integer.toString(I),
                         "--seed",
                         Long.toString(SEED),
                         "--world-size",
@@ -78,121 +71,159 @@ class ShutdownIT {
             int port = serve.awaitServingPort(Duration.ofSeconds(60));
             ManagedChannel channel =
                     NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
-            ExecutorService pool = Executors.newFixedThreadPool(4);
-            AtomicBoolean stop = new AtomicBoolean();
-            ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();
-            ConcurrentLinkedQueue<Status.Code> outcomes = new ConcurrentLinkedQueue<>();
+            Load load = new Load(channel);
             try {
-                List<Future<?>> clients = new ArrayList<>();
-                for (int c = 0; c < 4; c++) {
-                    final int client = c;
-                    clients.add(
-                            pool.submit(
-                                    () -> {
-                                        MoeServiceGrpc.MoeServiceBlockingStub stub =
-                                                MoeServiceGrpc.newBlockingStub(channel);
-                                        for (int i = 0; !stop.get(); i++) {
-                                            long seed = client * 100_000L + i;
-                                            ForwardRequest request = request(seed);
-                                            try {
-                                                ForwardResponse response =
-                                                        stub.withDeadlineAfter(30, TimeUnit.SECONDS)
-                                                                .forward(request);
-                                                check(request, response, seed, wrong);
-                                                outcomes.add(Status.Code.OK);
-                                            } catch (StatusRuntimeException e) {
-                                                outcomes.add(e.getStatus().getCode());
-                                            }
-                                        }
-                                        return null;
-                                    }));
-                }
                 Thread.sleep(1000);
                 serve.terminate();
                 // the port stays open a while: probes see the server going away
-                ServingStatus during =
-                        HealthGrpc.newBlockingStub(channel)
-                                .withDeadlineAfter(2, TimeUnit.SECONDS)
-                                .check(HealthCheckRequest.getDefaultInstance())
-                                .getStatus();
-                assertThat(during).isEqualTo(ServingStatus.NOT_SERVING);
+                assertThat(health(channel)).isEqualTo(ServingStatus.NOT_SERVING);
                 int exit = serve.awaitExit(Duration.ofSeconds(20));
-                stop.set(true);
-                for (Future<?> f : clients) {
-                    f.get(60, TimeUnit.SECONDS);
-                }
+                load.stop();
                 assertThat(exit).as(serve.output()).isZero();
             } finally {
-                stop.set(true);
-                pool.shutdownNow();
+                load.stop();
                 channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             }
+            load.assertOneRightOutcomeEach();
+            assertThat(portFree(port)).as("the gRPC port is free").isTrue();
+        }
+    }
+
+    @Test
+    void shouldLetAWorkerAndThenItsControlPlaneStopCleanly() throws Exception {
+        int port = CliProcess.freePort();
+        int clusterPort = CliProcess.freePort();
+        List<CliProcess> processes = new ArrayList<>();
+        ManagedChannel channel =
+                NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+        Load load = null;
+        try {
+            CliProcess cp =
+                    CliProcess.moeA2a(
+                            dir,
+                            "control-plane",
+                            "control-plane",
+                            "--port",
+                            Integer.toString(port),
+                            "--cluster-port",
+                            Integer.toString(clusterPort),
+                            "--metrics-port",
+                            "0",
+                            "--world-size",
+                            "2",
+                            "--experts",
+                            Integer.toString(E),
+                            "--hidden",
+                            Integer.toString(H),
+                            "--ffn",
+                            Integer.toString(I),
+                            "--seed",
+                            Long.toString(SEED),
+                            "--shutdown-grace",
+                            "PT6S");
+            processes.add(cp);
+            cp.awaitServingPort(Duration.ofSeconds(60));
+            CliProcess w0 = CliProcess.tcpWorker(dir, clusterPort, 0);
+            CliProcess w1 = CliProcess.tcpWorker(dir, clusterPort, 1);
+            processes.add(w0);
+            processes.add(w1);
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
+            load = new Load(channel);
+            Thread.sleep(1000);
+
+            w1.terminate();
+            assertThat(w1.awaitExit(Duration.ofSeconds(20))).as(w1.output()).isZero();
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.NOT_SERVING, Duration.ofSeconds(20), processes);
+
+            cp.terminate();
+            assertThat(cp.awaitExit(Duration.ofSeconds(20))).as(cp.output()).isZero();
+            load.stop();
+            w0.terminate();
+            assertThat(w0.awaitExit(Duration.ofSeconds(20))).as(w0.output()).isZero();
+            assertThat(portFree(port)).as("the client port is free").isTrue();
+            assertThat(portFree(clusterPort)).as("the cluster port is free").isTrue();
+        } finally {
+            if (load != null) {
+                load.stop();
+            }
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            for (CliProcess p : processes) {
+                p.close();
+            }
+        }
+        load.assertOneRightOutcomeEach();
+    }
+
+    private static ServingStatus health(ManagedChannel channel) {
+        return HealthGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(2, TimeUnit.SECONDS)
+                .check(HealthCheckRequest.getDefaultInstance())
+                .getStatus();
+    }
+
+    private static boolean portFree(int port) {
+        try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+            return s.isBound();
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Four clients sending checked requests until stopped; one outcome kept per request. */
+    private final class Load {
+        final ExecutorService pool = Executors.newFixedThreadPool(4);
+        final AtomicBoolean stop = new AtomicBoolean();
+        final ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();
+        final ConcurrentLinkedQueue<Status.Code> outcomes = new ConcurrentLinkedQueue<>();
+        final List<Future<?>> clients = new ArrayList<>();
+
+        Load(ManagedChannel channel) {
+            for (int c = 0; c < 4; c++) {
+                final long base = c * 100_000L;
+                clients.add(
+                        pool.submit(
+                                () -> {
+                                    MoeServiceGrpc.MoeServiceBlockingStub stub =
+                                            MoeServiceGrpc.newBlockingStub(channel);
+                                    for (long seed = base; !stop.get(); seed++) {
+                                        ForwardRequest request = traffic.request(seed);
+                                        try {
+                                            String mismatch =
+                                                    traffic.mismatch(
+                                                            request,
+                                                            stub.withDeadlineAfter(
+                                                                            30, TimeUnit.SECONDS)
+                                                                    .forward(request),
+                                                            seed);
+                                            if (mismatch != null) {
+                                                wrong.add(mismatch);
+                                            }
+                                            outcomes.add(Status.Code.OK);
+                                        } catch (StatusRuntimeException e) {
+                                            outcomes.add(e.getStatus().getCode());
+                                        }
+                                    }
+                                    return null;
+                                }));
+            }
+        }
+
+        void stop() throws Exception {
+            stop.set(true);
+            for (Future<?> f : clients) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+            pool.shutdownNow();
+        }
+
+        void assertOneRightOutcomeEach() {
             assertThat(wrong).as("OK answers that differ from the reference").isEmpty();
             assertThat(outcomes).contains(Status.Code.OK, Status.Code.UNAVAILABLE);
             assertThat(outcomes)
                     .as("every request: a right answer or UNAVAILABLE")
                     .allMatch(c -> c == Status.Code.OK || c == Status.Code.UNAVAILABLE);
-        }
-    }
-
-    private static ForwardRequest request(long seed) {
-        SplittableRandom random = new SplittableRandom(seed);
-        int tokens = 1 + random.nextInt(16);
-        ByteBuffer data = ByteBuffer.allocate(tokens * H * 4).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < tokens * H; i++) {
-            data.putFloat(i * 4, (float) random.nextGaussian());
-        }
-        TopK.Builder topk = TopK.newBuilder().setK(K);
-        for (int t = 0; t < tokens; t++) {
-            int a = random.nextInt(E);
-            int b = (a + 1 + random.nextInt(E - 1)) % E;
-            topk.addExpertIds(a).addExpertIds(b).addWeights(0.75f).addWeights(0.25f);
-        }
-        return ForwardRequest.newBuilder()
-                .setHiddenStates(
-                        Tensor.newBuilder()
-                                .setDtype(moe.a2a.v1.DType.FP32)
-                                .addShape(tokens)
-                                .addShape(H)
-                                .setData(ByteString.copyFrom(data.array())))
-                .setTopk(topk)
-                .build();
-    }
-
-    private void check(
-            ForwardRequest request,
-            ForwardResponse response,
-            long seed,
-            ConcurrentLinkedQueue<String> wrong) {
-        int tokens = request.getTopk().getExpertIdsCount() / K;
-        float[] x = new float[tokens * H];
-        request.getHiddenStates()
-                .getData()
-                .asReadOnlyByteBuffer()
-                .order(ByteOrder.LITTLE_ENDIAN)
-                .asFloatBuffer()
-                .get(x);
-        int[] ids = new int[tokens * K];
-        float[] w = new float[tokens * K];
-        for (int i = 0; i < ids.length; i++) {
-            ids[i] = request.getTopk().getExpertIds(i);
-            w[i] = request.getTopk().getWeights(i);
-        }
-        float[] expected;
-        synchronized (reference) {
-            expected = reference.forward(0, x, tokens, K, ids, w);
-        }
-        float[] actual = new float[expected.length];
-        response.getHiddenStates()
-                .getData()
-                .asReadOnlyByteBuffer()
-                .order(ByteOrder.LITTLE_ENDIAN)
-                .asFloatBuffer()
-                .get(actual);
-        try {
-            LayerCheck.assertClose("seed=" + seed, DType.FP32, actual, expected, H);
-        } catch (AssertionError e) {
-            wrong.add(e.getMessage());
         }
     }
 }
