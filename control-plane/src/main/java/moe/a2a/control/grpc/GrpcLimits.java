@@ -17,7 +17,7 @@ public final class GrpcLimits {
      * (grpc-java counts the server's own resets too, for calls it cancels); beyond it the server
      * answers GOAWAY (ENHANCE_YOUR_CALM, "too_many_rststreams") and closes the connection. The
      * rapid-reset attack opens and resets streams without end: one grpc-java client on loopback
-     * reset 6,000 in 0.83 to 0.92 s here (RapidResetTest). A legitimate client resets a stream for
+     * reset 6,000 in 0.83 to 0.92 s here (GrpcLimitsTest). A legitimate client resets a stream for
      * every call it cancels or whose deadline passes: LeakSoakIT's four clients on one channel, a
      * fifth of whose calls end so, were cut off by 200 per 10 s in its short form and by 2,000 per
      * 10 s in its long form (about 550 calls a second).
@@ -32,7 +32,10 @@ public final class GrpcLimits {
     /** A client pinging more often than this gets GOAWAY. */
     public static final int PERMIT_KEEPALIVE_SECONDS = 10;
 
-    /** Bytes of headers and trailers a call may send. */
+    /**
+     * Bytes of headers a call may send: twice grpc-java's default of 8 KiB, room for a bearer token
+     * beside tracing headers; past it the call is refused (GrpcLimitsTest).
+     */
     public static final int MAX_INBOUND_METADATA_BYTES = 16 * 1024;
 
     private GrpcLimits() {}

@@ -1,7 +1,9 @@
 package moe.a2a.comm.tcp;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.netty.buffer.PooledByteBufAllocator;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -14,9 +16,11 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.AbstractCommunicatorTest;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.RankThreads;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -96,6 +100,44 @@ class TcpCommunicatorTest extends AbstractCommunicatorTest {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError(e);
+        }
+    }
+
+    /**
+     * A receiver that stalls (it never enters the collective): it stops reading once it holds the
+     * bound of rows for a collective it has not posted, the rest backs up in the sockets and in the
+     * sender's unsent views of its own buffer (nothing is copied), and the sender's collective
+     * fails at its deadline naming the stalled rank.
+     */
+    @Test
+    void shouldFailTheSenderNamingAStalledReceiverWithoutBufferingItsRows() throws Exception {
+        TcpCommunicator[] group = group(transport, 2, TimeUnit.SECONDS.toNanos(2));
+        int bytes = 64 << 20;
+        ByteBuffer send = ByteBuffer.allocateDirect(bytes);
+        long pooledBefore = PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory();
+        try {
+            assertThatThrownBy(
+                            () ->
+                                    group[0].allToAllV(
+                                            3,
+                                            ExchangePhase.DISPATCH,
+                                            send,
+                                            new long[] {0, bytes},
+                                            ByteBuffer.allocateDirect(0),
+                                            new long[] {0, 0}))
+                    .isInstanceOfSatisfying(
+                            ExchangeTimeoutException.class,
+                            e -> assertThat(e.peer()).as("the stalled rank").isEqualTo(1));
+            long held = PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory() - pooledBefore;
+            assertThat(held)
+                    .as(
+                            "pooled memory held for the stalled rank's unposted rows, of %d sent",
+                            bytes)
+                    .isLessThan(16L << 20);
+        } finally {
+            for (TcpCommunicator c : group) {
+                c.close();
+            }
         }
     }
 

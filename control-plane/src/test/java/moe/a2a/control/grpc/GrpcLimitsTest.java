@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
 import io.grpc.Server;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
@@ -15,6 +17,7 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.MetadataUtils;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.Locale;
@@ -27,12 +30,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * {@link GrpcLimits#MAX_RST_FRAMES} on a real Netty server: a connection that opens and resets
- * streams past the limit gets GOAWAY, which ends a call it kept open; one that resets fewer keeps
- * its calls.
+ * {@link GrpcLimits} on a real Netty server. Rapid reset: a connection that opens and resets
+ * streams past {@link GrpcLimits#MAX_RST_FRAMES} gets GOAWAY, which ends a call it kept open; one
+ * that resets fewer keeps its calls. Metadata: headers past {@link
+ * GrpcLimits#MAX_INBOUND_METADATA_BYTES} are refused, smaller ones served.
  */
 @Timeout(60)
-class RapidResetTest {
+class GrpcLimitsTest {
     final HealthStatusManager health = new HealthStatusManager();
     Server server;
     ManagedChannel channel;
@@ -84,6 +88,40 @@ class RapidResetTest {
                 .as("the kept call still hears the server")
                 .isEqualTo(ServingStatus.NOT_SERVING);
         assertThat(kept.ended).isNotDone();
+    }
+
+    /** 12 KiB of headers pass only because the limit was raised from grpc-java's 8 KiB. */
+    @Test
+    void shouldRefuseHeadersPastTheMetadataLimit() {
+        Metadata.Key<String> padding =
+                Metadata.Key.of("x-padding", Metadata.ASCII_STRING_MARSHALLER);
+        for (int bytes :
+                new int[] {
+                    GrpcLimits.MAX_INBOUND_METADATA_BYTES * 3 / 4,
+                    GrpcLimits.MAX_INBOUND_METADATA_BYTES + 1024
+                }) {
+            Metadata headers = new Metadata();
+            headers.put(padding, "x".repeat(bytes));
+            Status status;
+            try {
+                HealthGrpc.newBlockingStub(channel)
+                        .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(headers))
+                        .withDeadlineAfter(10, TimeUnit.SECONDS)
+                        .check(HealthCheckRequest.getDefaultInstance());
+                status = Status.OK;
+            } catch (StatusRuntimeException e) {
+                status = e.getStatus();
+            }
+            if (bytes <= GrpcLimits.MAX_INBOUND_METADATA_BYTES) {
+                assertThat(status.getCode())
+                        .as("%d bytes of headers", bytes)
+                        .isEqualTo(Status.Code.OK);
+            } else {
+                assertThat(status.getCode())
+                        .as("%d bytes of headers: %s", bytes, status)
+                        .isNotEqualTo(Status.Code.OK);
+            }
+        }
     }
 
     /** Opens and at once cancels {@code count} Watch calls: HEADERS then RST_STREAM, each. */
