@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -46,6 +47,33 @@ final class CliProcess implements AutoCloseable {
         command.addAll(List.of("-jar", jar()));
         command.addAll(List.of(args));
         return start(dir, name, command);
+    }
+
+    /**
+     * {@code control-plane} serving clients on {@code port} and workers on {@code clusterPort} with
+     * {@code worldSize} ranks, then {@code flags} (the model's, the metrics port, timeouts).
+     */
+    static CliProcess controlPlane(
+            Path dir,
+            String name,
+            List<String> jvmOptions,
+            int port,
+            int clusterPort,
+            int worldSize,
+            List<String> flags)
+            throws IOException {
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "control-plane",
+                                "--port",
+                                Integer.toString(port),
+                                "--cluster-port",
+                                Integer.toString(clusterPort),
+                                "--world-size",
+                                Integer.toString(worldSize)));
+        args.addAll(flags);
+        return moeA2a(dir, name, jvmOptions, args.toArray(String[]::new));
     }
 
     /**

@@ -303,37 +303,18 @@ class DistributedIT {
     }
 
     private CliProcess controlPlane(int port, int clusterPort, String... extra) throws Exception {
-        List<String> args =
-                new ArrayList<>(
-                        List.of(
-                                "control-plane",
-                                "--port",
-                                Integer.toString(port),
-                                "--cluster-port",
-                                Integer.toString(clusterPort),
-                                "--metrics-port",
-                                "0",
-                                "--world-size",
-                                "4",
-                                "--experts",
-                                Integer.toString(E),
-                                "--hidden",
-                                Integer.toString(H),
-                                "--ffn",
-                                Integer.toString(I),
-                                "--layers",
-                                Integer.toString(LAYERS),
-                                "--top-k",
-                                Integer.toString(K),
-                                "--seed",
-                                Long.toString(SEED),
-                                "--exchange-timeout",
-                                "PT" + EXCHANGE_TIMEOUT_MS / 1000 + "S",
-                                "--heartbeat-timeout",
-                                "PT2S"));
-        args.addAll(List.of(extra));
-        return CliProcess.moeA2a(
-                dir, "control-plane-" + System.nanoTime(), args.toArray(String[]::new));
+        List<String> flags = new ArrayList<>(traffic.modelFlags());
+        flags.addAll(
+                List.of(
+                        "--metrics-port",
+                        "0",
+                        "--exchange-timeout",
+                        "PT" + EXCHANGE_TIMEOUT_MS / 1000 + "S",
+                        "--heartbeat-timeout",
+                        "PT2S"));
+        flags.addAll(List.of(extra));
+        return CliProcess.controlPlane(
+                dir, "control-plane-" + System.nanoTime(), List.of(), port, clusterPort, 4, flags);
     }
 
     private CliProcess worker(int port, String id, int rank) throws Exception {

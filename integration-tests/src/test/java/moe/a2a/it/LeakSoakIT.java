@@ -146,33 +146,20 @@ class LeakSoakIT {
                 NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
         try {
             CliProcess cp =
-                    CliProcess.moeA2a(
+                    CliProcess.controlPlane(
                             dir,
                             "control-plane",
                             PARANOID,
-                            "control-plane",
-                            "--port",
-                            Integer.toString(port),
-                            "--cluster-port",
-                            Integer.toString(clusterPort),
-                            "--metrics-port",
-                            Integer.toString(metrics[0]),
-                            "--world-size",
-                            "2",
-                            "--experts",
-                            Integer.toString(E),
-                            "--hidden",
-                            Integer.toString(H),
-                            "--ffn",
-                            Integer.toString(I),
-                            "--layers",
-                            Integer.toString(LAYERS),
-                            "--seed",
-                            Long.toString(SEED),
-                            "--exchange-timeout",
-                            "3s",
-                            "--heartbeat-timeout",
-                            "2s");
+                            port,
+                            clusterPort,
+                            2,
+                            withFlags(
+                                    "--metrics-port",
+                                    Integer.toString(metrics[0]),
+                                    "--exchange-timeout",
+                                    "3s",
+                                    "--heartbeat-timeout",
+                                    "2s"));
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             CliProcess w0 = worker(clusterPort, "w0", 0, metrics[1]);
@@ -458,5 +445,12 @@ class LeakSoakIT {
                 "tcp",
                 "--rank",
                 Integer.toString(rank));
+    }
+
+    /** The model's flags, then {@code more}. */
+    private List<String> withFlags(String... more) {
+        List<String> flags = new ArrayList<>(traffic.modelFlags());
+        flags.addAll(List.of(more));
+        return flags;
     }
 }

@@ -3,6 +3,7 @@ package moe.a2a.it;
 import com.google.protobuf.ByteString;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.List;
 import java.util.SplittableRandom;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.LayerCheck;
@@ -18,19 +19,40 @@ import moe.a2a.v1.TopK;
  * the plain single-process reference. Thread-safe.
  */
 final class SeededTraffic {
+    private final long modelSeed;
     private final int experts;
     private final int hidden;
+    private final int ffn;
     private final int topK;
     private final int layers;
     private final ReferenceMoeLayer reference;
 
     SeededTraffic(long seed, int experts, int hidden, int ffn, int topK, int layers) {
+        this.modelSeed = seed;
         this.experts = experts;
         this.hidden = hidden;
+        this.ffn = ffn;
         this.topK = topK;
         this.layers = layers;
         this.reference =
                 new ReferenceMoeLayer(new SeededWeights(seed, experts, hidden, ffn, layers));
+    }
+
+    /** The server flags that serve this model. */
+    List<String> modelFlags() {
+        return List.of(
+                "--experts",
+                Integer.toString(experts),
+                "--hidden",
+                Integer.toString(hidden),
+                "--ffn",
+                Integer.toString(ffn),
+                "--layers",
+                Integer.toString(layers),
+                "--top-k",
+                Integer.toString(topK),
+                "--seed",
+                Long.toString(modelSeed));
     }
 
     /**

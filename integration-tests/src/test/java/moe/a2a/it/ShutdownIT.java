@@ -75,8 +75,13 @@ class ShutdownIT {
             try {
                 Thread.sleep(1000);
                 serve.terminate();
-                // the port stays open a while: probes see the server going away
-                assertThat(health(channel)).isEqualTo(ServingStatus.NOT_SERVING);
+                // the port stays open for half the grace: probes see the server going away
+                ServingStatus seen = health(channel);
+                for (int i = 0; i < 20 && seen == ServingStatus.SERVING; i++) {
+                    Thread.sleep(50);
+                    seen = health(channel);
+                }
+                assertThat(seen).isEqualTo(ServingStatus.NOT_SERVING);
                 int exit = serve.awaitExit(Duration.ofSeconds(20));
                 load.stop();
                 assertThat(exit).as(serve.output()).isZero();
@@ -99,28 +104,14 @@ class ShutdownIT {
         Load load = null;
         try {
             CliProcess cp =
-                    CliProcess.moeA2a(
+                    CliProcess.controlPlane(
                             dir,
                             "control-plane",
-                            "control-plane",
-                            "--port",
-                            Integer.toString(port),
-                            "--cluster-port",
-                            Integer.toString(clusterPort),
-                            "--metrics-port",
-                            "0",
-                            "--world-size",
-                            "2",
-                            "--experts",
-                            Integer.toString(E),
-                            "--hidden",
-                            Integer.toString(H),
-                            "--ffn",
-                            Integer.toString(I),
-                            "--seed",
-                            Long.toString(SEED),
-                            "--shutdown-grace",
-                            "PT6S");
+                            List.of(),
+                            port,
+                            clusterPort,
+                            2,
+                            withFlags("--metrics-port", "0", "--shutdown-grace", "PT6S"));
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             CliProcess w0 = CliProcess.tcpWorker(dir, clusterPort, 0);
@@ -225,5 +216,12 @@ class ShutdownIT {
                     .as("every request: a right answer or UNAVAILABLE")
                     .allMatch(c -> c == Status.Code.OK || c == Status.Code.UNAVAILABLE);
         }
+    }
+
+    /** The model's flags, then {@code more}. */
+    private List<String> withFlags(String... more) {
+        List<String> flags = new ArrayList<>(traffic.modelFlags());
+        flags.addAll(List.of(more));
+        return flags;
     }
 }

@@ -56,30 +56,20 @@ class StoppedWorkerIT {
         List<Thread> clients = new ArrayList<>();
         try {
             CliProcess cp =
-                    CliProcess.moeA2a(
+                    CliProcess.controlPlane(
                             dir,
                             "control-plane",
-                            "control-plane",
-                            "--port",
-                            Integer.toString(port),
-                            "--cluster-port",
-                            Integer.toString(clusterPort),
-                            "--metrics-port",
-                            "0",
-                            "--world-size",
-                            "2",
-                            "--experts",
-                            Integer.toString(E),
-                            "--hidden",
-                            Integer.toString(H),
-                            "--ffn",
-                            Integer.toString(I),
-                            "--seed",
-                            Long.toString(SEED),
-                            "--exchange-timeout",
-                            "3s",
-                            "--heartbeat-timeout",
-                            "2s");
+                            List.of(),
+                            port,
+                            clusterPort,
+                            2,
+                            withFlags(
+                                    "--metrics-port",
+                                    "0",
+                                    "--exchange-timeout",
+                                    "3s",
+                                    "--heartbeat-timeout",
+                                    "2s"));
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             processes.add(CliProcess.tcpWorker(dir, clusterPort, 0));
@@ -195,5 +185,12 @@ class StoppedWorkerIT {
                 .inheritIO()
                 .start()
                 .waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** The model's flags, then {@code more}. */
+    private List<String> withFlags(String... more) {
+        List<String> flags = new ArrayList<>(traffic.modelFlags());
+        flags.addAll(List.of(more));
+        return flags;
     }
 }
