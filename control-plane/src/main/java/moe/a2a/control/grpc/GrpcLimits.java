@@ -26,7 +26,10 @@ public final class GrpcLimits {
 
     public static final int RST_WINDOW_SECONDS = 1;
 
-    /** Calls one connection may have open at once. */
+    /**
+     * Calls one connection may have open at once (grpc-java sets no limit); a client's further
+     * calls wait for a free stream (GrpcLimitsTest).
+     */
     public static final int MAX_CONCURRENT_CALLS_PER_CONNECTION = 1024;
 
     /** A client pinging more often than this gets GOAWAY. */

@@ -2,11 +2,16 @@ package moe.a2a.control.grpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.grpc.ForwardingServerCallListener;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
@@ -20,10 +25,13 @@ import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.MetadataUtils;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -38,6 +46,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(60)
 class GrpcLimitsTest {
     final HealthStatusManager health = new HealthStatusManager();
+    final AtomicInteger open = new AtomicInteger();
     Server server;
     ManagedChannel channel;
 
@@ -47,7 +56,9 @@ class GrpcLimitsTest {
                 GrpcLimits.netty(
                                 new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
                                 InsecureServerCredentials.create())
-                        .addService(health.getHealthService())
+                        .addService(
+                                ServerInterceptors.intercept(
+                                        health.getHealthService(), new OpenCalls(open)))
                         .build()
                         .start();
         channel =
@@ -121,6 +132,56 @@ class GrpcLimitsTest {
                         .as("%d bytes of headers: %s", bytes, status)
                         .isNotEqualTo(Status.Code.OK);
             }
+        }
+    }
+
+    /** grpc-java's default is no limit at all: the server would see every call. */
+    @Test
+    void shouldServeNoMoreConcurrentCallsPerConnectionThanTheLimit() throws Exception {
+        int calls = GrpcLimits.MAX_CONCURRENT_CALLS_PER_CONNECTION + 50;
+        List<Watch> watches = new ArrayList<>();
+        for (int i = 0; i < calls; i++) {
+            watches.add(watch());
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (open.get() < GrpcLimits.MAX_CONCURRENT_CALLS_PER_CONNECTION
+                && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        // the calls past the limit wait in the client for a free stream, so they never arrive
+        Thread.sleep(500);
+        assertThat(open.get()).isEqualTo(GrpcLimits.MAX_CONCURRENT_CALLS_PER_CONNECTION);
+        for (Watch w : watches) {
+            w.call.cancel("done", null);
+        }
+    }
+
+    /** Counts the calls the server has started and not yet ended. */
+    private static final class OpenCalls implements ServerInterceptor {
+        private final AtomicInteger open;
+
+        OpenCalls(AtomicInteger open) {
+            this.open = open;
+        }
+
+        @Override
+        public <Q, R> ServerCall.Listener<Q> interceptCall(
+                ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+            open.incrementAndGet();
+            return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(
+                    next.startCall(call, headers)) {
+                @Override
+                public void onCancel() {
+                    open.decrementAndGet();
+                    super.onCancel();
+                }
+
+                @Override
+                public void onComplete() {
+                    open.decrementAndGet();
+                    super.onComplete();
+                }
+            };
         }
     }
 
