@@ -95,10 +95,24 @@ public final class StepScheduler implements AutoCloseable {
      * @throws A2aException when the server is shutting down
      */
     public void submit(ForwardJob job) {
+        submit(job, false);
+    }
+
+    /**
+     * Queues a job, in the queue slot {@link #reserveSlot} took for it when {@code slotReserved}
+     * (the slot is then this method's: kept by the job, or given back if the job is refused).
+     *
+     * @throws RejectedExecutionException when the queue is full
+     * @throws A2aException when the server is shutting down
+     */
+    public void submit(ForwardJob job, boolean slotReserved) {
         if (!running || !accepting) {
+            if (slotReserved) {
+                releaseSlot();
+            }
             throw new A2aException("server shutting down");
         }
-        if (queued.incrementAndGet() > maxQueuedRequests) {
+        if (!slotReserved && queued.incrementAndGet() > maxQueuedRequests) {
             queued.decrementAndGet();
             throw new RejectedExecutionException(
                     "request queue full: queued=" + maxQueuedRequests + " (retry later)");
@@ -117,23 +131,28 @@ public final class StepScheduler implements AutoCloseable {
     }
 
     /**
-     * Why a new request would be refused now (the queue is full in requests or tokens, or the
-     * server is shutting down), or null while one may be admitted; a request admitted now may still
-     * be refused by {@link #submit} if others take the room first.
+     * Takes a queue slot for a request whose tokens have not arrived yet, or says why there is
+     * none: the queue holds its most requests, or the server is shutting down. A slot taken is
+     * handed to {@link #submit(ForwardJob, boolean)} or given back with {@link #releaseSlot}.
      */
-    public @Nullable RuntimeException refusalNow() {
+    public @Nullable RuntimeException reserveSlot() {
         if (!running || !accepting) {
             return new A2aException("server shutting down");
         }
-        if (queued.get() >= maxQueuedRequests) {
-            return new RejectedExecutionException(
-                    "request queue full: queued=" + maxQueuedRequests + " (retry later)");
+        for (int q = queued.get(); ; q = queued.get()) {
+            if (q >= maxQueuedRequests) {
+                return new RejectedExecutionException(
+                        "request queue full: queued=" + maxQueuedRequests + " (retry later)");
+            }
+            if (queued.compareAndSet(q, q + 1)) {
+                return null;
+            }
         }
-        if (queuedTokens.get() >= maxQueuedTokens) {
-            return new RejectedExecutionException(
-                    "request queue full: tokens=" + maxQueuedTokens + " queued (retry later)");
-        }
-        return null;
+    }
+
+    /** Gives back a slot {@link #reserveSlot} took for a request that never reached submit. */
+    public void releaseSlot() {
+        queued.decrementAndGet();
     }
 
     /**

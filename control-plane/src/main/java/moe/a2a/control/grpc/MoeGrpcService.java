@@ -143,7 +143,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                             enqueued,
                             () -> abandonment(context),
                             result);
-            scheduler.submit(job);
+            scheduler.submit(job, AdmissionGate.takeSlot(context));
             // a call's context is cancelled when it ends, too; by then a step took the job
             context.addListener(
                     ended -> {

@@ -38,10 +38,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Calls meeting the queue. ForwardStream: answers in the requests' order and equal to the
- * reference, the first failure ending the call and naming its request, and a cancelled stream's
- * queued requests leaving the queue at once while a step holds the ranks. The admission gate: a
- * Forward call meeting a full queue is refused at its headers, before its request arrives.
+ * Calls meeting the queue (served with the admission gate, as MoeServer serves them).
+ * ForwardStream: answers in the requests' order and equal to the reference, the first failure
+ * ending the call and naming its request, and a cancelled stream's queued requests leaving the
+ * queue at once while a step holds the ranks. The admission gate: a Forward call meeting a full
+ * queue is refused at its headers, before its request arrives.
  */
 @Timeout(60)
 class StreamingAndAdmissionTest {
@@ -198,6 +199,33 @@ class StreamingAndAdmissionTest {
             answers.assertMatches(
                     "queued " + i, queued.get(i), answered.get(i).get(30, TimeUnit.SECONDS));
         }
+    }
+
+    @Test
+    void shouldGiveASlotBackWhenItsCallEndsWithoutQueueingARequest() throws Exception {
+        SplittableRandom random = new SplittableRandom(35);
+        for (int i = 0; i < QUEUE + 10; i++) {
+            ForwardRequest bad =
+                    MoeGrpcServiceTest.request(random, 0, 4, DType.FP32, Routing.TOPK).toBuilder()
+                            .setLayer(5)
+                            .build();
+            try {
+                MoeServiceGrpc.newBlockingStub(channel).forward(bad);
+                throw new AssertionError("a bad request was answered");
+            } catch (io.grpc.StatusRuntimeException e) {
+                assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+            }
+        }
+        // headers only, then cancelled: the slot taken at the headers comes back
+        ClientCall<ForwardRequest, ForwardResponse> call =
+                channel.newCall(MoeServiceGrpc.getForwardMethod(), CallOptions.DEFAULT);
+        call.start(new ClientCall.Listener<>() {}, new Metadata());
+        awaitQueued(1, 0);
+        call.cancel("gone", null);
+        awaitQueued(0, 0);
+        ForwardRequest good = MoeGrpcServiceTest.request(random, 0, 6, DType.FP32, Routing.TOPK);
+        answers.assertMatches(
+                "after them", good, MoeServiceGrpc.newBlockingStub(channel).forward(good));
     }
 
     private CompletableFuture<ForwardResponse> forwardAsync(ForwardRequest request) {
