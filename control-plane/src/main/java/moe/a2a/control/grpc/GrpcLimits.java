@@ -32,7 +32,10 @@ public final class GrpcLimits {
      */
     public static final int MAX_CONCURRENT_CALLS_PER_CONNECTION = 1024;
 
-    /** A client pinging more often than this gets GOAWAY. */
+    /**
+     * A client pinging more often than this, or at all without calls open, gets GOAWAY
+     * ("too_many_pings", GrpcLimitsTest); grpc-java's own default allows one ping per 5 minutes.
+     */
     public static final int PERMIT_KEEPALIVE_SECONDS = 10;
 
     /**

@@ -23,8 +23,24 @@ import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.MetadataUtils;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.http2.DefaultHttp2PingFrame;
+import io.netty.handler.codec.http2.Http2Error;
+import io.netty.handler.codec.http2.Http2FrameCodecBuilder;
+import io.netty.handler.codec.http2.Http2GoAwayFrame;
+import io.netty.util.ReferenceCountUtil;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -40,8 +56,9 @@ import org.junit.jupiter.api.Timeout;
 /**
  * {@link GrpcLimits} on a real Netty server. Rapid reset: a connection that opens and resets
  * streams past {@link GrpcLimits#MAX_RST_FRAMES} gets GOAWAY, which ends a call it kept open; one
- * that resets fewer keeps its calls. Metadata: headers past {@link
- * GrpcLimits#MAX_INBOUND_METADATA_BYTES} are refused, smaller ones served.
+ * that resets fewer keeps its calls. Keepalive: a client pinging far too often gets GOAWAY.
+ * Metadata: headers past {@link GrpcLimits#MAX_INBOUND_METADATA_BYTES} are refused, smaller ones
+ * served.
  */
 @Timeout(60)
 class GrpcLimitsTest {
@@ -132,6 +149,63 @@ class GrpcLimitsTest {
                         .as("%d bytes of headers: %s", bytes, status)
                         .isNotEqualTo(Status.Code.OK);
             }
+        }
+    }
+
+    /**
+     * A raw HTTP/2 client pinging without calls, far more often than {@link
+     * GrpcLimits#PERMIT_KEEPALIVE_SECONDS} allows: after a few pings the server says GOAWAY.
+     */
+    @Test
+    void shouldSendGoAwayToAClientThatPingsTooOften() throws Exception {
+        CompletableFuture<Http2GoAwayFrame> goAway = new CompletableFuture<>();
+        EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        try {
+            Channel ch =
+                    new Bootstrap()
+                            .group(loop)
+                            .channel(NioSocketChannel.class)
+                            .handler(
+                                    new ChannelInitializer<SocketChannel>() {
+                                        @Override
+                                        protected void initChannel(SocketChannel c) {
+                                            c.pipeline()
+                                                    .addLast(
+                                                            Http2FrameCodecBuilder.forClient()
+                                                                    .build(),
+                                                            new ChannelInboundHandlerAdapter() {
+                                                                @Override
+                                                                public void channelRead(
+                                                                        ChannelHandlerContext ctx,
+                                                                        Object msg) {
+                                                                    if (msg
+                                                                            instanceof
+                                                                            Http2GoAwayFrame g) {
+                                                                        goAway.complete(g.retain());
+                                                                    }
+                                                                    ReferenceCountUtil.release(msg);
+                                                                }
+                                                            });
+                                        }
+                                    })
+                            .connect(InetAddress.getLoopbackAddress(), server.getPort())
+                            .sync()
+                            .channel();
+            for (int i = 0; i < 20 && !goAway.isDone(); i++) {
+                ch.writeAndFlush(new DefaultHttp2PingFrame(i));
+                Thread.sleep(50);
+            }
+            Http2GoAwayFrame frame = goAway.get(10, TimeUnit.SECONDS);
+            try {
+                assertThat(frame.errorCode()).isEqualTo(Http2Error.ENHANCE_YOUR_CALM.code());
+                assertThat(frame.content().toString(StandardCharsets.US_ASCII))
+                        .isEqualTo("too_many_pings");
+            } finally {
+                frame.release();
+            }
+            ch.close().sync();
+        } finally {
+            loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
     }
 
