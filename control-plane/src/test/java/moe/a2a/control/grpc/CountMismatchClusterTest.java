@@ -1,0 +1,258 @@
+package moe.a2a.control.grpc;
+
+import static moe.a2a.control.grpc.NcclClusterTest.E;
+import static moe.a2a.control.grpc.NcclClusterTest.H;
+import static moe.a2a.control.grpc.NcclClusterTest.I;
+import static moe.a2a.control.grpc.NcclClusterTest.K;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.SegmentReader;
+import moe.a2a.comm.SegmentWriter;
+import moe.a2a.comm.Transport;
+import moe.a2a.comm.tcp.TcpTransport;
+import moe.a2a.control.cluster.QuietListener;
+import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.v1.Bound;
+import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.ForwardRequest;
+import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.MoeServiceGrpc;
+import moe.a2a.v1.PrepareGroup;
+import moe.a2a.worker.DataPlane;
+import moe.a2a.worker.TcpDataPlane;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A worker that announces one number of rows in dispatch and sends another, through the whole
+ * cluster over TCP: the step's requests fail UNAVAILABLE naming the peer and both counts, the
+ * control plane rebuilds the group, and the next answers are right again.
+ */
+@Timeout(120)
+class CountMismatchClusterTest {
+    final SeededWeights weights = new SeededWeights(11, E, H, I, 1);
+
+    @Test
+    void shouldRebuildTheGroupAfterAPeerSendsOtherCountsThanItAnnounced() throws Exception {
+        ModelConfig model = new ModelConfig(E, H, I, K, 1);
+        ModelSpec spec =
+                ModelSpec.newBuilder()
+                        .setExperts(E)
+                        .setHidden(H)
+                        .setFfn(I)
+                        .setTopK(K)
+                        .setLayers(1)
+                        .setSeed(11)
+                        .build();
+        RemoteCluster cluster =
+                new RemoteCluster(
+                        model,
+                        spec,
+                        "test",
+                        Placement.contiguous(E, 2),
+                        Transport.TCP,
+                        TimeUnit.SECONDS.toNanos(10),
+                        TimeUnit.SECONDS.toNanos(30),
+                        new QuietListener());
+        String workers = InProcessServerBuilder.generateName();
+        String clients = InProcessServerBuilder.generateName();
+        AtomicBoolean lie = new AtomicBoolean();
+        ClusterServer clusterPort =
+                ClusterServer.start(InProcessServerBuilder.forName(workers), cluster);
+        AgentThreads agents = null;
+        try (TcpTransport tcp = new TcpTransport(1);
+                MoeServer server =
+                        MoeServer.start(
+                                InProcessServerBuilder.forName(clients),
+                                cluster,
+                                weights,
+                                new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
+                                new SimpleMeterRegistry(),
+                                true)) {
+            assertThat(server.group()).isSameAs(cluster);
+            ManagedChannel toCluster = InProcessChannelBuilder.forName(workers).build();
+            agents =
+                    new AgentThreads(
+                            toCluster,
+                            2,
+                            r -> {
+                                DataPlane tcpPlane = new TcpDataPlane(tcp, "127.0.0.1", 0, null);
+                                return List.of(r == 1 ? new Lying(tcpPlane, lie) : tcpPlane);
+                            });
+            agents.awaitFormed(cluster, "two TCP workers");
+            ManagedChannel channel = InProcessChannelBuilder.forName(clients).build();
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+            SplittableRandom random = new SplittableRandom(5);
+            ForwardRequest before =
+                    MoeGrpcServiceTest.request(random, 0, 12, DType.FP32, Routing.TOPK);
+            NcclClusterTest.assertMatchesReference(
+                    "before", reference, before, stub.forward(before));
+            int rebuilds = cluster.rebuilds();
+
+            lie.set(true);
+            ForwardRequest lied =
+                    MoeGrpcServiceTest.request(random, 0, 12, DType.FP32, Routing.TOPK);
+            assertThatThrownBy(() -> stub.forward(lied))
+                    .isInstanceOfSatisfying(
+                            StatusRuntimeException.class,
+                            e -> {
+                                assertThat(e.getStatus().getCode())
+                                        .isEqualTo(Status.Code.UNAVAILABLE);
+                                assertThat(e.getStatus().getDescription())
+                                        .contains("peer=1")
+                                        .contains("counts disagree");
+                            });
+
+            agents.awaitFormed(cluster, "the group formed again");
+            assertThat(cluster.rebuilds()).as("group rebuilds").isGreaterThan(rebuilds);
+            for (int i = 0; i < 3; i++) {
+                ForwardRequest after =
+                        MoeGrpcServiceTest.request(random, 0, 5 + i, DType.FP32, Routing.TOPK);
+                NcclClusterTest.assertMatchesReference(
+                        "after " + i, reference, after, stub.forward(after));
+            }
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            toCluster.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        } finally {
+            if (agents != null) {
+                agents.close();
+            }
+            clusterPort.close();
+        }
+    }
+
+    /** A TCP data plane whose communicators announce one row too many to a peer, once asked. */
+    private record Lying(DataPlane inner, AtomicBoolean lie) implements DataPlane {
+        @Override
+        public Transport transport() {
+            return inner.transport();
+        }
+
+        @Override
+        public Bound bind(int rank, int worldSize, PrepareGroup prepare) {
+            return inner.bind(rank, worldSize, prepare);
+        }
+
+        @Override
+        public Communicator form(FormGroup form) {
+            return new LyingCommunicator(inner.form(form), lie);
+        }
+
+        @Override
+        public RankRuntime runtime(
+                ModelConfig model, WeightSource weights, Placement placement, int rank) {
+            return inner.runtime(model, weights, placement, rank);
+        }
+
+        @Override
+        public void drop() {
+            inner.drop();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+
+    /** Announces one more row to the other rank in one dispatch than it then sends. */
+    private record LyingCommunicator(Communicator inner, AtomicBoolean lie)
+            implements Communicator {
+        @Override
+        public int rank() {
+            return inner.rank();
+        }
+
+        @Override
+        public int size() {
+            return inner.size();
+        }
+
+        @Override
+        public Transport transport() {
+            return inner.transport();
+        }
+
+        @Override
+        public void allToAllCounts(
+                long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+            long[] announced = sendCounts;
+            if (phase == ExchangePhase.DISPATCH && lie.getAndSet(false)) {
+                announced = sendCounts.clone();
+                announced[1 - rank()]++;
+            }
+            inner.allToAllCounts(step, phase, announced, recvCounts);
+        }
+
+        @Override
+        public void allToAllV(
+                long step,
+                ExchangePhase phase,
+                ByteBuffer send,
+                long[] sendCounts,
+                ByteBuffer recv,
+                long[] recvCounts) {
+            inner.allToAllV(step, phase, send, sendCounts, recv, recvCounts);
+        }
+
+        @Override
+        public void allToAllV(
+                long step,
+                ExchangePhase phase,
+                SegmentWriter writer,
+                long[] sendCounts,
+                ByteBuffer recv,
+                long[] recvCounts) {
+            inner.allToAllV(step, phase, writer, sendCounts, recv, recvCounts);
+        }
+
+        @Override
+        public void allToAllV(
+                long step,
+                ExchangePhase phase,
+                ByteBuffer send,
+                long[] sendCounts,
+                SegmentReader reader,
+                long[] recvCounts) {
+            inner.allToAllV(step, phase, send, sendCounts, reader, recvCounts);
+        }
+
+        @Override
+        public void barrier() {
+            inner.barrier();
+        }
+
+        @Override
+        public void abort(Throwable cause) {
+            inner.abort(cause);
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+}
