@@ -100,16 +100,6 @@ public final class TlsFiles implements AutoCloseable {
         return keys != null;
     }
 
-    /** The subject of the certificate presented now, or "" without one. */
-    String presented() {
-        if (keys == null) {
-            return "";
-        }
-        String alias = keys.chooseServerAlias("EC", null, null);
-        java.security.cert.X509Certificate[] chain = keys.getCertificateChain(alias);
-        return chain == null ? "" : chain[0].getSubjectX500Principal().getName();
-    }
-
     /** True when a certificate authority is given. */
     public boolean hasAuthority() {
         return authority != null;
