@@ -45,7 +45,7 @@ final class ChannelOptions {
             names = "--auth-token-file",
             paramLabel = "FILE",
             description =
-                    "File holding the bearer token to send on every call (the token alone; read again for every call).")
+                    "File holding the bearer token to send on every call (the token alone; read again whenever the file changes).")
     Path authTokenFile;
 
     private TlsFiles files;

@@ -7,10 +7,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.ForwardingCommunicator;
 import moe.a2a.comm.RankThreads;
-import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
-import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DispatchDType;
 import org.junit.jupiter.api.Test;
@@ -126,28 +125,7 @@ class BenchHarnessTest {
 
     /** Flips the first received byte of every exchange into a receive buffer on rank 1. */
     private static Communicator corrupting(Communicator inner) {
-        return new Communicator() {
-            @Override
-            public int rank() {
-                return inner.rank();
-            }
-
-            @Override
-            public int size() {
-                return inner.size();
-            }
-
-            @Override
-            public Transport transport() {
-                return inner.transport();
-            }
-
-            @Override
-            public void allToAllCounts(
-                    long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
-                inner.allToAllCounts(step, phase, sendCounts, recvCounts);
-            }
-
+        return new ForwardingCommunicator(inner) {
             @Override
             public void allToAllV(
                     long step,
@@ -157,9 +135,7 @@ class BenchHarnessTest {
                     ByteBuffer recv,
                     long[] recvCounts) {
                 inner.allToAllV(step, phase, send, sendCounts, recv, recvCounts);
-                if (inner.rank() == 1 && recv.capacity() > 0) {
-                    recv.put(0, (byte) (recv.get(0) ^ 0x40));
-                }
+                corrupt(recv);
             }
 
             @Override
@@ -171,35 +147,13 @@ class BenchHarnessTest {
                     ByteBuffer recv,
                     long[] recvCounts) {
                 inner.allToAllV(step, phase, writer, sendCounts, recv, recvCounts);
+                corrupt(recv);
+            }
+
+            private void corrupt(ByteBuffer recv) {
                 if (inner.rank() == 1 && recv.capacity() > 0) {
                     recv.put(0, (byte) (recv.get(0) ^ 0x40));
                 }
-            }
-
-            @Override
-            public void allToAllV(
-                    long step,
-                    ExchangePhase phase,
-                    ByteBuffer send,
-                    long[] sendCounts,
-                    SegmentReader reader,
-                    long[] recvCounts) {
-                inner.allToAllV(step, phase, send, sendCounts, reader, recvCounts);
-            }
-
-            @Override
-            public void barrier() {
-                inner.barrier();
-            }
-
-            @Override
-            public void abort(Throwable cause) {
-                inner.abort(cause);
-            }
-
-            @Override
-            public void close() {
-                inner.close();
             }
         };
     }

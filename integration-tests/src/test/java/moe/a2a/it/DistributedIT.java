@@ -348,13 +348,7 @@ class DistributedIT {
                                             MoeServiceGrpc.newBlockingStub(channel);
                                     for (int i = 0; i < requestsEach; i++) {
                                         long seed = seedBase * 1000 + client * 100L + i;
-                                        ForwardRequest request = traffic.request(seed);
-                                        String mismatch =
-                                                traffic.mismatch(
-                                                        request,
-                                                        stub.withDeadlineAfter(60, TimeUnit.SECONDS)
-                                                                .forward(request),
-                                                        seed);
+                                        String mismatch = traffic.forwardAndCheck(stub, seed, 60);
                                         if (mismatch != null) {
                                             return mismatch;
                                         }

@@ -418,13 +418,7 @@ class LeakSoakIT {
         MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
         for (int i = 0; i < count; i++) {
             long seed = seedBase * 100_000_000L + i;
-            ForwardRequest request = traffic.request(seed);
-            assertThat(
-                            traffic.mismatch(
-                                    request,
-                                    stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request),
-                                    seed))
-                    .isNull();
+            assertThat(traffic.forwardAndCheck(stub, seed, 60)).isNull();
         }
     }
 

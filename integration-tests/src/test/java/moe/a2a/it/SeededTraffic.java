@@ -5,12 +5,14 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
+import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.v1.Tensor;
 import moe.a2a.v1.TopK;
 
@@ -88,6 +90,19 @@ final class SeededTraffic {
                                 .setData(ByteString.copyFrom(data.array())))
                 .setTopk(topk)
                 .build();
+    }
+
+    /**
+     * Sends request {@code seed} through {@code stub} with {@code deadlineSeconds}; null when the
+     * answer matches the reference, else what differs. A failed call throws, as the stub does.
+     */
+    String forwardAndCheck(
+            MoeServiceGrpc.MoeServiceBlockingStub stub, long seed, int deadlineSeconds) {
+        ForwardRequest request = request(seed);
+        return mismatch(
+                request,
+                stub.withDeadlineAfter(deadlineSeconds, TimeUnit.SECONDS).forward(request),
+                seed);
     }
 
     /** Null when the answer matches the reference, else what differs. */

@@ -22,7 +22,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.MoeServiceGrpc;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -179,15 +178,9 @@ class ShutdownIT {
                                     MoeServiceGrpc.MoeServiceBlockingStub stub =
                                             MoeServiceGrpc.newBlockingStub(channel);
                                     for (long seed = base; !stop.get(); seed++) {
-                                        ForwardRequest request = traffic.request(seed);
                                         try {
                                             String mismatch =
-                                                    traffic.mismatch(
-                                                            request,
-                                                            stub.withDeadlineAfter(
-                                                                            30, TimeUnit.SECONDS)
-                                                                    .forward(request),
-                                                            seed);
+                                                    traffic.forwardAndCheck(stub, seed, 30);
                                             if (mismatch != null) {
                                                 wrong.add(mismatch);
                                             }

@@ -15,7 +15,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.MoeServiceGrpc;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -151,13 +150,8 @@ class StoppedWorkerIT {
     private void load(ManagedChannel channel, AtomicBoolean running, long base) {
         MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
         for (long seed = base; running.get(); seed++) {
-            ForwardRequest request = traffic.request(seed);
             try {
-                String mismatch =
-                        traffic.mismatch(
-                                request,
-                                stub.withDeadlineAfter(30, TimeUnit.SECONDS).forward(request),
-                                seed);
+                String mismatch = traffic.forwardAndCheck(stub, seed, 30);
                 if (mismatch != null) {
                     wrong.add(mismatch);
                 }

@@ -7,18 +7,24 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.util.concurrent.Executor;
 
 /**
  * Sends {@code authorization: Bearer TOKEN} on every call, the token read from a file that holds it
- * alone (surrounding whitespace ignored), read again for every call so that a rotated token is used
- * at once. Thread-safe.
+ * alone (surrounding whitespace ignored), read again whenever the file's modification time changes
+ * so that a rotated token is used at once. Thread-safe.
  */
 public final class BearerToken extends CallCredentials {
-    private final Path file;
+    /** The token as last read, and the modification time of the file it was read at. */
+    private record Read(FileTime modified, String token) {}
 
-    private BearerToken(Path file) {
+    private final Path file;
+    private volatile Read last;
+
+    private BearerToken(Path file, Read last) {
         this.file = file;
+        this.last = last;
     }
 
     /**
@@ -27,8 +33,7 @@ public final class BearerToken extends CallCredentials {
      * @throws IllegalArgumentException naming the file when it does not
      */
     public static BearerToken fromFile(Path file) {
-        read(file);
-        return new BearerToken(file);
+        return new BearerToken(file, read(file));
     }
 
     @Override
@@ -36,20 +41,36 @@ public final class BearerToken extends CallCredentials {
             RequestInfo requestInfo, Executor appExecutor, MetadataApplier applier) {
         try {
             Metadata headers = new Metadata();
-            headers.put(BearerAuth.AUTHORIZATION, BearerAuth.BEARER + read(file));
+            headers.put(BearerAuth.AUTHORIZATION, BearerAuth.BEARER + current());
             applier.apply(headers);
         } catch (IllegalArgumentException e) {
             applier.fail(Status.UNAUTHENTICATED.withDescription(e.getMessage()));
         }
     }
 
-    private static String read(Path file) {
-        String token;
+    /** The token, read again only when the file has changed since it was last read. */
+    private String current() {
+        Read known = last;
         try {
+            if (Files.getLastModifiedTime(file).equals(known.modified())) {
+                return known.token();
+            }
+        } catch (IOException e) {
+            throw cannotRead(file, e);
+        }
+        Read now = read(file);
+        last = now;
+        return now.token();
+    }
+
+    private static Read read(Path file) {
+        String token;
+        FileTime modified;
+        try {
+            modified = Files.getLastModifiedTime(file);
             token = Files.readString(file, StandardCharsets.UTF_8).strip();
         } catch (IOException e) {
-            throw new IllegalArgumentException(
-                    "--auth-token-file " + file + ": cannot read (" + e + ")", e);
+            throw cannotRead(file, e);
         }
         if (token.isEmpty() || token.chars().anyMatch(Character::isWhitespace)) {
             throw new IllegalArgumentException(
@@ -57,6 +78,11 @@ public final class BearerToken extends CallCredentials {
                             + file
                             + ": not one token (expected: the token alone, without its role)");
         }
-        return token;
+        return new Read(modified, token);
+    }
+
+    private static IllegalArgumentException cannotRead(Path file, IOException e) {
+        return new IllegalArgumentException(
+                "--auth-token-file " + file + ": cannot read (" + e + ")", e);
     }
 }

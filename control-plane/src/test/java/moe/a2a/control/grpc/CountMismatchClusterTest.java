@@ -3,7 +3,6 @@ package moe.a2a.control.grpc;
 import static moe.a2a.control.grpc.NcclClusterTest.E;
 import static moe.a2a.control.grpc.NcclClusterTest.H;
 import static moe.a2a.control.grpc.NcclClusterTest.I;
-import static moe.a2a.control.grpc.NcclClusterTest.K;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -13,18 +12,15 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
-import moe.a2a.comm.SegmentReader;
-import moe.a2a.comm.SegmentWriter;
+import moe.a2a.comm.ForwardingCommunicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.tcp.TcpTransport;
-import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
 import moe.a2a.dispatch.DType;
@@ -37,7 +33,6 @@ import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.ForwardRequest;
-import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.v1.PrepareGroup;
 import moe.a2a.worker.DataPlane;
@@ -56,26 +51,7 @@ class CountMismatchClusterTest {
 
     @Test
     void shouldRebuildTheGroupAfterAPeerSendsOtherCountsThanItAnnounced() throws Exception {
-        ModelConfig model = new ModelConfig(E, H, I, K, 1);
-        ModelSpec spec =
-                ModelSpec.newBuilder()
-                        .setExperts(E)
-                        .setHidden(H)
-                        .setFfn(I)
-                        .setTopK(K)
-                        .setLayers(1)
-                        .setSeed(11)
-                        .build();
-        RemoteCluster cluster =
-                new RemoteCluster(
-                        model,
-                        spec,
-                        "test",
-                        Placement.contiguous(E, 2),
-                        Transport.TCP,
-                        TimeUnit.SECONDS.toNanos(10),
-                        TimeUnit.SECONDS.toNanos(30),
-                        new QuietListener());
+        RemoteCluster cluster = NcclClusterTest.remoteCluster(Transport.TCP);
         String workers = InProcessServerBuilder.generateName();
         String clients = InProcessServerBuilder.generateName();
         AtomicBoolean lie = new AtomicBoolean();
@@ -179,21 +155,12 @@ class CountMismatchClusterTest {
     }
 
     /** Announces one more row to the other rank in one dispatch than it then sends. */
-    private record LyingCommunicator(Communicator inner, AtomicBoolean lie)
-            implements Communicator {
-        @Override
-        public int rank() {
-            return inner.rank();
-        }
+    private static final class LyingCommunicator extends ForwardingCommunicator {
+        private final AtomicBoolean lie;
 
-        @Override
-        public int size() {
-            return inner.size();
-        }
-
-        @Override
-        public Transport transport() {
-            return inner.transport();
+        LyingCommunicator(Communicator inner, AtomicBoolean lie) {
+            super(inner);
+            this.lie = lie;
         }
 
         @Override
@@ -205,54 +172,6 @@ class CountMismatchClusterTest {
                 announced[1 - rank()]++;
             }
             inner.allToAllCounts(step, phase, announced, recvCounts);
-        }
-
-        @Override
-        public void allToAllV(
-                long step,
-                ExchangePhase phase,
-                ByteBuffer send,
-                long[] sendCounts,
-                ByteBuffer recv,
-                long[] recvCounts) {
-            inner.allToAllV(step, phase, send, sendCounts, recv, recvCounts);
-        }
-
-        @Override
-        public void allToAllV(
-                long step,
-                ExchangePhase phase,
-                SegmentWriter writer,
-                long[] sendCounts,
-                ByteBuffer recv,
-                long[] recvCounts) {
-            inner.allToAllV(step, phase, writer, sendCounts, recv, recvCounts);
-        }
-
-        @Override
-        public void allToAllV(
-                long step,
-                ExchangePhase phase,
-                ByteBuffer send,
-                long[] sendCounts,
-                SegmentReader reader,
-                long[] recvCounts) {
-            inner.allToAllV(step, phase, send, sendCounts, reader, recvCounts);
-        }
-
-        @Override
-        public void barrier() {
-            inner.barrier();
-        }
-
-        @Override
-        public void abort(Throwable cause) {
-            inner.abort(cause);
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 }

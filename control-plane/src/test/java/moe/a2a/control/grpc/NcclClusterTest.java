@@ -54,7 +54,6 @@ class NcclClusterTest {
     static final int WORLD = 2;
 
     final SeededWeights weights = new SeededWeights(11, E, H, I, 1);
-    final ModelConfig model = new ModelConfig(E, H, I, K, 1);
 
     /**
      * The simulated NCCL groups by unique id: a worker with another id would land in a group of its
@@ -67,25 +66,7 @@ class NcclClusterTest {
 
     @Test
     void shouldServeReferenceAnswersWhenWorkersExchangeOverNccl() throws Exception {
-        ModelSpec spec =
-                ModelSpec.newBuilder()
-                        .setExperts(E)
-                        .setHidden(H)
-                        .setFfn(I)
-                        .setTopK(K)
-                        .setLayers(1)
-                        .setSeed(11)
-                        .build();
-        RemoteCluster cluster =
-                new RemoteCluster(
-                        model,
-                        spec,
-                        "test",
-                        Placement.contiguous(model.experts(), WORLD),
-                        Transport.NCCL,
-                        TimeUnit.SECONDS.toNanos(10),
-                        TimeUnit.SECONDS.toNanos(30),
-                        new QuietListener());
+        RemoteCluster cluster = remoteCluster(Transport.NCCL);
         String name = InProcessServerBuilder.generateName();
         String clientName = InProcessServerBuilder.generateName();
         AgentThreads agents = null;
@@ -139,6 +120,30 @@ class NcclClusterTest {
             }
             clusterPort.close();
         }
+    }
+
+    /**
+     * A control plane's cluster of {@link #WORLD} workers on {@code transport}, seeded model 11.
+     */
+    static RemoteCluster remoteCluster(Transport transport) {
+        ModelSpec spec =
+                ModelSpec.newBuilder()
+                        .setExperts(E)
+                        .setHidden(H)
+                        .setFfn(I)
+                        .setTopK(K)
+                        .setLayers(1)
+                        .setSeed(11)
+                        .build();
+        return new RemoteCluster(
+                new ModelConfig(E, H, I, K, 1),
+                spec,
+                "test",
+                Placement.contiguous(E, WORLD),
+                transport,
+                TimeUnit.SECONDS.toNanos(10),
+                TimeUnit.SECONDS.toNanos(30),
+                new QuietListener());
     }
 
     static void assertMatchesReference(

@@ -3,7 +3,6 @@ package moe.a2a.control.grpc;
 import static moe.a2a.control.grpc.NcclClusterTest.E;
 import static moe.a2a.control.grpc.NcclClusterTest.H;
 import static moe.a2a.control.grpc.NcclClusterTest.I;
-import static moe.a2a.control.grpc.NcclClusterTest.K;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.CallCredentials;
@@ -36,7 +35,6 @@ import javax.net.ssl.SSLSocket;
 import javax.net.ssl.TrustManager;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.tcp.TcpTransport;
-import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
 import moe.a2a.control.security.BearerAuth;
@@ -45,15 +43,12 @@ import moe.a2a.control.security.Role;
 import moe.a2a.control.security.TlsFiles;
 import moe.a2a.control.security.TokenFile;
 import moe.a2a.dispatch.DType;
-import moe.a2a.dispatch.Placement;
-import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.testing.TestCertificates;
 import moe.a2a.v1.ClusterServiceGrpc;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.ForwardRequest;
-import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.v1.WorkerMessage;
 import moe.a2a.worker.TcpDataPlane;
@@ -103,26 +98,7 @@ class SecuredPortsTest {
         workerTls = TlsFiles.load(workerCert.certificate(), workerCert.key(), caFile, RELOAD);
         TokenFile tokens = TokenFile.open(tokenFile);
 
-        ModelConfig model = new ModelConfig(E, H, I, K, 1);
-        ModelSpec spec =
-                ModelSpec.newBuilder()
-                        .setExperts(E)
-                        .setHidden(H)
-                        .setFfn(I)
-                        .setTopK(K)
-                        .setLayers(1)
-                        .setSeed(11)
-                        .build();
-        cluster =
-                new RemoteCluster(
-                        model,
-                        spec,
-                        "test",
-                        Placement.contiguous(E, 2),
-                        Transport.TCP,
-                        TimeUnit.SECONDS.toNanos(10),
-                        TimeUnit.SECONDS.toNanos(30),
-                        new QuietListener());
+        cluster = NcclClusterTest.remoteCluster(Transport.TCP);
         clusterServer =
                 ClusterServer.start(
                         GrpcLimits.netty(loopback(), serverTls.server(true))
