@@ -33,6 +33,7 @@ import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.PlacementStaged;
 import moe.a2a.v1.StagePlacement;
+import moe.a2a.v1.StepFailure;
 import moe.a2a.v1.WorkerMessage;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -80,6 +81,9 @@ public final class RemoteCluster implements RankGroup {
     private final PendingTasks<RankStepResult> pendingSteps;
 
     private final PendingTasks<RankTimes> pendingBenches;
+
+    /** Failures reported for steps still pending, gathered before the group is broken. */
+    private final StepFailures stepFailures = new StepFailures();
 
     /** Placements being staged on every worker; each answer is the bytes that rank loaded. */
     private final PendingTasks<Long> pendingStages;
@@ -291,15 +295,7 @@ public final class RemoteCluster implements RankGroup {
                     onStaged(session.rank, message.getStaged());
                     break;
                 case FAILURE:
-                    if (pendingSteps.contains(message.getFailure().getStepId())) {
-                        breakLocked(
-                                "step "
-                                        + message.getFailure().getStepId()
-                                        + " failed on rank "
-                                        + session.rank
-                                        + ": "
-                                        + message.getFailure().getMessage());
-                    }
+                    onStepFailure(session.rank, message.getFailure());
                     break;
                 default:
                     break; // heartbeats only refresh the session
@@ -391,6 +387,33 @@ public final class RemoteCluster implements RankGroup {
         List<CompletableFuture<RankTimes>> parts = run.parts();
         return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
                 .thenApply(ignored -> parts.stream().map(CompletableFuture::join).toList());
+    }
+
+    private void onStepFailure(int rank, StepFailure failure) {
+        long step = failure.getStepId();
+        if (!pendingSteps.contains(step)) {
+            return;
+        }
+        if (stepFailures.report(step, rank, failure.getMessage())) {
+            timer.schedule(
+                    () -> {
+                        synchronized (lock) {
+                            breakOnStepFailureLocked(step);
+                        }
+                    },
+                    StepFailures.SETTLE_NANOS,
+                    TimeUnit.NANOSECONDS);
+        }
+        if (stepFailures.allReported(step, groupRanks.length)) {
+            breakOnStepFailureLocked(step);
+        }
+    }
+
+    private void breakOnStepFailureLocked(long step) {
+        String reason = stepFailures.take(step);
+        if (reason != null && pendingSteps.contains(step)) {
+            breakLocked(reason);
+        }
     }
 
     private void onBenchResult(int rank, BenchRankResult res) {
@@ -530,6 +553,7 @@ public final class RemoteCluster implements RankGroup {
         notServingReason = reason;
         A2aException failure = new A2aException(reason);
         pendingSteps.failAll(failure);
+        stepFailures.clear();
         pendingBenches.failAll(failure);
         pendingStages.failAll(failure);
         formation.abort(reason);
