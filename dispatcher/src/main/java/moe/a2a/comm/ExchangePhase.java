@@ -10,5 +10,7 @@ public enum ExchangePhase {
     /** Rows from the experts' ranks back to the tokens' home ranks. */
     COMBINE,
     /** A barrier between steps. */
-    BARRIER
+    BARRIER,
+    /** A collective or point-to-point exchange outside the MoE step's dispatch and combine. */
+    COLLECTIVE
 }

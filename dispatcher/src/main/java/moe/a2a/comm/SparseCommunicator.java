@@ -2,6 +2,8 @@ package moe.a2a.comm;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.ReduceOp;
 
 /**
  * A group of some of a world's ranks, seen with the world's ranks: the members exchange over a
@@ -145,6 +147,80 @@ public final class SparseCommunicator implements Communicator {
         toMembers("recvCounts", recvCounts, memberRecv);
         this.reader = reader;
         members.allToAllV(step, phase, send, memberSend, memberReader, memberRecv);
+    }
+
+    /** Between members only: {@code to} and {@code from} are world ranks of members. */
+    @Override
+    public void sendRecv(
+            int to,
+            ByteBuffer send,
+            int sendOffset,
+            int sendBytes,
+            int from,
+            int recvBytes,
+            InboundSink sink) {
+        members.sendRecv(
+                member("to", to),
+                send,
+                sendOffset,
+                sendBytes,
+                member("from", from),
+                recvBytes,
+                sink);
+    }
+
+    /** Over the members only. */
+    @Override
+    public void allReduce(
+            ByteBuffer send,
+            ByteBuffer recv,
+            int count,
+            DType dtype,
+            ReduceOp op,
+            CollectiveAlgo algo) {
+        members.allReduce(send, recv, count, dtype, op, algo);
+    }
+
+    /** Over the members only: {@code recv} holds one block per member, in member order. */
+    @Override
+    public void allGather(ByteBuffer send, ByteBuffer recv, int bytesPerRank) {
+        members.allGather(send, recv, bytesPerRank);
+    }
+
+    /** Over the members only: {@code send} holds one block per member, in member order. */
+    @Override
+    public void reduceScatter(
+            ByteBuffer send, ByteBuffer recv, int countPerRank, DType dtype, ReduceOp op) {
+        members.reduceScatter(send, recv, countPerRank, dtype, op);
+    }
+
+    /** Over the members only; {@code root} is a member's world rank. */
+    @Override
+    public void broadcast(ByteBuffer buf, int bytes, int root, CollectiveAlgo algo) {
+        members.broadcast(buf, bytes, member("root", root), algo);
+    }
+
+    /** Over the members only: one block per member, in member order. */
+    @Override
+    public void allToAll(ByteBuffer send, ByteBuffer recv, int bytesPerPeer) {
+        members.allToAll(send, recv, bytesPerPeer);
+    }
+
+    private int member(String field, int worldRank) {
+        if (worldRank == NONE) {
+            return NONE;
+        }
+        int i = Arrays.binarySearch(ranks, worldRank);
+        if (i < 0) {
+            throw new IllegalArgumentException(
+                    field
+                            + ": "
+                            + worldRank
+                            + " (expected: a member, one of "
+                            + Arrays.toString(ranks)
+                            + ")");
+        }
+        return i;
     }
 
     @Override

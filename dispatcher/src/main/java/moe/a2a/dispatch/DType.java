@@ -3,6 +3,7 @@ package moe.a2a.dispatch;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
+import moe.a2a.kernels.ReduceOp;
 import moe.a2a.kernels.RowKernels;
 
 /**
@@ -81,6 +82,24 @@ public enum DType {
             case BF16 -> RowKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
             case FP16 -> RowKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
             case FP32 -> MemorySegment.copy(src, srcOffset, dst, dstOffset, (long) n * Float.BYTES);
+        }
+    }
+
+    /**
+     * {@code dst[i] = op(dst[i], src[i])} over {@code n} elements of this dtype, computed in fp32
+     * and rounded once, with the row kernels: one step of all-reduce and reduce-scatter.
+     */
+    public void reduce(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        switch (this) {
+            case BF16 -> RowKernels.reduceBf16(op, src, srcOffset, dst, dstOffset, n);
+            case FP16 -> RowKernels.reduceFp16(op, src, srcOffset, dst, dstOffset, n);
+            case FP32 -> RowKernels.reduceFp32(op, src, srcOffset, dst, dstOffset, n);
         }
     }
 

@@ -68,6 +68,18 @@ public class ForwardingCommunicator implements Communicator {
     }
 
     @Override
+    public void sendRecv(
+            int to,
+            ByteBuffer send,
+            int sendOffset,
+            int sendBytes,
+            int from,
+            int recvBytes,
+            InboundSink sink) {
+        inner.sendRecv(to, send, sendOffset, sendBytes, from, recvBytes, sink);
+    }
+
+    @Override
     public void barrier() {
         inner.barrier();
     }

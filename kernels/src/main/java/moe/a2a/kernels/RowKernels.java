@@ -148,6 +148,48 @@ public final class RowKernels {
     }
 
     /**
+     * {@code dst[i] = op(dst[i], src[i])} over {@code n} fp32 values. {@code src} and {@code dst}
+     * may be the same range.
+     */
+    public static void reduceFp32(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        ScalarKernels.reduceFp32(op, src, srcOffset, dst, dstOffset, n);
+    }
+
+    /**
+     * {@code dst[i] = op(dst[i], src[i])} over {@code n} bf16 values: both widened to fp32, the
+     * result rounded once to bf16 as {@link #encodeBf16} does.
+     */
+    public static void reduceBf16(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        ScalarKernels.reduceBf16(op, src, srcOffset, dst, dstOffset, n);
+    }
+
+    /**
+     * {@code dst[i] = op(dst[i], src[i])} over {@code n} IEEE half values: both widened to fp32,
+     * the result rounded once to half as {@link #encodeFp16} does.
+     */
+    public static void reduceFp16(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        ScalarKernels.reduceFp16(op, src, srcOffset, dst, dstOffset, n);
+    }
+
+    /**
      * Quantizes a row of {@code hidden} fp32 values at {@code src} to an FP8 row at {@code dst}
      * ({@link Fp8RowLayout}, {@link #fp8RowBytes} bytes). Per block of 128 channels: {@code amax}
      * is the largest finite {@code |x|} (NaN and infinities do not count), at least {@code 1e-4};

@@ -188,6 +188,48 @@ public final class ScalarKernels {
         return (byte) (sign | (((exponent + 7) << 3) + rounded));
     }
 
+    public static void reduceFp32(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        for (int i = 0; i < n; i++) {
+            long d = dstOffset + 4L * i;
+            float x = src.get(FLOAT, srcOffset + 4L * i);
+            dst.set(FLOAT, d, op.apply(dst.get(FLOAT, d), x));
+        }
+    }
+
+    public static void reduceBf16(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        for (int i = 0; i < n; i++) {
+            long d = dstOffset + 2L * i;
+            float x = bf16ToFloat(src.get(SHORT, srcOffset + 2L * i));
+            dst.set(SHORT, d, floatToBf16(op.apply(bf16ToFloat(dst.get(SHORT, d)), x)));
+        }
+    }
+
+    public static void reduceFp16(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        for (int i = 0; i < n; i++) {
+            long d = dstOffset + 2L * i;
+            float x = fp16ToFloat(src.get(SHORT, srcOffset + 2L * i));
+            dst.set(SHORT, d, floatToFp16(op.apply(fp16ToFloat(dst.get(SHORT, d)), x)));
+        }
+    }
+
     static float bf16ToFloat(short h) {
         return Float.intBitsToFloat(h << 16);
     }

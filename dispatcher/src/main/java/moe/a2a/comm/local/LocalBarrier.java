@@ -77,6 +77,16 @@ final class LocalBarrier {
         }
     }
 
+    /** The cause that broke the group, or null. */
+    Throwable failure() {
+        lock.lock();
+        try {
+            return failure;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     boolean isBroken() {
         lock.lock();
         try {

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.InboundSink;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Segments;
@@ -185,6 +186,46 @@ public final class LocalCommunicator implements Communicator {
     @Override
     public void barrier() {
         group.await(rank, -1, ExchangePhase.BARRIER);
+    }
+
+    /**
+     * Posts the outgoing message in the mailbox to {@code to}, consumes the one from {@code from}
+     * where its sender left it, then waits until {@code to} has consumed this rank's.
+     */
+    @Override
+    public void sendRecv(
+            int to,
+            ByteBuffer send,
+            int sendOffset,
+            int sendBytes,
+            int from,
+            int recvBytes,
+            InboundSink sink) {
+        checkPeer("to", to);
+        checkPeer("from", from);
+        final long timeoutNs = group.timeoutNs();
+        final long deadline = System.nanoTime() + timeoutNs;
+        try {
+            if (to != NONE) {
+                group.mailbox(rank, to).post(send, sendOffset, sendBytes);
+            }
+            if (from != NONE) {
+                group.mailbox(from, rank).take(recvBytes, sink, deadline, timeoutNs);
+            }
+            if (to != NONE) {
+                group.mailbox(rank, to).awaitTaken(deadline, timeoutNs);
+            }
+        } catch (RuntimeException e) {
+            group.fail(e);
+            throw e;
+        }
+    }
+
+    private void checkPeer(String field, int peer) {
+        if (peer != NONE && (peer < 0 || peer >= group.size())) {
+            throw new IllegalArgumentException(
+                    field + ": " + peer + " (expected: NONE or in [0, " + group.size() + "))");
+        }
     }
 
     @Override

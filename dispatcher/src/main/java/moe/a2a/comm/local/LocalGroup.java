@@ -18,6 +18,9 @@ public final class LocalGroup {
     private final LocalBarrier barrier;
     private final LocalCommunicator[] communicators;
 
+    /** mailboxes[src][dst]: src's point-to-point messages to dst. */
+    private final LocalMailbox[][] mailboxes;
+
     /** counts[src][dst]: published by src, read by dst between two barriers. */
     final long[][] counts;
 
@@ -58,6 +61,12 @@ public final class LocalGroup {
         this.sendBuffers = new ByteBuffer[size];
         this.sendOffsets = new long[size][size];
         this.sendLengths = new long[size][size];
+        this.mailboxes = new LocalMailbox[size][size];
+        for (int src = 0; src < size; src++) {
+            for (int dst = 0; dst < size; dst++) {
+                mailboxes[src][dst] = new LocalMailbox(src, dst, barrier);
+            }
+        }
         this.communicators = new LocalCommunicator[size];
         for (int r = 0; r < size; r++) {
             communicators[r] = new LocalCommunicator(this, r);
@@ -92,6 +101,19 @@ public final class LocalGroup {
 
     void fail(Throwable cause) {
         barrier.fail(cause);
+        for (LocalMailbox[] row : mailboxes) {
+            for (LocalMailbox m : row) {
+                m.wake();
+            }
+        }
+    }
+
+    LocalMailbox mailbox(int src, int dst) {
+        return mailboxes[src][dst];
+    }
+
+    long timeoutNs() {
+        return timeoutNs;
     }
 
     static A2aException countMismatch(int src, int dst, long sent, long expected) {

@@ -20,6 +20,7 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
+import moe.a2a.comm.InboundSink;
 import moe.a2a.comm.PeerFailedException;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
@@ -415,6 +416,18 @@ public final class TcpCommunicator implements Communicator {
         allToAllV(step, phase, send, sendCounts, inbound, recvCounts);
         java.util.Arrays.fill(readSegments, inbound);
         reader.read(readSegments, readOffsets);
+    }
+
+    @Override
+    public void sendRecv(
+            int to,
+            ByteBuffer send,
+            int sendOffset,
+            int sendBytes,
+            int from,
+            int recvBytes,
+            InboundSink sink) {
+        throw new UnsupportedOperationException("sendRecv: not yet on TCP");
     }
 
     @Override

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.InboundSink;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Segments;
@@ -194,6 +195,18 @@ public final class NcclCommunicator implements Communicator {
     /** The CUDA stream the exchanges run on, for kernels that feed or consume them. */
     public CUstream_st stream() {
         return backend.stream();
+    }
+
+    @Override
+    public void sendRecv(
+            int to,
+            ByteBuffer send,
+            int sendOffset,
+            int sendBytes,
+            int from,
+            int recvBytes,
+            InboundSink sink) {
+        throw new UnsupportedOperationException("sendRecv: not yet on NCCL");
     }
 
     @Override
