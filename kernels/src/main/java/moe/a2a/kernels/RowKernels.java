@@ -158,7 +158,11 @@ public final class RowKernels {
             MemorySegment dst,
             long dstOffset,
             int n) {
-        ScalarKernels.reduceFp32(op, src, srcOffset, dst, dstOffset, n);
+        if (VECTORIZED) {
+            VectorKernels.reduceFp32(op, src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.reduceFp32(op, src, srcOffset, dst, dstOffset, n);
+        }
     }
 
     /**
@@ -172,7 +176,11 @@ public final class RowKernels {
             MemorySegment dst,
             long dstOffset,
             int n) {
-        ScalarKernels.reduceBf16(op, src, srcOffset, dst, dstOffset, n);
+        if (VECTORIZED) {
+            VectorKernels.reduceBf16(op, src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.reduceBf16(op, src, srcOffset, dst, dstOffset, n);
+        }
     }
 
     /**
@@ -186,7 +194,11 @@ public final class RowKernels {
             MemorySegment dst,
             long dstOffset,
             int n) {
-        ScalarKernels.reduceFp16(op, src, srcOffset, dst, dstOffset, n);
+        if (VECTORIZED) {
+            VectorKernels.reduceFp16(op, src, srcOffset, dst, dstOffset, n);
+        } else {
+            ScalarKernels.reduceFp16(op, src, srcOffset, dst, dstOffset, n);
+        }
     }
 
     /**

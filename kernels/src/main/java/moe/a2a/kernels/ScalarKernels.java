@@ -198,7 +198,7 @@ public final class ScalarKernels {
         for (int i = 0; i < n; i++) {
             long d = dstOffset + 4L * i;
             float x = src.get(FLOAT, srcOffset + 4L * i);
-            dst.set(FLOAT, d, op.apply(dst.get(FLOAT, d), x));
+            dst.set(FLOAT, d, reduce(op, dst.get(FLOAT, d), x));
         }
     }
 
@@ -212,7 +212,7 @@ public final class ScalarKernels {
         for (int i = 0; i < n; i++) {
             long d = dstOffset + 2L * i;
             float x = bf16ToFloat(src.get(SHORT, srcOffset + 2L * i));
-            dst.set(SHORT, d, floatToBf16(op.apply(bf16ToFloat(dst.get(SHORT, d)), x)));
+            dst.set(SHORT, d, floatToBf16(reduce(op, bf16ToFloat(dst.get(SHORT, d)), x)));
         }
     }
 
@@ -226,7 +226,7 @@ public final class ScalarKernels {
         for (int i = 0; i < n; i++) {
             long d = dstOffset + 2L * i;
             float x = fp16ToFloat(src.get(SHORT, srcOffset + 2L * i));
-            dst.set(SHORT, d, floatToFp16(op.apply(fp16ToFloat(dst.get(SHORT, d)), x)));
+            dst.set(SHORT, d, floatToFp16(reduce(op, fp16ToFloat(dst.get(SHORT, d)), x)));
         }
     }
 
@@ -265,6 +265,14 @@ public final class ScalarKernels {
             return (short) (((bits >>> 16) & 0x8000) | 0x7e00 | ((bits >>> 13) & 0x3ff));
         }
         return Float.floatToFloat16(x);
+    }
+
+    /**
+     * {@code a op b}, NaN pinned: {@code a} quieted if it is NaN, else {@code b} quieted if it is,
+     * as the vector twin gives.
+     */
+    static float reduce(ReduceOp op, float a, float b) {
+        return nanFirst(a, nanFirst(b, op.apply(a, b)));
     }
 
     /**

@@ -39,6 +39,24 @@ final class VectorBf16 {
         ScalarKernels.accumulateBf16(src, srcOffset + 2L * i, dst, dstOffset + 4L * i, n - i);
     }
 
+    static void reduce(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        final int bound = FLOATS.loopBound(n);
+        int i = 0;
+        for (; i < bound; i += LANES) {
+            final long at = dstOffset + 2L * i;
+            final FloatVector r =
+                    VectorKernels.reduce(op, widen(dst, at), widen(src, srcOffset + 2L * i));
+            narrow(r.reinterpretAsInts()).intoMemorySegment(dst, at, LE);
+        }
+        ScalarKernels.reduceBf16(op, src, srcOffset + 2L * i, dst, dstOffset + 2L * i, n - i);
+    }
+
     static void encode(
             MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
         final int bound = FLOATS.loopBound(n);

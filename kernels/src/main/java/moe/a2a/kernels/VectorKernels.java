@@ -100,6 +100,56 @@ final class VectorKernels {
         ScalarKernels.axpy(w, x, xOffset + 4L * i, y, yOffset + 4L * i, n - i);
     }
 
+    static void reduceFp32(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        final int bound = FLOATS.loopBound(n);
+        int i = 0;
+        for (; i < bound; i += LANES) {
+            final long at = dstOffset + 4L * i;
+            final FloatVector a = FloatVector.fromMemorySegment(FLOATS, dst, at, LE);
+            final FloatVector b =
+                    FloatVector.fromMemorySegment(FLOATS, src, srcOffset + 4L * i, LE);
+            reduce(op, a, b).intoMemorySegment(dst, at, LE);
+        }
+        ScalarKernels.reduceFp32(op, src, srcOffset + 4L * i, dst, dstOffset + 4L * i, n - i);
+    }
+
+    static void reduceBf16(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        VectorBf16.reduce(op, src, srcOffset, dst, dstOffset, n);
+    }
+
+    static void reduceFp16(
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        VectorFp16.reduce(op, src, srcOffset, dst, dstOffset, n);
+    }
+
+    /** {@link ScalarKernels#reduce} of each lane. */
+    static FloatVector reduce(ReduceOp op, FloatVector a, FloatVector b) {
+        final FloatVector result =
+                switch (op) {
+                    case SUM -> a.add(b);
+                    case MAX -> a.lanewise(VectorOperators.MAX, b);
+                    case MIN -> a.lanewise(VectorOperators.MIN, b);
+                };
+        return nanFirst(a, nanFirst(b, result));
+    }
+
     /** {@link ScalarKernels#nanFirst} of each lane. */
     static FloatVector nanFirst(FloatVector first, FloatVector result) {
         return result.blend(

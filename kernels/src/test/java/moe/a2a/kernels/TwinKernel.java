@@ -17,7 +17,16 @@ enum TwinKernel {
     AXPY(4, 4),
     QUANTIZE_FP8(4, 0),
     QUANTIZE_FP8_FROM_BF16(2, 0),
-    DEQUANTIZE_FP8(0, 4);
+    DEQUANTIZE_FP8(0, 4),
+    REDUCE_SUM_FP32(4, 4),
+    REDUCE_MAX_FP32(4, 4),
+    REDUCE_MIN_FP32(4, 4),
+    REDUCE_SUM_BF16(2, 2),
+    REDUCE_MAX_BF16(2, 2),
+    REDUCE_MIN_BF16(2, 2),
+    REDUCE_SUM_FP16(2, 2),
+    REDUCE_MAX_FP16(2, 2),
+    REDUCE_MIN_FP16(2, 2);
 
     private final int srcElementBytes;
     private final int dstElementBytes;
@@ -37,7 +46,16 @@ enum TwinKernel {
 
     void fillSrc(MemorySegment src, long offset, int n, Random random) {
         switch (this) {
-            case DECODE_BF16, ACCUMULATE_BF16, DECODE_FP16, ACCUMULATE_FP16 ->
+            case DECODE_BF16,
+                    ACCUMULATE_BF16,
+                    DECODE_FP16,
+                    ACCUMULATE_FP16,
+                    REDUCE_SUM_BF16,
+                    REDUCE_MAX_BF16,
+                    REDUCE_MIN_BF16,
+                    REDUCE_SUM_FP16,
+                    REDUCE_MAX_FP16,
+                    REDUCE_MIN_FP16 ->
                     KernelInputs.fillShorts(src, offset, n, random);
             case QUANTIZE_FP8 -> KernelInputs.fillRow(src, offset, n, random);
             case QUANTIZE_FP8_FROM_BF16 -> {
@@ -129,6 +147,32 @@ enum TwinKernel {
                     ScalarKernels.dequantizeFp8(src, srcOffset, dst, dstOffset, n);
                 }
             }
+            case REDUCE_SUM_FP32, REDUCE_MAX_FP32, REDUCE_MIN_FP32 -> {
+                if (vector) {
+                    VectorKernels.reduceFp32(op(), src, srcOffset, dst, dstOffset, n);
+                } else {
+                    ScalarKernels.reduceFp32(op(), src, srcOffset, dst, dstOffset, n);
+                }
+            }
+            case REDUCE_SUM_BF16, REDUCE_MAX_BF16, REDUCE_MIN_BF16 -> {
+                if (vector) {
+                    VectorKernels.reduceBf16(op(), src, srcOffset, dst, dstOffset, n);
+                } else {
+                    ScalarKernels.reduceBf16(op(), src, srcOffset, dst, dstOffset, n);
+                }
+            }
+            case REDUCE_SUM_FP16, REDUCE_MAX_FP16, REDUCE_MIN_FP16 -> {
+                if (vector) {
+                    VectorKernels.reduceFp16(op(), src, srcOffset, dst, dstOffset, n);
+                } else {
+                    ScalarKernels.reduceFp16(op(), src, srcOffset, dst, dstOffset, n);
+                }
+            }
         }
+    }
+
+    /** The reduction of a REDUCE_ kernel, from its name. */
+    private ReduceOp op() {
+        return ReduceOp.valueOf(name().split("_")[1]);
     }
 }
