@@ -9,6 +9,14 @@ public enum A2aMeters {
             "moe.a2a.exchange",
             "seconds",
             "Latency of one all-to-all phase of a step, slowest rank"),
+    /**
+     * Exchange time over step time, over the last 16 steps of a layer (tag {@code layer}): the seed
+     * documents' communication share.
+     */
+    COMMUNICATION_SHARE(
+            "moe.a2a.communication.share",
+            null,
+            "Dispatch and combine exchange time over step time, over the layer's last 16 steps"),
     /** Step stage latency (tag {@code stage}: queue, route, dispatch, expert, combine). */
     STEP_STAGE("moe.a2a.step.stage", "seconds", "Latency of one stage of a step, slowest rank"),
     /**

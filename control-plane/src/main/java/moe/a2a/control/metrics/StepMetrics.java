@@ -39,6 +39,8 @@ public final class StepMetrics implements StepListener, PlacementListener {
     private final Counter[] rebalanceMoved;
     private final ImbalanceWindow[] expertWindows;
     private final ImbalanceWindow[] rankWindows;
+    private final AtomicLong[] communicationShareBits;
+    private final ShareWindow[] shareWindows;
     private final Counter failures;
     private final Counter abandoned;
     private final Counter failedStepTokens;
@@ -79,6 +81,8 @@ public final class StepMetrics implements StepListener, PlacementListener {
         rebalanceMoved = new Counter[layers];
         expertWindows = new ImbalanceWindow[layers];
         rankWindows = new ImbalanceWindow[layers];
+        communicationShareBits = new AtomicLong[layers];
+        shareWindows = new ShareWindow[layers];
         for (int l = 0; l < layers; l++) {
             String layer = Integer.toString(layerNumbers[l]);
             for (int e = 0; e < experts; e++) {
@@ -111,6 +115,8 @@ public final class StepMetrics implements StepListener, PlacementListener {
                             .register(registry);
             expertWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, experts);
             rankWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, worldSize);
+            communicationShareBits[l] = gauge(registry, A2aMeters.COMMUNICATION_SHARE, layer);
+            shareWindows[l] = new ShareWindow(IMBALANCE_WINDOW_STEPS);
         }
         failures = counter(registry, A2aMeters.STEP_FAILURES).register(registry);
         abandoned = counter(registry, A2aMeters.ABANDONED).register(registry);
@@ -146,6 +152,11 @@ public final class StepMetrics implements StepListener, PlacementListener {
         rankImbalanceBits[l].set(
                 Double.doubleToLongBits(rankWindows[l].add(stats.tokensPerRank())));
         placementVersionBits[l].set(Double.doubleToLongBits(stats.placementVersion()));
+        long exchange = stats.dispatchNs() + stats.combineNs();
+        communicationShareBits[l].set(
+                Double.doubleToLongBits(
+                        shareWindows[l].add(
+                                exchange, exchange + stats.routeNs() + stats.expertNs())));
         recordTraffic(A2aMeters.BYTES_SENT, bytesSent, stats.bytesSent());
         recordTraffic(A2aMeters.BYTES_RECEIVED, bytesReceived, stats.bytesReceived());
     }

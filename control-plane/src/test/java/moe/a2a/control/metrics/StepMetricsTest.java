@@ -80,6 +80,9 @@ class StepMetricsTest {
                 .contains("moe_a2a_rank_routed_tokens_total{layer=\"1\",rank=\"0\"} 6.0")
                 .contains("moe_a2a_expert_imbalance{layer=\"1\"} 2.8")
                 .contains("moe_a2a_rank_imbalance{layer=\"1\"} 1.5")
+                // (300 + 250 + 2) µs of exchange over (20 + 300 + 4000 + 250 + 4) µs of step
+                .contains("moe_a2a_communication_share{layer=\"1\"} 0.12035")
+                .contains("moe_a2a_communication_share{layer=\"0\"} 0.0")
                 .contains(
                         "moe_a2a_transport_sent_bytes_total{peer=\"1\",rank=\"0\",transport=\"local\"} 700.0")
                 .contains(
