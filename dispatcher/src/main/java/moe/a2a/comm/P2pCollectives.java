@@ -1,5 +1,10 @@
 package moe.a2a.comm;
 
+import static moe.a2a.comm.CollectiveArgs.checkCapacity;
+import static moe.a2a.comm.CollectiveArgs.checkCount;
+import static moe.a2a.comm.CollectiveArgs.checkNonNegative;
+import static moe.a2a.comm.CollectiveArgs.checkRank;
+
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -91,9 +96,7 @@ final class P2pCollectives {
             Communicator comm, ByteBuffer buf, int bytes, int root, CollectiveAlgo algo) {
         checkNonNegative("bytes", bytes);
         final int n = comm.size();
-        if (root < 0 || root >= n) {
-            throw new IllegalArgumentException("root: " + root + " (expected: in [0, " + n + "))");
-        }
+        checkRank("root", root, n);
         checkCapacity("buf", buf, bytes);
         if (n == 1) {
             return;
@@ -303,28 +306,5 @@ final class P2pCollectives {
 
     private static MemorySegment segment(ByteBuffer b) {
         return MemorySegment.ofBuffer(b.duplicate().clear());
-    }
-
-    private static int checkCount(String field, int count, DType dtype) {
-        checkNonNegative(field, count);
-        long bytes = (long) count * dtype.sizeBytes();
-        if (bytes > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException(
-                    field + ": " + count + " (expected: at most " + Integer.MAX_VALUE + " bytes)");
-        }
-        return (int) bytes;
-    }
-
-    private static void checkNonNegative(String field, int value) {
-        if (value < 0) {
-            throw new IllegalArgumentException(field + ": " + value + " (expected: >= 0)");
-        }
-    }
-
-    private static void checkCapacity(String field, ByteBuffer buf, long bytes) {
-        if (buf.capacity() < bytes) {
-            throw new IllegalArgumentException(
-                    field + ".capacity: " + buf.capacity() + " (expected: >= " + bytes + " bytes)");
-        }
     }
 }

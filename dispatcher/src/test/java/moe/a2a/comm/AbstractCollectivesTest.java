@@ -33,6 +33,14 @@ public abstract class AbstractCollectivesTest {
         return true;
     }
 
+    /**
+     * Whether one rank's abort reaches the others before their deadline; where it does not (NCCL's
+     * abort is local to the rank), they must still fail, at their deadline.
+     */
+    protected boolean propagatesAbort() {
+        return true;
+    }
+
     /** Element counts: empty, one, fewer than the ranks, not divisible by them, large. */
     private static int[] counts(int n) {
         return new int[] {0, 1, Math.max(1, n - 1), 1000 * n + 3, 70_001};
@@ -333,7 +341,8 @@ public abstract class AbstractCollectivesTest {
 
     @Test
     void shouldFailEveryRankWhenOneAbortsMidCollective() throws Exception {
-        Communicator[] group = newGroup(3, TIMEOUT_NS);
+        long timeoutNs = propagatesAbort() ? TIMEOUT_NS : TimeUnit.MILLISECONDS.toNanos(800);
+        Communicator[] group = newGroup(3, timeoutNs);
         long start = System.nanoTime();
         List<Throwable> failures =
                 RankThreads.run(
@@ -359,9 +368,11 @@ public abstract class AbstractCollectivesTest {
                         });
         assertThat(failures.get(0)).isInstanceOf(A2aException.class);
         assertThat(failures.get(1)).isInstanceOf(A2aException.class);
-        assertThat(System.nanoTime() - start)
-                .as("long before the timeout")
-                .isLessThan(TIMEOUT_NS / 2);
+        if (propagatesAbort()) {
+            assertThat(System.nanoTime() - start)
+                    .as("long before the timeout")
+                    .isLessThan(TIMEOUT_NS / 2);
+        }
     }
 
     @Test

@@ -3,14 +3,19 @@ package moe.a2a.gpu;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.comm.nccl.NcclUniqueId;
 
 /**
  * The GPU machine check ({@code scripts/gpu-check.sh}): probe; dispatch + combine on the GPU at
  * world size 1 (NCCL send/recv to itself) against the CPU path ({@link GpuCpuComparison}); kernel
- * and NCCL timings ({@link GpuTimings}). Prints a table last; exits 0 when every check passed, 1
- * when one failed, 3 without a usable GPU.
+ * and NCCL timings ({@link GpuTimings}); NCCL's collectives against a reference ({@link
+ * NcclCollectivesCheck}) at world size 1 and, with two or more GPUs, across them. Prints a table
+ * last; exits 0 when every check passed, 1 when one failed, 3 without a usable GPU.
  */
 public final class GpuCheck {
+    /** The most GPUs the multi-GPU collectives check puts in one group. */
+    private static final int MAX_RANKS = 8;
+
     private GpuCheck() {}
 
     public static void main(String[] args) {
@@ -30,6 +35,28 @@ public final class GpuCheck {
             }
         }
         System.exit(run(GpuLibraries.resolve(cuda, nccl), device));
+    }
+
+    /**
+     * The NCCL collectives again across {@code n} GPUs, one rank each (devices {@code 0..n-1}), so
+     * that NCCL really reduces and moves data between ranks.
+     */
+    private static void multiGpuCollectives(int n, CheckTable table) {
+        NcclCommunicator[] group = new NcclCommunicator[n];
+        try {
+            NcclUniqueId id = NcclCommunicator.newUniqueId();
+            // every rank must be joining at once: the init waits for the others
+            NcclCollectivesCheck.onRanks(
+                            n,
+                            r -> NcclCommunicator.create(id, r, n, r, TimeUnit.SECONDS.toNanos(60)))
+                    .toArray(group);
+            NcclCollectivesCheck.run(group, table);
+        } catch (RuntimeException e) {
+            e.printStackTrace(System.err);
+            table.row("nccl collectives (" + n + " ranks)", "failed: " + e, false);
+        } finally {
+            NcclCollectivesCheck.close(group);
+        }
     }
 
     static int run(GpuLibraries libraries, int device) {
@@ -52,9 +79,13 @@ public final class GpuCheck {
             System.out.println("kernels compiled for " + kernels.arch());
             GpuCpuComparison.run(comm, kernels, table);
             GpuTimings.run(comm, kernels, table);
+            NcclCollectivesCheck.run(new NcclCommunicator[] {comm}, table);
         } catch (RuntimeException e) {
             e.printStackTrace(System.err);
             table.row("run", "failed: " + e, false);
+        }
+        if (probe.devices() >= 2) {
+            multiGpuCollectives(Math.min(probe.devices(), MAX_RANKS), table);
         }
         table.print();
         return table.failed() ? 1 : 0;

@@ -11,11 +11,17 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamNonBlocking;
 import static org.bytedeco.cuda.global.cudart.cudaStreamQuery;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 import static org.bytedeco.cuda.global.nccl.NCCL_VERSION_CODE;
+import static org.bytedeco.cuda.global.nccl.ncclAllGather;
+import static org.bytedeco.cuda.global.nccl.ncclAllReduce;
+import static org.bytedeco.cuda.global.nccl.ncclBfloat16;
+import static org.bytedeco.cuda.global.nccl.ncclBroadcast;
 import static org.bytedeco.cuda.global.nccl.ncclCommAbort;
 import static org.bytedeco.cuda.global.nccl.ncclCommDestroy;
 import static org.bytedeco.cuda.global.nccl.ncclCommFinalize;
 import static org.bytedeco.cuda.global.nccl.ncclCommGetAsyncError;
 import static org.bytedeco.cuda.global.nccl.ncclCommInitRankConfig;
+import static org.bytedeco.cuda.global.nccl.ncclFloat16;
+import static org.bytedeco.cuda.global.nccl.ncclFloat32;
 import static org.bytedeco.cuda.global.nccl.ncclGetLastError;
 import static org.bytedeco.cuda.global.nccl.ncclGetUniqueId;
 import static org.bytedeco.cuda.global.nccl.ncclGetVersion;
@@ -23,6 +29,7 @@ import static org.bytedeco.cuda.global.nccl.ncclGroupEnd;
 import static org.bytedeco.cuda.global.nccl.ncclGroupStart;
 import static org.bytedeco.cuda.global.nccl.ncclInProgress;
 import static org.bytedeco.cuda.global.nccl.ncclRecv;
+import static org.bytedeco.cuda.global.nccl.ncclReduceScatter;
 import static org.bytedeco.cuda.global.nccl.ncclSend;
 import static org.bytedeco.cuda.global.nccl.ncclSuccess;
 import static org.bytedeco.cuda.global.nccl.ncclSystemError;
@@ -30,6 +37,8 @@ import static org.bytedeco.cuda.global.nccl.ncclUint8;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
+import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.gpu.CudaCheck;
 import moe.a2a.gpu.CudaMemory;
@@ -40,7 +49,10 @@ import org.bytedeco.javacpp.BytePointer;
 
 /**
  * {@link NcclBackend} on a real GPU: one NCCL communicator, one non-blocking CUDA stream, pinned
- * host staging and device buffers that grow to the largest exchange and are reused.
+ * host staging and device buffers that grow to the largest exchange and are reused. Every call from
+ * host memory is the same three steps on the stream: staging copied to the device, the NCCL call (a
+ * group of {@code ncclSend}/{@code ncclRecv}, or {@code ncclAllReduce}, {@code ncclAllGather},
+ * {@code ncclReduceScatter}, {@code ncclBroadcast}), the result copied back.
  *
  * <p>Only CUDA 13.0 runtime calls and NCCL calls present since 2.14 are made ({@link
  * moe.a2a.gpu.GpuProbe#MIN_NCCL_VERSION}); the non-blocking {@code ncclCommInitRankConfig} is used
@@ -171,32 +183,152 @@ final class CudaNcclBackend implements NcclBackend {
     @Override
     public synchronized int exchange(
             long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes) {
+        long sendTotal = sendOffsets[size - 1] + sendBytes[size - 1];
+        long recvTotal = recvOffsets[size - 1] + recvBytes[size - 1];
+        return staged(
+                sendTotal,
+                recvTotal,
+                () ->
+                        group(
+                                sendDevice,
+                                sendOffsets,
+                                sendBytes,
+                                recvDevice,
+                                recvOffsets,
+                                recvBytes));
+    }
+
+    @Override
+    public synchronized int sendRecv(int to, long sendBytes, int from, long recvBytes) {
+        long out = to == Communicator.NONE ? 0 : sendBytes;
+        long in = from == Communicator.NONE ? 0 : recvBytes;
+        return staged(
+                out,
+                in,
+                () -> {
+                    int result = ncclGroupStart();
+                    if (result != ncclSuccess) {
+                        return result;
+                    }
+                    if (out > 0) {
+                        result = ncclSend(sendDevice.at(0), out, ncclUint8, to, comm, stream);
+                        if (NcclResults.isError(result)) {
+                            ncclGroupEnd();
+                            return result;
+                        }
+                    }
+                    if (in > 0) {
+                        result = ncclRecv(recvDevice.at(0), in, ncclUint8, from, comm, stream);
+                        if (NcclResults.isError(result)) {
+                            ncclGroupEnd();
+                            return result;
+                        }
+                    }
+                    return ncclGroupEnd();
+                });
+    }
+
+    @Override
+    public synchronized int allReduce(long count, int datatype, int op) {
+        long bytes = count * elementBytes(datatype);
+        return staged(
+                bytes,
+                bytes,
+                () ->
+                        ncclAllReduce(
+                                sendDevice.at(0),
+                                recvDevice.at(0),
+                                count,
+                                datatype,
+                                op,
+                                comm,
+                                stream));
+    }
+
+    @Override
+    public synchronized int allGather(long bytesPerRank) {
+        return staged(
+                bytesPerRank,
+                bytesPerRank * size,
+                () ->
+                        ncclAllGather(
+                                sendDevice.at(0),
+                                recvDevice.at(0),
+                                bytesPerRank,
+                                ncclUint8,
+                                comm,
+                                stream));
+    }
+
+    @Override
+    public synchronized int reduceScatter(long countPerRank, int datatype, int op) {
+        long blockBytes = countPerRank * elementBytes(datatype);
+        return staged(
+                blockBytes * size,
+                blockBytes,
+                () ->
+                        ncclReduceScatter(
+                                sendDevice.at(0),
+                                recvDevice.at(0),
+                                countPerRank,
+                                datatype,
+                                op,
+                                comm,
+                                stream));
+    }
+
+    @Override
+    public synchronized int broadcast(long bytes, int root) {
+        // in place: the root broadcasts its send buffer, the others receive into their receive
+        // buffer (NCCL reads sendbuff on the root only)
+        boolean isRoot = rank == root;
+        return staged(
+                isRoot ? bytes : 0,
+                isRoot ? 0 : bytes,
+                () -> {
+                    BytePointer buf = isRoot ? sendDevice.at(0) : recvDevice.at(0);
+                    return ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm, stream);
+                });
+    }
+
+    /**
+     * Copies {@code sendBytes} of the send staging to the device, launches {@code call} (from the
+     * device send buffer into the device receive buffer) and arranges for {@code recvBytes} to be
+     * copied back into the receive staging once NCCL has enqueued its kernels (see {@link
+     * #isIdle}). Returns the launch's result.
+     */
+    private int staged(long sendBytes, long recvBytes, IntSupplier call) {
         if (aborted) {
             return ncclSystemError;
         }
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
-        long sendTotal = sendOffsets[size - 1] + sendBytes[size - 1];
-        long recvTotal = recvOffsets[size - 1] + recvBytes[size - 1];
-        sendDevice.ensure(sendTotal);
-        recvDevice.ensure(recvTotal);
+        sendDevice.ensure(sendBytes);
+        recvDevice.ensure(recvBytes);
         // the copy back lands here before the caller asks for recvStaging: size it now
-        recvHost.ensure(recvTotal);
-        if (sendTotal > 0) {
+        recvHost.ensure(recvBytes);
+        if (sendBytes > 0) {
             CudaCheck.check(
                     cudaMemcpyAsync(
                             sendDevice.at(0),
                             sendHost.at(0),
-                            sendTotal,
+                            sendBytes,
                             cudaMemcpyHostToDevice,
                             stream),
                     "cudaMemcpyAsync(host to device)");
         }
-        int result = group(sendDevice, sendOffsets, sendBytes, recvDevice, recvOffsets, recvBytes);
-        // On a non-blocking communicator the group may still be launching (ncclInProgress): the
-        // copy
-        // back may only be enqueued once NCCL has put its kernels on the stream (see isIdle).
-        pendingCopyBack = recvTotal;
+        int result = call.getAsInt();
+        // On a non-blocking communicator the call may still be launching (ncclInProgress): the
+        // copy back may only be enqueued once NCCL has put its kernels on the stream (see isIdle).
+        pendingCopyBack = recvBytes;
         return result;
+    }
+
+    private static long elementBytes(int datatype) {
+        return switch (datatype) {
+            case ncclFloat32 -> Float.BYTES;
+            case ncclBfloat16, ncclFloat16 -> Short.BYTES;
+            default -> throw new IllegalArgumentException("datatype: " + datatype);
+        };
     }
 
     @Override

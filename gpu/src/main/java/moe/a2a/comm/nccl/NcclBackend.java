@@ -35,6 +35,42 @@ interface NcclBackend extends NcclWatchdog.Progress, AutoCloseable {
     int exchange(long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes);
 
     /**
+     * Enqueues, as {@link #exchange} does: one NCCL group with a send of the first {@code
+     * sendBytes} bytes of the send staging to rank {@code to} and a receive of {@code recvBytes}
+     * bytes from rank {@code from} into the receive staging at 0. Either peer may be {@link
+     * moe.a2a.comm.Communicator#NONE}; an empty message is not sent (NCCL skips it), but a
+     * simulated backend may still match it.
+     */
+    int sendRecv(int to, long sendBytes, int from, long recvBytes);
+
+    /**
+     * Enqueues {@code ncclAllReduce} of {@code count} elements of {@code datatype} ({@code
+     * ncclDataType_t}) with {@code op} ({@code ncclRedOp_t}): from the send staging into the
+     * receive staging, both from index 0. {@code count > 0}; returns the launch's result.
+     */
+    int allReduce(long count, int datatype, int op);
+
+    /**
+     * Enqueues {@code ncclAllGather}: the first {@code bytesPerRank} bytes of every rank's send
+     * staging land in the receive staging at {@code rank * bytesPerRank}. {@code bytesPerRank > 0}.
+     */
+    int allGather(long bytesPerRank);
+
+    /**
+     * Enqueues {@code ncclReduceScatter}: the send staging holds {@code size() * countPerRank}
+     * elements; rank {@code r}'s receive staging gets block {@code r} reduced over every rank.
+     * {@code countPerRank > 0}.
+     */
+    int reduceScatter(long countPerRank, int datatype, int op);
+
+    /**
+     * Enqueues {@code ncclBroadcast} of {@code bytes} bytes: {@code root}'s send staging lands in
+     * every other rank's receive staging (the root's receive staging is left alone). {@code bytes >
+     * 0}.
+     */
+    int broadcast(long bytes, int root);
+
+    /**
      * Enqueues one NCCL group between device buffers, as {@link #exchange} without the host copies.
      * Only backends on a GPU have device memory.
      */

@@ -2,15 +2,22 @@ package moe.a2a.comm.nccl;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.Objects;
+import java.util.function.IntSupplier;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.CollectiveAlgo;
+import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.InboundSink;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Segments;
 import moe.a2a.comm.Transport;
+import moe.a2a.dispatch.DType;
 import moe.a2a.gpu.CudaMemory;
+import moe.a2a.kernels.ReduceOp;
 import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
@@ -21,6 +28,11 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  * stream; every wait goes through {@link NcclWatchdog}, so a dead peer or an NCCL error aborts the
  * communicator and surfaces as an exception instead of a hang.
  *
+ * <p>The other collectives are NCCL's own calls ({@code ncclAllReduce}, {@code ncclAllGather},
+ * {@code ncclReduceScatter}, {@code ncclBroadcast}) and point-to-point is one group of {@code
+ * ncclSend}/{@code ncclRecv}, each staged and watched the same way. NCCL chooses its algorithms
+ * itself: the {@link CollectiveAlgo} arguments are ignored here ({@code NCCL_ALGO} applies).
+ *
  * <p>NCCL cannot carry a reason to the peers: when one rank aborts, the others fail at their
  * deadline (in a cluster the control plane's AbortGroup reaches them sooner).
  *
@@ -28,6 +40,7 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  */
 public final class NcclCommunicator implements Communicator {
     private static final int COUNT_BYTES = Long.BYTES;
+    private static final int UNKNOWN_PEER = ExchangeTimeoutException.UNKNOWN_PEER;
 
     private final NcclBackend backend;
     private final NcclWatchdog watchdog;
@@ -41,6 +54,7 @@ public final class NcclCommunicator implements Communicator {
     private final long[] barrierCounts;
     private final long[] barrierReceived;
     private final ByteBuffer[] readSegments;
+    private final long[] equalCounts;
     private volatile A2aException failure;
 
     NcclCommunicator(NcclBackend backend, NcclWatchdog watchdog, long timeoutNs) {
@@ -56,6 +70,7 @@ public final class NcclCommunicator implements Communicator {
         this.barrierCounts = new long[size];
         this.barrierReceived = new long[size];
         this.readSegments = new ByteBuffer[size];
+        this.equalCounts = new long[size];
         for (int p = 0; p < size; p++) {
             countOffsets[p] = (long) p * COUNT_BYTES;
             countBytes[p] = COUNT_BYTES;
@@ -197,6 +212,14 @@ public final class NcclCommunicator implements Communicator {
         return backend.stream();
     }
 
+    /**
+     * One NCCL group of an {@code ncclSend} to {@code to} and an {@code ncclRecv} from {@code
+     * from}, staged through pinned and device memory; {@code sink} reads the received bytes from
+     * the host staging. Messages of a pair match in order, as NCCL matches them. NCCL cannot check
+     * lengths: a message of another length than its receiver expects is undefined in NCCL
+     * (typically a hang, which the watchdog turns into a timeout); only the simulated group in the
+     * tests reports the two lengths at once.
+     */
     @Override
     public void sendRecv(
             int to,
@@ -206,7 +229,152 @@ public final class NcclCommunicator implements Communicator {
             int from,
             int recvBytes,
             InboundSink sink) {
-        throw new UnsupportedOperationException("sendRecv: not yet on NCCL");
+        int out = 0;
+        int in = 0;
+        if (to != NONE) {
+            CollectiveArgs.checkRank("to", to, size);
+            CollectiveArgs.checkNonNegative("sendOffset", sendOffset);
+            CollectiveArgs.checkNonNegative("sendBytes", sendBytes);
+            CollectiveArgs.checkCapacity("send", send, (long) sendOffset + sendBytes);
+            out = sendBytes;
+        }
+        if (from != NONE) {
+            CollectiveArgs.checkRank("from", from, size);
+            CollectiveArgs.checkNonNegative("recvBytes", recvBytes);
+            Objects.requireNonNull(sink, "sink");
+            in = recvBytes;
+        }
+        checkOpen();
+        if (to == NONE && from == NONE) {
+            return;
+        }
+        if (out > 0) {
+            backend.sendStaging(out).put(0, send, sendOffset, out);
+        }
+        final long sent = out;
+        final long expected = in;
+        String what =
+                "point-to-point"
+                        + (to == NONE ? "" : " to rank " + to)
+                        + (from == NONE ? "" : " from rank " + from);
+        int peer = to == NONE || to == from ? from : from == NONE ? to : UNKNOWN_PEER;
+        launch(() -> backend.sendRecv(to, sent, from, expected), what + " (ncclGroupEnd)", peer);
+        if (from != NONE) {
+            sink.accept(backend.recvStaging(in), 0, in);
+        }
+    }
+
+    /**
+     * {@code ncclAllReduce}, through pinned and device staging. {@code algo} is ignored: NCCL picks
+     * its own algorithm (ring, tree, NVLS, ...) by size and topology, and the {@code NCCL_ALGO}
+     * environment variable applies instead. NCCL reduces bf16 and fp16 its own way: in the order
+     * its algorithm takes, with the device's arithmetic for each step, so sums of values not exact
+     * in the type may differ in the last bits from the CPU transports'. NaN and signed zeros in max
+     * and min follow the device's arithmetic, not {@link Math#max}.
+     */
+    @Override
+    public void allReduce(
+            ByteBuffer send,
+            ByteBuffer recv,
+            int count,
+            DType dtype,
+            ReduceOp op,
+            CollectiveAlgo algo) {
+        final int bytes = CollectiveArgs.checkCount("count", count, dtype);
+        CollectiveArgs.checkCapacity("send", send, bytes);
+        CollectiveArgs.checkCapacity("recv", recv, bytes);
+        checkOpen();
+        if (bytes == 0) {
+            return;
+        }
+        backend.sendStaging(bytes).put(0, send, 0, bytes);
+        launch(
+                () -> backend.allReduce(count, NcclTypes.dataType(dtype), NcclTypes.redOp(op)),
+                "ncclAllReduce",
+                UNKNOWN_PEER);
+        recv.put(0, backend.recvStaging(bytes), 0, bytes);
+    }
+
+    /** {@code ncclAllGather}, through pinned and device staging. */
+    @Override
+    public void allGather(ByteBuffer send, ByteBuffer recv, int bytesPerRank) {
+        CollectiveArgs.checkNonNegative("bytesPerRank", bytesPerRank);
+        final long total = (long) size * bytesPerRank;
+        CollectiveArgs.checkCapacity("send", send, bytesPerRank);
+        CollectiveArgs.checkCapacity("recv", recv, total);
+        checkOpen();
+        if (bytesPerRank == 0) {
+            return;
+        }
+        backend.sendStaging(bytesPerRank).put(0, send, 0, bytesPerRank);
+        launch(() -> backend.allGather(bytesPerRank), "ncclAllGather", UNKNOWN_PEER);
+        recv.put(0, backend.recvStaging(total), 0, (int) total);
+    }
+
+    /**
+     * {@code ncclReduceScatter}, through pinned and device staging; reduced as {@link #allReduce}
+     * says.
+     */
+    @Override
+    public void reduceScatter(
+            ByteBuffer send, ByteBuffer recv, int countPerRank, DType dtype, ReduceOp op) {
+        final int blockBytes = CollectiveArgs.checkCount("countPerRank", countPerRank, dtype);
+        final long total = (long) size * blockBytes;
+        CollectiveArgs.checkCapacity("send", send, total);
+        CollectiveArgs.checkCapacity("recv", recv, blockBytes);
+        checkOpen();
+        if (blockBytes == 0) {
+            return;
+        }
+        backend.sendStaging(total).put(0, send, 0, (int) total);
+        launch(
+                () ->
+                        backend.reduceScatter(
+                                countPerRank, NcclTypes.dataType(dtype), NcclTypes.redOp(op)),
+                "ncclReduceScatter",
+                UNKNOWN_PEER);
+        recv.put(0, backend.recvStaging(blockBytes), 0, blockBytes);
+    }
+
+    /**
+     * {@code ncclBroadcast} from any root, through pinned and device staging; the root's buffer is
+     * left as it is. {@code algo} is ignored, as for {@link #allReduce}.
+     */
+    @Override
+    public void broadcast(ByteBuffer buf, int bytes, int root, CollectiveAlgo algo) {
+        CollectiveArgs.checkNonNegative("bytes", bytes);
+        CollectiveArgs.checkRank("root", root, size);
+        CollectiveArgs.checkCapacity("buf", buf, bytes);
+        checkOpen();
+        if (bytes == 0) {
+            return;
+        }
+        if (rank == root) {
+            backend.sendStaging(bytes).put(0, buf, 0, bytes);
+        }
+        launch(() -> backend.broadcast(bytes, root), "ncclBroadcast", UNKNOWN_PEER);
+        if (rank != root) {
+            buf.put(0, backend.recvStaging(bytes), 0, bytes);
+        }
+    }
+
+    /**
+     * Equal-split all-to-all as one NCCL group of {@code ncclSend}/{@code ncclRecv} per peer (the
+     * all-to-all-v path with every count {@code bytesPerPeer}, no counts exchange needed): {@code
+     * ncclAlltoAll} exists only from NCCL 2.28, and this transport runs on NCCL 2.14 and later.
+     */
+    @Override
+    public void allToAll(ByteBuffer send, ByteBuffer recv, int bytesPerPeer) {
+        CollectiveArgs.checkNonNegative("bytesPerPeer", bytesPerPeer);
+        final long total = (long) size * bytesPerPeer;
+        CollectiveArgs.checkCapacity("send", send, total);
+        CollectiveArgs.checkCapacity("recv", recv, total);
+        checkOpen();
+        if (bytesPerPeer == 0) {
+            return;
+        }
+        Arrays.fill(equalCounts, bytesPerPeer);
+        allToAllV(-1, ExchangePhase.COLLECTIVE, send, equalCounts, recv, equalCounts);
     }
 
     @Override
@@ -272,6 +440,25 @@ public final class NcclCommunicator implements Communicator {
                 throw NcclResults.failure(launched, what + " (ncclGroupEnd)", rank, detail);
             }
             watchdog.await(backend, timeoutNs, step, phase, rank, what);
+        } catch (A2aException e) {
+            throw fail(e);
+        }
+    }
+
+    /**
+     * Launches one NCCL call from the host staging ({@code launch} returns its result) and waits
+     * for it; {@code peer} is the only peer it waits on, or {@link
+     * ExchangeTimeoutException#UNKNOWN_PEER}.
+     */
+    private void launch(IntSupplier launch, String call, int peer) {
+        try {
+            int launched = launch.getAsInt();
+            if (NcclResults.isError(launched)) {
+                String detail = backend.lastError();
+                backend.abort();
+                throw NcclResults.failure(launched, call, rank, detail);
+            }
+            watchdog.await(backend, timeoutNs, -1, ExchangePhase.COLLECTIVE, rank, call, peer);
         } catch (A2aException e) {
             throw fail(e);
         }

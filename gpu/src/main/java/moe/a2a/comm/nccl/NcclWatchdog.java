@@ -11,7 +11,8 @@ import moe.a2a.comm.ExchangeTimeoutException;
  * Waits for a rank's enqueued NCCL work without ever hanging: it polls the communicator's
  * asynchronous error and the stream until the work is done, and aborts the communicator ({@code
  * ncclCommAbort}) when an error shows up or the deadline passes, so a dead peer becomes an
- * exception on this rank. NCCL cannot tell which peer is missing, so a timeout names none.
+ * exception on this rank. NCCL cannot tell which peer is missing, so a timeout names none, unless
+ * the work had only one peer.
  *
  * <p>The clock and the pause between polls are injected so the logic is tested without a GPU.
  */
@@ -67,6 +68,21 @@ final class NcclWatchdog {
             ExchangePhase phase,
             int rank,
             String call) {
+        await(progress, timeoutNs, step, phase, rank, call, ExchangeTimeoutException.UNKNOWN_PEER);
+    }
+
+    /**
+     * As {@link #await(Progress, long, long, ExchangePhase, int, String)}, for work whose only peer
+     * is {@code peer} (a point-to-point message): a timeout names it.
+     */
+    void await(
+            Progress progress,
+            long timeoutNs,
+            long step,
+            ExchangePhase phase,
+            int rank,
+            String call,
+            int peer) {
         final long start = clock.getAsLong();
         while (true) {
             int error = progress.asyncError();
@@ -81,8 +97,7 @@ final class NcclWatchdog {
             long waited = clock.getAsLong() - start;
             if (waited > timeoutNs) {
                 progress.abort();
-                throw new ExchangeTimeoutException(
-                        step, phase, rank, ExchangeTimeoutException.UNKNOWN_PEER, timeoutNs);
+                throw new ExchangeTimeoutException(step, phase, rank, peer, timeoutNs);
             }
             if (Thread.interrupted()) {
                 progress.abort();

@@ -1,26 +1,55 @@
 package moe.a2a.comm.nccl;
 
+import static org.bytedeco.cuda.global.nccl.ncclBfloat16;
+import static org.bytedeco.cuda.global.nccl.ncclFloat16;
+import static org.bytedeco.cuda.global.nccl.ncclFloat32;
 import static org.bytedeco.cuda.global.nccl.ncclInvalidUsage;
+import static org.bytedeco.cuda.global.nccl.ncclMax;
+import static org.bytedeco.cuda.global.nccl.ncclMin;
 import static org.bytedeco.cuda.global.nccl.ncclSuccess;
+import static org.bytedeco.cuda.global.nccl.ncclSum;
 import static org.bytedeco.cuda.global.nccl.ncclSystemError;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.Function;
+import moe.a2a.comm.Communicator;
+import moe.a2a.dispatch.DType;
 import moe.a2a.gpu.CudaMemory;
+import moe.a2a.kernels.ReduceOp;
 import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
- * NCCL simulated in one JVM for tests without a GPU: each rank's grouped send/recv posts its
- * segments to mailboxes keyed by (exchange number, source, destination); a rank is idle once every
- * segment it expects has been posted, and then copies them into its receive staging. Like NCCL, a
- * missing peer is not an error, only never idle; unlike NCCL (which would hang or corrupt memory),
- * mismatched counts show up as an asynchronous error. An abort is local to its rank, as {@code
- * ncclCommAbort} is.
+ * NCCL simulated in one JVM for tests without a GPU.
+ *
+ * <p>Sends and receives (the grouped all-to-all-v and point-to-point) post messages to mailboxes
+ * keyed by (source, destination, sequence number of the pair), so each ordered pair's messages
+ * match in order, as in NCCL; a sender is idle once its receiver has taken the message, a receiver
+ * once every message it expects has arrived. The collectives ({@code ncclAllReduce}, {@code
+ * ncclAllGather}, {@code ncclReduceScatter}, {@code ncclBroadcast}) meet in rounds numbered by each
+ * rank's count of collective calls: every rank posts its input, and each computes its own result
+ * from all of them once all are there (reductions in fp32, rank 0 first, rounded to the element
+ * type at every step, as a chain of NCCL reductions would).
+ *
+ * <p>Like NCCL, a missing peer is not an error, only never idle; unlike NCCL (which would hang or
+ * corrupt memory), a message of another length than its receiver expects, or ranks that disagree on
+ * a collective, show up as an asynchronous error on the ranks involved, naming both sides. An abort
+ * is local to its rank, as {@code ncclCommAbort} is.
  */
 public final class FakeNcclGroup {
+    private static final int POSTED = 0;
+    private static final int TAKEN = 1;
+    private static final int REFUSED = 2;
+
     private final int size;
-    private final ConcurrentHashMap<String, byte[]> mailboxes = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Message> mailboxes = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, Round> rounds = new ConcurrentHashMap<>();
 
     public FakeNcclGroup(int size) {
         this.size = size;
@@ -35,14 +64,42 @@ public final class FakeNcclGroup {
         return new NcclCommunicator(backend(rank), NcclWatchdog.system(), timeoutNs);
     }
 
+    /** One point-to-point message; its receiver takes it or refuses it. */
+    private static final class Message {
+        final byte[] bytes;
+        volatile int state = POSTED;
+        volatile String refusal = "";
+
+        Message(byte[] bytes) {
+            this.bytes = bytes;
+        }
+    }
+
+    /** A message a rank waits for, and where it lands in the receive staging. */
+    private record Expected(int src, String key, long offset, long bytes) {}
+
+    /** One collective call: what every rank called and its input. */
+    private final class Round {
+        final AtomicReferenceArray<String> calls = new AtomicReferenceArray<>(size);
+        final AtomicReferenceArray<byte[]> inputs = new AtomicReferenceArray<>(size);
+        final AtomicInteger unread = new AtomicInteger(size);
+    }
+
+    /** A rank's collective in flight: its round, what it called, how it computes its result. */
+    private record Pending(long seq, Round round, String call, Function<byte[][], byte[]> result) {}
+
     private final class Rank implements NcclBackend {
         private final int rank;
-        private long exchanges;
+        private final long[] sent = new long[size];
+        private final long[] received = new long[size];
+        private final List<Message> outgoing = new ArrayList<>();
+        private final List<Expected> expected = new ArrayList<>();
+        private long collectives;
+        private Pending pending;
         private ByteBuffer send = ByteBuffer.allocate(0);
         private ByteBuffer recv = ByteBuffer.allocate(0);
-        private long[] pendingOffsets;
-        private long[] pendingBytes;
         private volatile int error = ncclSuccess;
+        private volatile String errorText = "";
         private volatile boolean aborted;
         private boolean closed;
 
@@ -79,44 +136,230 @@ public final class FakeNcclGroup {
         @Override
         public synchronized int exchange(
                 long[] sendOffsets, long[] sendBytes, long[] recvOffsets, long[] recvBytes) {
-            if (closed) {
-                throw new IllegalStateException("exchange after close");
-            }
-            if (aborted) {
+            if (!launchable()) {
                 return ncclSystemError;
             }
-            exchanges++;
             for (int p = 0; p < size; p++) {
-                byte[] segment = new byte[(int) sendBytes[p]];
-                send.get((int) sendOffsets[p], segment);
-                mailboxes.put(key(exchanges, rank, p), segment);
+                post(p, sendOffsets[p], sendBytes[p]);
+            }
+            for (int p = 0; p < size; p++) {
+                expect(p, recvOffsets[p], recvBytes[p]);
             }
             recvStaging(recvOffsets[size - 1] + recvBytes[size - 1]);
-            pendingOffsets = recvOffsets.clone();
-            pendingBytes = recvBytes.clone();
             return ncclSuccess;
         }
 
         @Override
+        public synchronized int sendRecv(int to, long sendBytes, int from, long recvBytes) {
+            if (!launchable()) {
+                return ncclSystemError;
+            }
+            if (to != Communicator.NONE) {
+                post(to, 0, sendBytes);
+            }
+            if (from != Communicator.NONE) {
+                expect(from, 0, recvBytes);
+                recvStaging(recvBytes);
+            }
+            return ncclSuccess;
+        }
+
+        @Override
+        public synchronized int allReduce(long count, int datatype, int op) {
+            DType dtype = dtype(datatype);
+            ReduceOp reduceOp = reduceOp(op);
+            int bytes = (int) count * dtype.sizeBytes();
+            return collective(
+                    "ncclAllReduce(count=" + count + ", datatype=" + datatype + ", op=" + op + ")",
+                    bytes,
+                    bytes,
+                    inputs -> reduce(inputs, 0, (int) count, dtype, reduceOp));
+        }
+
+        @Override
+        public synchronized int allGather(long bytesPerRank) {
+            int block = (int) bytesPerRank;
+            return collective(
+                    "ncclAllGather(sendcount=" + bytesPerRank + ", datatype=ncclUint8)",
+                    block,
+                    (long) size * block,
+                    inputs -> {
+                        byte[] out = new byte[size * block];
+                        for (int p = 0; p < size; p++) {
+                            System.arraycopy(inputs[p], 0, out, p * block, block);
+                        }
+                        return out;
+                    });
+        }
+
+        @Override
+        public synchronized int reduceScatter(long countPerRank, int datatype, int op) {
+            DType dtype = dtype(datatype);
+            ReduceOp reduceOp = reduceOp(op);
+            int count = (int) countPerRank;
+            int blockBytes = count * dtype.sizeBytes();
+            return collective(
+                    "ncclReduceScatter(recvcount="
+                            + countPerRank
+                            + ", datatype="
+                            + datatype
+                            + ", op="
+                            + op
+                            + ")",
+                    (long) size * blockBytes,
+                    blockBytes,
+                    inputs -> reduce(inputs, rank * blockBytes, count, dtype, reduceOp));
+        }
+
+        @Override
+        public synchronized int broadcast(long bytes, int root) {
+            return collective(
+                    "ncclBroadcast(count=" + bytes + ", datatype=ncclUint8, root=" + root + ")",
+                    rank == root ? bytes : 0,
+                    bytes,
+                    inputs -> inputs[root]);
+        }
+
+        /**
+         * Posts this rank's input (the first {@code inputBytes} of the send staging) to the next
+         * round; {@link #isIdle} computes the result once every rank's input is there.
+         */
+        private int collective(
+                String call, long inputBytes, long resultBytes, Function<byte[][], byte[]> result) {
+            if (!launchable()) {
+                return ncclSystemError;
+            }
+            byte[] input = new byte[(int) inputBytes];
+            send.get(0, input);
+            long seq = collectives++;
+            Round round = rounds.computeIfAbsent(seq, k -> new Round());
+            round.calls.set(rank, call);
+            round.inputs.set(rank, input);
+            recvStaging(resultBytes);
+            pending = new Pending(seq, round, call, result);
+            return ncclSuccess;
+        }
+
+        /** {@code inputs[0] op inputs[1] op ...}, element by element, from byte {@code at}. */
+        private byte[] reduce(byte[][] inputs, int at, int count, DType dtype, ReduceOp op) {
+            int es = dtype.sizeBytes();
+            ByteBuffer acc =
+                    ByteBuffer.allocate(count * es)
+                            .order(ByteOrder.LITTLE_ENDIAN)
+                            .put(0, inputs[0], at, count * es);
+            for (int p = 1; p < size; p++) {
+                ByteBuffer in = ByteBuffer.wrap(inputs[p]).order(ByteOrder.LITTLE_ENDIAN);
+                for (int i = 0; i < count; i++) {
+                    dtype.put(
+                            acc,
+                            i * es,
+                            op.apply(dtype.get(acc, i * es), dtype.get(in, at + i * es)));
+                }
+            }
+            return acc.array();
+        }
+
+        private boolean launchable() {
+            if (closed) {
+                throw new IllegalStateException("exchange after close");
+            }
+            return !aborted;
+        }
+
+        private void post(int dst, long offset, long bytes) {
+            byte[] segment = new byte[(int) bytes];
+            send.get((int) offset, segment);
+            Message m = new Message(segment);
+            outgoing.add(m);
+            mailboxes.put(key(rank, dst, sent[dst]++), m);
+        }
+
+        private void expect(int src, long offset, long bytes) {
+            expected.add(new Expected(src, key(src, rank, received[src]++), offset, bytes));
+        }
+
+        @Override
         public synchronized boolean isIdle() {
-            if (pendingOffsets == null) {
-                return true;
+            if (error != ncclSuccess) {
+                return false;
             }
-            for (int src = 0; src < size; src++) {
-                if (!mailboxes.containsKey(key(exchanges, src, rank))) {
+            for (Iterator<Expected> it = expected.iterator(); it.hasNext(); ) {
+                Expected e = it.next();
+                Message m = mailboxes.remove(e.key());
+                if (m == null) {
+                    continue;
+                }
+                if (m.bytes.length != e.bytes()) {
+                    String text =
+                            "fake: rank "
+                                    + e.src()
+                                    + " sent "
+                                    + m.bytes.length
+                                    + " bytes to rank "
+                                    + rank
+                                    + ", which expected "
+                                    + e.bytes();
+                    m.refusal = text;
+                    m.state = REFUSED;
+                    fail(text);
+                    return false;
+                }
+                recv.put((int) e.offset(), m.bytes);
+                m.state = TAKEN;
+                it.remove();
+            }
+            for (Iterator<Message> it = outgoing.iterator(); it.hasNext(); ) {
+                Message m = it.next();
+                if (m.state == REFUSED) {
+                    fail(m.refusal);
+                    return false;
+                }
+                if (m.state == TAKEN) {
+                    it.remove();
+                }
+            }
+            if (!expected.isEmpty() || !outgoing.isEmpty()) {
+                return false;
+            }
+            return pending == null || finishCollective();
+        }
+
+        /** Computes this rank's result of the pending collective once every rank's input is in. */
+        private boolean finishCollective() {
+            Round round = pending.round();
+            byte[][] inputs = new byte[size][];
+            for (int p = 0; p < size; p++) {
+                inputs[p] = round.inputs.get(p);
+                if (inputs[p] == null) {
                     return false;
                 }
             }
-            for (int src = 0; src < size; src++) {
-                byte[] segment = mailboxes.remove(key(exchanges, src, rank));
-                if (segment.length != pendingBytes[src]) {
-                    error = ncclInvalidUsage;
+            for (int p = 0; p < size; p++) {
+                if (!pending.call().equals(round.calls.get(p))) {
+                    fail(
+                            "fake: rank "
+                                    + rank
+                                    + " called "
+                                    + pending.call()
+                                    + ", rank "
+                                    + p
+                                    + " "
+                                    + round.calls.get(p));
                     return false;
                 }
-                recv.put((int) pendingOffsets[src], segment);
             }
-            pendingOffsets = null;
+            byte[] out = pending.result().apply(inputs);
+            recv.put(0, out);
+            if (round.unread.decrementAndGet() == 0) {
+                rounds.remove(pending.seq());
+            }
+            pending = null;
             return true;
+        }
+
+        private void fail(String text) {
+            errorText = text;
+            error = ncclInvalidUsage;
         }
 
         @Override
@@ -142,9 +385,7 @@ public final class FakeNcclGroup {
 
         @Override
         public String lastError() {
-            return error == ncclInvalidUsage
-                    ? "fake: counts differ between sender and receiver"
-                    : "";
+            return errorText;
         }
 
         @Override
@@ -156,9 +397,27 @@ public final class FakeNcclGroup {
         public synchronized void close() {
             closed = true;
         }
+    }
 
-        private String key(long exchange, int src, int dst) {
-            return exchange + "/" + src + "/" + dst;
-        }
+    private static String key(int src, int dst, long seq) {
+        return src + ">" + dst + "#" + seq;
+    }
+
+    private static DType dtype(int datatype) {
+        return switch (datatype) {
+            case ncclFloat32 -> DType.FP32;
+            case ncclBfloat16 -> DType.BF16;
+            case ncclFloat16 -> DType.FP16;
+            default -> throw new IllegalArgumentException("datatype: " + datatype);
+        };
+    }
+
+    private static ReduceOp reduceOp(int op) {
+        return switch (op) {
+            case ncclSum -> ReduceOp.SUM;
+            case ncclMax -> ReduceOp.MAX;
+            case ncclMin -> ReduceOp.MIN;
+            default -> throw new IllegalArgumentException("op: " + op);
+        };
     }
 }
