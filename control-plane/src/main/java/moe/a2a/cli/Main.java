@@ -23,6 +23,7 @@ import picocli.CommandLine.Mixin;
             ClientCommand.class,
             BenchCommand.class,
             BenchRankCommand.class,
+            BenchCollectiveRankCommand.class,
             HealthCommand.class,
             DoctorCommand.class,
             EplbCommand.class,

@@ -51,6 +51,31 @@ public final class MachineLimits {
     }
 
     /**
+     * One thread's memcpy bandwidth in GB/s at {@code bytes} per copy, off-heap to off-heap: the
+     * copy repeated until at least 64 MiB (and 8 copies) moved, best of 3 such rounds. The
+     * in-process link of a collective of that size.
+     */
+    public static double copyGbps(int bytes) {
+        ByteBuffer src = ByteBuffer.allocateDirect(Math.max(1, bytes));
+        ByteBuffer dst = ByteBuffer.allocateDirect(Math.max(1, bytes));
+        for (int b = 0; b < bytes; b += 4096) {
+            src.put(b, (byte) b);
+        }
+        dst.put(0, src, 0, bytes); // first touch outside the timing
+        long reps = Math.max(8, (64L << 20) / Math.max(1, bytes));
+        double best = 0;
+        for (int round = 0; round < 3; round++) {
+            long t0 = System.nanoTime();
+            for (long i = 0; i < reps; i++) {
+                dst.put(0, src, 0, bytes);
+            }
+            double seconds = Math.max(1, System.nanoTime() - t0) / 1e9;
+            best = Math.max(best, (double) bytes * reps / seconds / 1e9);
+        }
+        return best;
+    }
+
+    /**
      * Loopback TCP throughput in GB/s of one plain socket pair moving {@code bytes} between
      * off-heap buffers (as iperf3 does, one stream).
      */
