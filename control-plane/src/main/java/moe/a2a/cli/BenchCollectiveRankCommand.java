@@ -17,24 +17,39 @@ import moe.a2a.bench.CollectiveBench;
 import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.comm.CollectiveAlgo;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.dispatch.DType;
+import moe.a2a.gpu.GpuProbe;
 import moe.a2a.kernels.ReduceOp;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * One rank of {@code bench --collective --transport tcp}, started by it as a child process:
- * publishes its data port as a file, waits for every rank's, connects, then runs every case of the
- * cases file in order and writes each case's times as soon as it has them.
+ * One rank of {@code bench --collective --transport tcp} or {@code nccl}, started by it as a child
+ * process. TCP: publishes its data port as a file, waits for every rank's, connects. NCCL: rank 0
+ * publishes a fresh unique id as a file, every rank joins with it on CUDA device = its rank. Then
+ * it runs every case of the cases file in order and writes each case's times as soon as it has
+ * them.
  */
 @Command(
         name = "bench-collective-rank",
         hidden = true,
-        description = "One rank of bench --collective --transport tcp (started by bench).")
+        description = "One rank of bench --collective --transport tcp|nccl (started by bench).")
 final class BenchCollectiveRankCommand implements Callable<Integer> {
+    private static final long TIMEOUT_NS = TimeUnit.SECONDS.toNanos(120);
+
+    @Option(names = "--transport", defaultValue = "tcp")
+    Transport transport;
+
+    @Mixin GpuOptions gpu;
+
     @Option(names = "--rank", required = true)
     int rank;
 
@@ -62,47 +77,88 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
         for (String line : Files.readAllLines(cases)) {
             todo.add(decode(line, ranks));
         }
-        long timeoutNs = TimeUnit.SECONDS.toNanos(120);
-        try (TcpTransport transport = new TcpTransport(1)) {
+        if (transport == Transport.NCCL) {
+            GpuProbe.Result probe = gpu.probe();
+            if (!probe.usable()) {
+                throw new IllegalArgumentException("--transport: nccl: " + probe.describe());
+            }
+            try (NcclCommunicator comm =
+                    NcclCommunicator.create(ncclId(), rank, ranks, rank, TIMEOUT_NS)) {
+                runCases(todo, comm);
+            }
+            return 0;
+        }
+        if (transport != Transport.TCP) {
+            throw new IllegalArgumentException(
+                    "--transport: " + transport + " (expected: tcp or nccl)");
+        }
+        try (TcpTransport tcp = new TcpTransport(1)) {
             TcpCommunicator comm =
                     TcpCommunicator.bind(
-                            transport,
+                            tcp,
                             new TcpConfig(
                                     rank,
                                     ranks,
                                     groupId,
                                     new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
-                                    timeoutNs,
+                                    TIMEOUT_NS,
                                     TcpConfig.DEFAULT_MAX_FRAME_BYTES));
-            Path tmp = dir.resolve("rank-" + rank + ".port.tmp");
-            Files.writeString(tmp, Integer.toString(comm.localAddress().getPort()));
-            Files.move(tmp, dir.resolve("rank-" + rank + ".port"), StandardCopyOption.ATOMIC_MOVE);
+            publish("rank-" + rank + ".port", Integer.toString(comm.localAddress().getPort()));
             List<InetSocketAddress> peers = new ArrayList<>();
-            long deadline = System.nanoTime() + timeoutNs;
             for (int r = 0; r < ranks; r++) {
-                Path port = dir.resolve("rank-" + r + ".port");
-                while (!Files.exists(port)) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("rank " + r + " never published its port");
-                    }
-                    Thread.sleep(20);
-                }
                 peers.add(
                         new InetSocketAddress(
                                 InetAddress.getLoopbackAddress(),
-                                Integer.parseInt(Files.readString(port).trim())));
+                                Integer.parseInt(
+                                        Files.readString(await("rank-" + r + ".port")).trim())));
             }
             comm.connect(peers);
-            for (int i = 0; i < todo.size(); i++) {
-                CollectiveTimes times = CollectiveBench.rank(todo.get(i), comm, warmup, iters);
-                Path out = dir.resolve("case-" + i + ".rank-" + rank + ".tmp");
-                Files.writeString(out, times.wrong() + "\n" + join(times.ns()) + "\n");
-                Files.move(out, timesFile(dir, i, rank), StandardCopyOption.ATOMIC_MOVE);
-            }
-            comm.barrier();
+            runCases(todo, comm);
             comm.close();
         }
         return 0;
+    }
+
+    /** Every case in order, each case's times written as soon as they are in; then a barrier. */
+    private void runCases(List<CollectiveCase> todo, Communicator comm) throws Exception {
+        for (int i = 0; i < todo.size(); i++) {
+            CollectiveTimes times = CollectiveBench.rank(todo.get(i), comm, warmup, iters);
+            Path out = dir.resolve("case-" + i + ".rank-" + rank + ".tmp");
+            Files.writeString(out, times.wrong() + "\n" + join(times.ns()) + "\n");
+            Files.move(out, timesFile(dir, i, rank), StandardCopyOption.ATOMIC_MOVE);
+        }
+        comm.barrier();
+    }
+
+    /** Rank 0 makes the group's ncclUniqueId and publishes it; the others read it. */
+    private NcclUniqueId ncclId() throws Exception {
+        if (rank == 0) {
+            NcclUniqueId id = NcclCommunicator.newUniqueId();
+            Path tmp = dir.resolve("nccl-id.tmp");
+            Files.write(tmp, id.toByteArray());
+            Files.move(tmp, dir.resolve("nccl-id"), StandardCopyOption.ATOMIC_MOVE);
+            return id;
+        }
+        return NcclUniqueId.of(Files.readAllBytes(await("nccl-id")), "nccl-id");
+    }
+
+    private void publish(String name, String text) throws Exception {
+        Path tmp = dir.resolve(name + ".tmp");
+        Files.writeString(tmp, text);
+        Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /** Waits for a file another rank publishes. */
+    private Path await(String name) throws Exception {
+        Path file = dir.resolve(name);
+        long deadline = System.nanoTime() + TIMEOUT_NS;
+        while (!Files.exists(file)) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(name + " never appeared in " + dir);
+            }
+            Thread.sleep(20);
+        }
+        return file;
     }
 
     static Path timesFile(Path dir, int caseIndex, int rank) {

@@ -3,7 +3,6 @@ package moe.a2a.cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
@@ -12,7 +11,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import moe.a2a.bench.BenchPlacement;
 import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchRouting;
@@ -30,8 +28,10 @@ import moe.a2a.control.metrics.Imbalance;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.gpu.GpuProbe;
 import moe.a2a.kernels.ReduceOp;
 import moe.a2a.kernels.RowKernels;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -64,7 +64,8 @@ final class BenchCommand implements Callable<Integer> {
             split = ",",
             completionCandidates = BenchTransports.class,
             description =
-                    "${COMPLETION-CANDIDATES}, or several separated by commas (default: ${DEFAULT-VALUE}).")
+                    "${COMPLETION-CANDIDATES}, or several separated by commas; with --collective"
+                            + " also nccl (one process per GPU) (default: ${DEFAULT-VALUE}).")
     List<Transport> transports;
 
     /** The transports bench runs here (GPU checks: scripts/gpu-check.sh). */
@@ -76,6 +77,10 @@ final class BenchCommand implements Callable<Integer> {
             return ALL.stream().map(Transport::label).iterator();
         }
     }
+
+    /** The transports {@code bench --collective} runs here. */
+    static final List<Transport> COLLECTIVE_TRANSPORTS =
+            List.of(Transport.LOCAL, Transport.TCP, Transport.NCCL);
 
     @Option(
             names = "--scope",
@@ -129,6 +134,8 @@ final class BenchCommand implements Callable<Integer> {
     String target;
 
     @Mixin ChannelOptions connection;
+
+    @Mixin GpuOptions gpu;
 
     @Option(
             names = "--collective",
@@ -380,7 +387,10 @@ final class BenchCommand implements Callable<Integer> {
         return allOk ? 0 : 1;
     }
 
-    /** {@code bench --collective}: checks the flags, then {@link CollectiveBenchRun}. */
+    /**
+     * {@code bench --collective}: checks the flags, then {@link CollectiveBenchRun}, or {@link
+     * RemoteBench#collectives} with {@code --target}.
+     */
     private int collectives() throws Exception {
         for (String flag :
                 List.of("--workload", "--scope", "--dispatch-dtype", "--redundant-experts")) {
@@ -389,25 +399,70 @@ final class BenchCommand implements Callable<Integer> {
                         flag + ": not with --collective (workloads and collectives run apart)");
             }
         }
-        CollectiveBenchRun.Plan plan = collectivePlan();
         if (target != null) {
-            throw new IllegalArgumentException("--target: not with --collective yet");
+            for (String flag : List.of("--transport", "--ranks", "--scaling")) {
+                if (matched(flag)) {
+                    throw new IllegalArgumentException(
+                            flag
+                                    + ": not with --target (the server's ranks run, on its"
+                                    + " transport)");
+                }
+            }
+            return RemoteBench.collectives(connection, target, collectivePlan(true), json, plots);
         }
+        CollectiveBenchRun.Plan plan = collectivePlan(false);
         for (Transport t : transports) {
-            if (!BenchTransports.ALL.contains(t)) {
+            if (!COLLECTIVE_TRANSPORTS.contains(t)) {
                 throw new IllegalArgumentException(
                         "--transport: "
                                 + t
                                 + " (expected: "
-                                + Transport.labels(Transport.LOCAL, Transport.TCP)
-                                + "; nccl collectives run on a GPU server, through --target)");
+                                + Transport.labels(COLLECTIVE_TRANSPORTS.toArray(new Transport[0]))
+                                + ")");
             }
         }
-        return CollectiveBenchRun.run(plan, json, plots);
+        List<String> gpuArgs = new ArrayList<>();
+        if (transports.contains(Transport.NCCL)) {
+            int most = plan.rankCounts().get(plan.rankCounts().size() - 1);
+            String refusal = ncclRefusal(gpu.probe(), most);
+            if (refusal != null) {
+                throw new IllegalArgumentException(refusal);
+            }
+            if (gpu.cudaLibDir != null) {
+                gpuArgs.addAll(List.of("--cuda-lib-dir", gpu.cudaLibDir.toString()));
+            }
+            if (gpu.ncclLibDir != null) {
+                gpuArgs.addAll(List.of("--nccl-lib-dir", gpu.ncclLibDir.toString()));
+            }
+        }
+        return CollectiveBenchRun.run(plan, gpuArgs, json, plots);
     }
 
-    /** The collective run the flags ask for; an error names the flag. */
-    CollectiveBenchRun.Plan collectivePlan() {
+    /**
+     * Why {@code --transport nccl} cannot run {@code ranks} ranks (one per GPU) on this machine, in
+     * one line; null when it can.
+     */
+    static @Nullable String ncclRefusal(GpuProbe.Result probe, int ranks) {
+        if (!probe.usable()) {
+            return "--transport: nccl needs a usable GPU: " + probe.describe();
+        }
+        if (probe.devices() < ranks) {
+            return "--ranks: "
+                    + ranks
+                    + " (expected: at most "
+                    + probe.devices()
+                    + " with --transport nccl, one rank per GPU; the probe found "
+                    + probe.devices()
+                    + ")";
+        }
+        return null;
+    }
+
+    /**
+     * The collective run the flags ask for; an error names the flag. {@code remote}: the server's
+     * group decides the ranks, and checks the root against them.
+     */
+    CollectiveBenchRun.Plan collectivePlan(boolean remote) {
         List<Collective> collectives = new ArrayList<>();
         for (String name : collectiveNames) {
             Collective c = Collective.parse("--collective", name);
@@ -458,9 +513,14 @@ final class BenchCommand implements Callable<Integer> {
         }
         int minRanks = rankCounts.get(0);
         int maxRanks = rankCounts.get(rankCounts.size() - 1);
-        if (collectives.contains(Collective.BROADCAST) && (root < 0 || root >= minRanks)) {
+        if (collectives.contains(Collective.BROADCAST)
+                && (root < 0 || (!remote && root >= minRanks))) {
             throw new IllegalArgumentException(
-                    "--root: " + root + " (expected: in [0, " + minRanks + "))");
+                    "--root: "
+                            + root
+                            + (remote
+                                    ? " (expected: at least 0)"
+                                    : " (expected: in [0, " + minRanks + "))"));
         }
         if (scaling) {
             for (long size : sizes) {
@@ -490,20 +550,7 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     private static <E extends Enum<E>> E choice(String field, String text, E[] values) {
-        for (E e : values) {
-            if (e.name().equalsIgnoreCase(text.trim())) {
-                return e;
-            }
-        }
-        throw new IllegalArgumentException(
-                field
-                        + ": "
-                        + text
-                        + " (expected: one of "
-                        + Arrays.stream(values)
-                                .map(e -> e.name().toLowerCase(Locale.ROOT))
-                                .collect(Collectors.joining(", "))
-                        + ")");
+        return CollectiveCase.choice(field, text, values, null);
     }
 
     private boolean matched(String flag) {

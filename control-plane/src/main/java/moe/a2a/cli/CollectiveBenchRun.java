@@ -25,15 +25,15 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.kernels.ReduceOp;
 
 /**
- * {@code bench --collective}: nccl-tests' collective benchmark on the CPU transports. For every
- * group size, transport, collective and size it prints nccl-tests' columns (size, count, type,
- * redop, root, time, algbw, busbw, #wrong) and, next to busbw, the link's limit measured in the
- * same run and busbw's share of it; with {@code --scaling} (2, 4 and 8 ranks) each row's busbw over
- * the 2-rank row's.
+ * {@code bench --collective}: nccl-tests' collective benchmark on local, tcp and nccl ranks. For
+ * every group size, transport, collective and size it prints nccl-tests' columns (size, count,
+ * type, redop, root, time, algbw, busbw, #wrong) and, next to busbw, the link's limit measured in
+ * the same run and busbw's share of it; with {@code --scaling} (2, 4 and 8 ranks) each row's busbw
+ * over the 2-rank row's.
  */
 final class CollectiveBenchRun {
-    static final int DEFAULT_ITERS = 20;
-    static final int DEFAULT_WARMUP = 5;
+    static final int DEFAULT_ITERS = CollectiveBench.DEFAULT_ITERS;
+    static final int DEFAULT_WARMUP = CollectiveBench.DEFAULT_WARMUP;
     static final List<Integer> SCALING_RANKS = List.of(2, 4, 8);
 
     /** Bytes of the loopback socket pair's measurement (one stream, as iperf3). */
@@ -42,7 +42,9 @@ final class CollectiveBenchRun {
     private static final String HEADER_FORMAT =
             "%-13s %-9s %3s %12s %11s %5s %5s %5s %-6s %11s %11s %11s %8s %10s %6s%n";
     private static final String ROW_FORMAT =
-            "%-13s %-9s %3d %12d %11d %5s %5s %5d %-6s %11.1f %11.3f %11.3f %8d %10.2f %5.0f%%%n";
+            "%-13s %-9s %3d %12d %11d %5s %5s %5d %-6s %11.1f %11.3f %11.3f %8d ";
+    private static final String LINK_FORMAT = "%10.2f %5.0f%%%n";
+    private static final String NO_LINK_FORMAT = "%10s %6s%n";
 
     private CollectiveBenchRun() {}
 
@@ -106,7 +108,66 @@ final class CollectiveBenchRun {
         }
     }
 
-    static int run(Plan plan, Path json, Path plots) throws Exception {
+    static int run(Plan plan, List<String> gpuArgs, Path json, Path plots) throws Exception {
+        printColumns(plan);
+        double loopback = 0;
+        if (plan.transports().contains(Transport.TCP)) {
+            loopback = MachineLimits.loopbackTcpGbps(LOOPBACK_BYTES);
+            System.out.printf(
+                    Locale.ROOT, "link tcp: loopback TCP, one socket pair: %.2f GB/s%n", loopback);
+        }
+        if (plan.transports().contains(Transport.LOCAL)) {
+            System.out.println(
+                    "link local: one Java thread's memcpy at the case's size, measured before it");
+        }
+        if (plan.transports().contains(Transport.NCCL)) {
+            System.out.println("link nccl: not measured (one process per GPU, devices 0 to N-1)");
+        }
+        printHeader();
+        List<Measured> measured = new ArrayList<>();
+        int failed = 0;
+        Map<Long, Double> copyLinks = new HashMap<>();
+        for (int n : plan.rankCounts()) {
+            List<Sized> sized = plan.cases(n);
+            List<CollectiveCase> cases = sized.stream().map(Sized::c).toList();
+            for (Transport transport : plan.transports()) {
+                final double link = loopback;
+                CaseSink sink =
+                        (i, times) -> {
+                            CollectiveCase c = cases.get(i);
+                            double l =
+                                    switch (transport) {
+                                        case TCP -> link;
+                                        case LOCAL -> copyLinks.get(c.bytes());
+                                        default -> 0;
+                                    };
+                            CollectiveReport r = CollectiveReport.of(c, transport, times, l);
+                            print(r);
+                            measured.add(new Measured(r, sized.get(i).requested()));
+                        };
+                try {
+                    if (transport == Transport.LOCAL) {
+                        runLocal(plan, cases, copyLinks, sink);
+                    } else {
+                        runProcesses(plan, n, cases, transport, gpuArgs, sink);
+                    }
+                } catch (Exception e) {
+                    failed++;
+                    String why = String.valueOf(e.getMessage()).strip();
+                    System.out.printf(
+                            Locale.ROOT,
+                            "FAIL %s, %d ranks: the rest of its cases did not run: %s%n",
+                            transport.label(),
+                            n,
+                            why.lines().limit(4).collect(Collectors.joining(" | ")));
+                }
+            }
+        }
+        return finish(measured, plan.scaling(), failed, json, plots);
+    }
+
+    /** What the columns mean: printed first. */
+    static void printColumns(Plan plan) {
         System.out.println(
                 "nccl-tests columns: size in bytes as nccl-tests means it; time = median over "
                         + plan.iters()
@@ -116,18 +177,9 @@ final class CollectiveBenchRun {
                         + " (all-reduce 2(N-1)/N, all-gather, reduce-scatter, all-to-all (N-1)/N,"
                         + " broadcast 1); #wrong = wrong elements over every rank's first and last"
                         + " result");
-        double loopback = 0;
-        if (plan.transports().contains(Transport.TCP)) {
-            loopback = MachineLimits.loopbackTcpGbps(LOOPBACK_BYTES);
-            System.out.printf(
-                    Locale.ROOT,
-                    "link tcp: loopback TCP, one socket pair: %.2f GB/s; link local: one Java"
-                            + " thread's memcpy at the case's size, measured before it%n",
-                    loopback);
-        } else {
-            System.out.println(
-                    "link local: one Java thread's memcpy at the case's size, measured before it");
-        }
+    }
+
+    static void printHeader() {
         System.out.printf(
                 Locale.ROOT,
                 HEADER_FORMAT,
@@ -146,42 +198,16 @@ final class CollectiveBenchRun {
                 "#wrong",
                 "link(GB/s)",
                 "bus");
-        List<Measured> measured = new ArrayList<>();
-        int failed = 0;
-        Map<Long, Double> copyLinks = new HashMap<>();
-        for (int n : plan.rankCounts()) {
-            List<Sized> sized = plan.cases(n);
-            List<CollectiveCase> cases = sized.stream().map(Sized::c).toList();
-            for (Transport transport : plan.transports()) {
-                final double link = loopback;
-                CaseSink sink =
-                        (i, times) -> {
-                            CollectiveCase c = cases.get(i);
-                            double l = transport == Transport.TCP ? link : copyLinks.get(c.bytes());
-                            CollectiveReport r = CollectiveReport.of(c, transport, times, l);
-                            print(r);
-                            measured.add(new Measured(r, sized.get(i).requested()));
-                        };
-                try {
-                    if (transport == Transport.LOCAL) {
-                        runLocal(plan, cases, copyLinks, sink);
-                    } else {
-                        runProcesses(plan, n, cases, sink);
-                    }
-                } catch (Exception e) {
-                    failed++;
-                    String why = String.valueOf(e.getMessage()).strip();
-                    System.out.printf(
-                            Locale.ROOT,
-                            "FAIL %s, %d ranks: the rest of its cases did not run: %s%n",
-                            transport.label(),
-                            n,
-                            why.lines().limit(4).collect(Collectors.joining(" | ")));
-                }
-            }
-        }
+    }
+
+    /**
+     * After the rows: the scaling table (with {@code scaling}), the JSON rows and charts; the exit
+     * code (1 when an element was wrong or {@code failed} runs did not finish).
+     */
+    static int finish(List<Measured> measured, boolean scaling, int failed, Path json, Path plots)
+            throws Exception {
         Map<String, Double> base = new HashMap<>();
-        if (plan.scaling()) {
+        if (scaling) {
             for (Measured m : measured) {
                 if (m.report().c().ranks() == SCALING_RANKS.get(0)) {
                     base.put(m.key(), m.report().busbwGbps());
@@ -240,7 +266,8 @@ final class CollectiveBenchRun {
         }
     }
 
-    private static void print(CollectiveReport r) {
+    /** One row; the link and bus columns are {@code -} when the link was not measured. */
+    static void print(CollectiveReport r) {
         CollectiveCase c = r.c();
         System.out.printf(
                 Locale.ROOT,
@@ -253,13 +280,16 @@ final class CollectiveBenchRun {
                 c.dtype().name().toLowerCase(Locale.ROOT),
                 c.redop(),
                 c.rootColumn(),
-                c.algoLabel(),
+                r.algoLabel(),
                 r.timeUsP50(),
                 r.algbwGbps(),
                 r.busbwGbps(),
-                r.wrong(),
-                r.linkGbps(),
-                100 * r.busUtilisation());
+                r.wrong());
+        if (r.linkGbps() > 0) {
+            System.out.printf(Locale.ROOT, LINK_FORMAT, r.linkGbps(), 100 * r.busUtilisation());
+        } else {
+            System.out.printf(Locale.ROOT, NO_LINK_FORMAT, "-", "-");
+        }
         System.out.flush();
     }
 
@@ -304,10 +334,17 @@ final class CollectiveBenchRun {
     }
 
     /**
-     * Every case on one TCP group of child processes ({@code bench-collective-rank}), meeting
-     * through port files in a temporary folder; each case's times come back as files.
+     * Every case on one group of child processes ({@code bench-collective-rank}): TCP ranks meet
+     * through port files in a temporary folder, NCCL ranks (one per GPU, device = rank) through
+     * rank 0's unique id there; each case's times come back as files.
      */
-    private static void runProcesses(Plan plan, int n, List<CollectiveCase> cases, CaseSink sink)
+    private static void runProcesses(
+            Plan plan,
+            int n,
+            List<CollectiveCase> cases,
+            Transport transport,
+            List<String> gpuArgs,
+            CaseSink sink)
             throws Exception {
         Path dir = Files.createTempDirectory("moe-a2a-bench-coll-");
         Path caseFile = dir.resolve("cases");
@@ -321,29 +358,36 @@ final class CollectiveBenchRun {
         List<Process> children = new ArrayList<>();
         try {
             for (int r = 0; r < n; r++) {
+                List<String> command =
+                        new ArrayList<>(
+                                JvmOptions.childCommand(
+                                        "-Xmx512m",
+                                        "-XX:MaxDirectMemorySize=" + direct,
+                                        "-cp",
+                                        jar,
+                                        Main.class.getName(),
+                                        "bench-collective-rank",
+                                        "--transport",
+                                        transport.label(),
+                                        "--rank",
+                                        Integer.toString(r),
+                                        "--ranks",
+                                        Integer.toString(n),
+                                        "--dir",
+                                        dir.toString(),
+                                        "--group-id",
+                                        Long.toString(groupId),
+                                        "--cases",
+                                        caseFile.toString(),
+                                        "--iters",
+                                        Integer.toString(plan.iters()),
+                                        "--warmup",
+                                        Integer.toString(plan.warmup())));
+                if (transport == Transport.NCCL) {
+                    command.addAll(gpuArgs);
+                }
                 children.add(
-                        new ProcessBuilder(
-                                        JvmOptions.childCommand(
-                                                "-Xmx512m",
-                                                "-XX:MaxDirectMemorySize=" + direct,
-                                                "-cp",
-                                                jar,
-                                                Main.class.getName(),
-                                                "bench-collective-rank",
-                                                "--rank",
-                                                Integer.toString(r),
-                                                "--ranks",
-                                                Integer.toString(n),
-                                                "--dir",
-                                                dir.toString(),
-                                                "--group-id",
-                                                Long.toString(groupId),
-                                                "--cases",
-                                                caseFile.toString(),
-                                                "--iters",
-                                                Integer.toString(plan.iters()),
-                                                "--warmup",
-                                                Integer.toString(plan.warmup())))
+                        new ProcessBuilder(command)
                                 .redirectErrorStream(true)
                                 .redirectOutput(dir.resolve("rank-" + r + ".log").toFile())
                                 .start());

@@ -1,6 +1,7 @@
 package moe.a2a.cli;
 
 import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -9,12 +10,27 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.Collective;
+import moe.a2a.bench.CollectiveCase;
+import moe.a2a.bench.CollectiveReport;
+import moe.a2a.bench.CollectiveTimes;
+import moe.a2a.comm.CollectiveAlgo;
+import moe.a2a.comm.Transport;
+import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.ReduceOp;
 import moe.a2a.v1.BenchEvent;
 import moe.a2a.v1.BenchRequest;
 import moe.a2a.v1.BenchResult;
 import moe.a2a.v1.BenchServiceGrpc;
+import moe.a2a.v1.CollectiveBenchRequest;
+import moe.a2a.v1.CollectiveBenchResult;
+import moe.a2a.v1.CollectiveRankTimes;
 
-/** {@code bench --target}: drives BenchService on a live server and prints what it streams. */
+/**
+ * {@code bench --target}: drives BenchService on a live server and prints what it streams: the
+ * workloads' results, or with {@code --collective} the same table, JSON rows and charts as a local
+ * {@code bench --collective}, computed here from every rank's times the server sends.
+ */
 final class RemoteBench {
     private RemoteBench() {}
 
@@ -78,5 +94,89 @@ final class RemoteBench {
         } finally {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         }
+    }
+
+    /** {@code bench --target --collective}: the plan's cases on the server's group. */
+    static int collectives(
+            ChannelOptions connection,
+            String target,
+            CollectiveBenchRun.Plan plan,
+            Path json,
+            Path plots)
+            throws Exception {
+        CollectiveBenchRequest.Builder spec =
+                CollectiveBenchRequest.newBuilder()
+                        .setDtype(CollectiveCase.label(plan.dtype()))
+                        .setOp(CollectiveCase.label(plan.op()))
+                        .setAlgo(CollectiveCase.label(plan.algo()))
+                        .setRoot(plan.root())
+                        .setWarmup(plan.warmup())
+                        .addAllSizes(plan.sizes());
+        for (Collective c : plan.collectives()) {
+            spec.addCollectives(c.label());
+        }
+        ManagedChannel channel = connection.open(target);
+        try {
+            CollectiveBenchRun.printColumns(plan);
+            System.out.println(
+                    "ranks and transport: "
+                            + target
+                            + "'s serving group; link: measured there for in-process ranks (one"
+                            + " thread's memcpy at the size), not for tcp or nccl ranks");
+            CollectiveBenchRun.printHeader();
+            List<CollectiveBenchRun.Measured> measured = new ArrayList<>();
+            int failed = 0;
+            try {
+                Iterator<BenchEvent> events =
+                        BenchServiceGrpc.newBlockingStub(channel)
+                                .run(
+                                        BenchRequest.newBuilder()
+                                                .setIters(plan.iters())
+                                                .setCollective(spec)
+                                                .build());
+                while (events.hasNext()) {
+                    BenchEvent event = events.next();
+                    if (event.hasCollectiveResult()) {
+                        CollectiveReport r = report(event.getCollectiveResult());
+                        CollectiveBenchRun.print(r);
+                        measured.add(new CollectiveBenchRun.Measured(r, r.c().sizeBytes()));
+                    }
+                }
+            } catch (StatusRuntimeException e) {
+                if (measured.isEmpty()) {
+                    throw e;
+                }
+                failed++;
+                System.out.printf(
+                        Locale.ROOT,
+                        "FAIL %s: the rest of its cases did not run: %s%n",
+                        target,
+                        Main.oneLine(e));
+            }
+            return CollectiveBenchRun.finish(measured, false, failed, json, plots);
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+    }
+
+    /** A case's report from the server's raw figures, as a local run computes it. */
+    static CollectiveReport report(CollectiveBenchResult r) {
+        CollectiveCase c =
+                new CollectiveCase(
+                        Collective.parse("collective", r.getCollective()),
+                        r.getRanks(),
+                        r.getSizeBytes(),
+                        CollectiveCase.choice("dtype", r.getDtype(), DType.values(), DType.FP32),
+                        CollectiveCase.choice("op", r.getOp(), ReduceOp.values(), ReduceOp.SUM),
+                        CollectiveCase.choice(
+                                "algo", r.getAlgo(), CollectiveAlgo.values(), CollectiveAlgo.AUTO),
+                        r.getRoot());
+        List<CollectiveTimes> times = new ArrayList<>();
+        for (CollectiveRankTimes t : r.getRanksTimesList()) {
+            long[] ns = t.getNsList().stream().mapToLong(Long::longValue).toArray();
+            times.add(new CollectiveTimes(ns, t.getWrong()));
+        }
+        return CollectiveReport.of(
+                c, Transport.parse("transport", r.getTransport()), times, r.getLinkGbps());
     }
 }

@@ -6,14 +6,20 @@ import java.nio.ByteOrder;
 import java.util.List;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.Collective;
+import moe.a2a.bench.CollectiveCase;
+import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
+import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.kernels.ReduceOp;
 import moe.a2a.v1.BenchRankResult;
 import moe.a2a.v1.BenchTask;
+import moe.a2a.v1.CollectiveBenchTask;
 import moe.a2a.v1.StepFailure;
 import moe.a2a.v1.StepResult;
 import moe.a2a.v1.StepTask;
@@ -198,6 +204,56 @@ public final class TaskCodec {
                 toArray(res.getCombineNsList()),
                 toArray(res.getBarrierNsList()),
                 res.getOk());
+    }
+
+    /** A collective case for every rank of the group: {@link #collectiveCase} reads it back. */
+    public static BenchTask collectiveBenchTask(
+            long benchId, CollectiveCase c, int warmup, int iters) {
+        return BenchTask.newBuilder()
+                .setBenchId(benchId)
+                .setWarmup(warmup)
+                .setIters(iters)
+                .setCollective(
+                        CollectiveBenchTask.newBuilder()
+                                .setCollective(c.collective().label())
+                                .setSizeBytes(c.sizeBytes())
+                                .setDtype(CollectiveCase.label(c.dtype()))
+                                .setOp(CollectiveCase.label(c.op()))
+                                .setAlgo(CollectiveCase.label(c.algo()))
+                                .setRoot(c.root()))
+                .build();
+    }
+
+    /**
+     * The case of a {@link #collectiveBenchTask} on a group of {@code ranks}; an error names the
+     * field.
+     */
+    public static CollectiveCase collectiveCase(CollectiveBenchTask task, int ranks) {
+        return new CollectiveCase(
+                Collective.parse("collective", task.getCollective()),
+                ranks,
+                task.getSizeBytes(),
+                CollectiveCase.choice("dtype", task.getDtype(), DType.values(), DType.FP32),
+                CollectiveCase.choice("op", task.getOp(), ReduceOp.values(), ReduceOp.SUM),
+                CollectiveCase.choice(
+                        "algo", task.getAlgo(), CollectiveAlgo.values(), CollectiveAlgo.AUTO),
+                task.getRoot());
+    }
+
+    public static BenchRankResult collectiveBenchResult(long benchId, CollectiveTimes times) {
+        BenchRankResult.Builder out =
+                BenchRankResult.newBuilder()
+                        .setBenchId(benchId)
+                        .setOk(times.wrong() == 0)
+                        .setWrong(times.wrong());
+        for (long v : times.ns()) {
+            out.addCollectiveNs(v);
+        }
+        return out.build();
+    }
+
+    public static CollectiveTimes collectiveTimes(BenchRankResult res) {
+        return new CollectiveTimes(toArray(res.getCollectiveNsList()), res.getWrong());
     }
 
     private static long[] toArray(List<Long> values) {

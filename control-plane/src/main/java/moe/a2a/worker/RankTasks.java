@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.CollectiveBench;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Communicator;
 import moe.a2a.control.metrics.StepStatsSnapshot;
@@ -87,19 +88,31 @@ final class RankTasks {
         }
     }
 
-    /** Runs this rank's part of one benchmark run. */
+    /** Runs this rank's part of one benchmark run: a workload, or a collective case. */
     void bench(BenchTask task, Communicator comm, SessionSender sender) {
         BenchRankResult out;
         try {
-            RankTimes times =
-                    BenchRun.rank(
-                            BenchWorkload.named(task.getWorkload()),
-                            BenchScope.valueOf(task.getScope()),
-                            comm,
-                            task.getWarmup(),
-                            task.getIters());
-            out = TaskCodec.benchResult(task.getBenchId(), times);
-        } catch (RuntimeException e) {
+            if (task.hasCollective()) {
+                out =
+                        TaskCodec.collectiveBenchResult(
+                                task.getBenchId(),
+                                CollectiveBench.rank(
+                                        TaskCodec.collectiveCase(task.getCollective(), comm.size()),
+                                        comm,
+                                        task.getWarmup(),
+                                        task.getIters()));
+            } else {
+                RankTimes times =
+                        BenchRun.rank(
+                                BenchWorkload.named(task.getWorkload()),
+                                BenchScope.valueOf(task.getScope()),
+                                comm,
+                                task.getWarmup(),
+                                task.getIters());
+                out = TaskCodec.benchResult(task.getBenchId(), times);
+            }
+        } catch (RuntimeException | OutOfMemoryError e) {
+            // a collective case's buffers may not fit this rank's direct memory: say so, and live
             comm.abort(e);
             out = TaskCodec.benchFailure(task.getBenchId(), String.valueOf(e.getMessage()));
         }

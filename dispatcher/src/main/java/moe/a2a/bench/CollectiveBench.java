@@ -16,6 +16,12 @@ import moe.a2a.comm.Communicator;
  * or the complement of the expected bits), so an element left unwritten counts as wrong.
  */
 public final class CollectiveBench {
+    /** Measured iterations per case when none are asked for. */
+    public static final int DEFAULT_ITERS = 20;
+
+    /** Iterations before measuring when none are asked for. */
+    public static final int DEFAULT_WARMUP = 5;
+
     private final CollectiveCase c;
     private final Communicator comm;
     private final int rank;

@@ -1,11 +1,14 @@
 package moe.a2a.bench;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.stream.Collectors;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.dispatch.DType;
 import moe.a2a.kernels.ReduceOp;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One collective benchmark case: the collective, the group size, nccl-tests' "size" in bytes (see
@@ -97,6 +100,36 @@ public record CollectiveCase(
     /** This case on another group size. */
     public CollectiveCase withRanks(int n) {
         return new CollectiveCase(collective, n, sizeBytes, dtype, op, algo, root);
+    }
+
+    /**
+     * The constant of {@code values} named {@code text} (case-insensitive); empty text takes {@code
+     * empty}. The error names {@code field} and the choices, in lower case.
+     */
+    public static <E extends Enum<E>> E choice(
+            String field, String text, E[] values, @Nullable E empty) {
+        if (text.isBlank() && empty != null) {
+            return empty;
+        }
+        for (E e : values) {
+            if (e.name().equalsIgnoreCase(text.trim())) {
+                return e;
+            }
+        }
+        throw new IllegalArgumentException(
+                field
+                        + ": "
+                        + text
+                        + " (expected: one of "
+                        + Arrays.stream(values)
+                                .map(CollectiveCase::label)
+                                .collect(Collectors.joining(", "))
+                        + ")");
+    }
+
+    /** An enum constant's name as the flags and the protocol write it: lower case. */
+    public static String label(Enum<?> e) {
+        return e.name().toLowerCase(Locale.ROOT);
     }
 
     /**

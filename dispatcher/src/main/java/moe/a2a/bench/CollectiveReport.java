@@ -50,6 +50,14 @@ public record CollectiveReport(
         return mid / 1e3;
     }
 
+    /**
+     * The algorithm that ran: {@link CollectiveCase#algoLabel()} on the CPU transports, {@code
+     * nccl} on NCCL (which picks its own; {@code NCCL_ALGO} steers it).
+     */
+    public String algoLabel() {
+        return transport == Transport.NCCL ? "nccl" : c.algoLabel();
+    }
+
     /** Algorithm bandwidth, GB/s (1e9 B/s): the size over the time. */
     public double algbwGbps() {
         return algbw(c.bytes(), timeUsP50);
@@ -72,8 +80,9 @@ public record CollectiveReport(
 
     /**
      * The JSON row: collective, transport, ranks, bytes, dtype, algo, time_us_p50, algbw_gbs,
-     * busbw_gbs, wrong; then count, redop, root, link_gbs, bus_utilisation and, when not NaN, the
-     * scaling efficiency (busbw over the 2-rank run's at the same per-rank work).
+     * busbw_gbs, wrong; then count, redop, root, link_gbs and bus_utilisation when the link was
+     * measured and, when not NaN, the scaling efficiency (busbw over the 2-rank run's at the same
+     * per-rank work).
      */
     public String json(double scalingEfficiency) {
         JsonObject o = new JsonObject();
@@ -82,7 +91,7 @@ public record CollectiveReport(
         o.addProperty("ranks", c.ranks());
         o.addProperty("bytes", c.bytes());
         o.addProperty("dtype", c.dtype().name().toLowerCase(Locale.ROOT));
-        o.addProperty("algo", c.algoLabel());
+        o.addProperty("algo", algoLabel());
         o.addProperty("time_us_p50", round3(timeUsP50));
         o.addProperty("algbw_gbs", round3(algbwGbps()));
         o.addProperty("busbw_gbs", round3(busbwGbps()));
@@ -90,7 +99,9 @@ public record CollectiveReport(
         o.addProperty("count", c.count());
         o.addProperty("redop", c.redop());
         o.addProperty("root", c.rootColumn());
-        o.addProperty("link_gbs", round3(linkGbps));
+        if (linkGbps > 0) {
+            o.addProperty("link_gbs", round3(linkGbps));
+        }
         if (!Double.isNaN(busUtilisation())) {
             o.addProperty("bus_utilisation", round3(busUtilisation()));
         }

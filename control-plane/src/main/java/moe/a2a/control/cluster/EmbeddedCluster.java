@@ -15,6 +15,9 @@ import java.util.stream.IntStream;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.CollectiveBench;
+import moe.a2a.bench.CollectiveCase;
+import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
@@ -244,6 +247,33 @@ public final class EmbeddedCluster implements RankGroup {
                                 try {
                                     return BenchRun.rank(
                                             workload, scope, g.communicator(rank), warmup, iters);
+                                } catch (RuntimeException | Error e) {
+                                    g.communicator(rank).abort(e);
+                                    throw e;
+                                }
+                            },
+                            rankThreads[r]));
+        }
+        return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
+                .thenApply(ignored -> parts.stream().map(CompletableFuture::join).toList());
+    }
+
+    @Override
+    public CompletableFuture<List<CollectiveTimes>> benchCollective(
+            CollectiveCase c, int warmup, int iters) {
+        if (group.isBroken()) {
+            rebuild();
+        }
+        final LocalGroup g = group;
+        List<CompletableFuture<CollectiveTimes>> parts = new ArrayList<>();
+        for (int r = 0; r < workers.length; r++) {
+            final int rank = r;
+            parts.add(
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    return CollectiveBench.rank(
+                                            c, g.communicator(rank), warmup, iters);
                                 } catch (RuntimeException | Error e) {
                                     g.communicator(rank).abort(e);
                                     throw e;

@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.CollectiveCase;
+import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DType;
@@ -104,6 +106,15 @@ public interface RankGroup extends AutoCloseable {
      */
     CompletableFuture<List<RankTimes>> bench(
             BenchWorkload workload, BenchScope scope, int warmup, int iters);
+
+    /**
+     * Runs a collective benchmark case on every rank's live communicator ({@link
+     * moe.a2a.bench.CollectiveBench}: each iteration timed, the first and last checked), returning
+     * each rank's times and wrong elements, in rank order. Only call it with no step in flight; the
+     * case's rank count must be {@link #worldSize()}.
+     */
+    CompletableFuture<List<CollectiveTimes>> benchCollective(
+            CollectiveCase c, int warmup, int iters);
 
     @Override
     void close();

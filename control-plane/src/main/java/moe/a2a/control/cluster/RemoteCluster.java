@@ -13,9 +13,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.function.LongFunction;
 import java.util.stream.IntStream;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.CollectiveCase;
+import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
@@ -28,6 +32,7 @@ import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.protocol.TaskCodec;
 import moe.a2a.v1.ActivatePlacement;
 import moe.a2a.v1.BenchRankResult;
+import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
@@ -80,7 +85,7 @@ public final class RemoteCluster implements RankGroup {
     /** Steps and benchmark runs sent and not yet answered by every rank. */
     private final PendingTasks<RankStepResult> pendingSteps;
 
-    private final PendingTasks<RankTimes> pendingBenches;
+    private final PendingTasks<BenchRankResult> pendingBenches;
 
     /** Failures reported for steps still pending, gathered before the group is broken. */
     private final StepFailures stepFailures = new StepFailures();
@@ -372,7 +377,23 @@ public final class RemoteCluster implements RankGroup {
     @Override
     public CompletableFuture<List<RankTimes>> bench(
             BenchWorkload workload, BenchScope scope, int warmup, int iters) {
-        final PendingTasks.Task<RankTimes> run;
+        return benchTask(
+                id -> TaskCodec.benchTask(id, workload, scope, warmup, iters),
+                TaskCodec::rankTimes);
+    }
+
+    @Override
+    public CompletableFuture<List<CollectiveTimes>> benchCollective(
+            CollectiveCase c, int warmup, int iters) {
+        return benchTask(
+                id -> TaskCodec.collectiveBenchTask(id, c, warmup, iters),
+                TaskCodec::collectiveTimes);
+    }
+
+    /** Sends a BenchTask to every rank; completes with every rank's answer, decoded. */
+    private <T> CompletableFuture<List<T>> benchTask(
+            LongFunction<BenchTask> task, Function<BenchRankResult, T> decode) {
+        final PendingTasks.Task<BenchRankResult> run;
         synchronized (lock) {
             if (!serving) {
                 return CompletableFuture.failedFuture(
@@ -380,13 +401,13 @@ public final class RemoteCluster implements RankGroup {
             }
             run = pendingBenches.open();
             membership.broadcast(
-                    ControlMessage.newBuilder()
-                            .setBench(TaskCodec.benchTask(run.id(), workload, scope, warmup, iters))
-                            .build());
+                    ControlMessage.newBuilder().setBench(task.apply(run.id())).build());
         }
-        List<CompletableFuture<RankTimes>> parts = run.parts();
+        List<CompletableFuture<BenchRankResult>> parts = run.parts();
         return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
-                .thenApply(ignored -> parts.stream().map(CompletableFuture::join).toList());
+                .thenApply(
+                        ignored ->
+                                parts.stream().map(CompletableFuture::join).map(decode).toList());
     }
 
     private void onStepFailure(int rank, StepFailure failure) {
@@ -424,7 +445,7 @@ public final class RemoteCluster implements RankGroup {
             breakLocked("benchmark failed on rank " + rank + ": " + res.getError());
             return;
         }
-        pendingBenches.complete(res.getBenchId(), rank, TaskCodec.rankTimes(res));
+        pendingBenches.complete(res.getBenchId(), rank, res);
     }
 
     private void onStaged(int rank, PlacementStaged staged) {

@@ -23,6 +23,9 @@ import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.BenchEvent;
 import moe.a2a.v1.BenchRequest;
 import moe.a2a.v1.BenchServiceGrpc;
+import moe.a2a.v1.CollectiveBenchRequest;
+import moe.a2a.v1.CollectiveBenchResult;
+import moe.a2a.v1.CollectiveRankTimes;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
 import moe.a2a.v1.MoeServiceGrpc;
@@ -32,7 +35,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** BenchService on a live two-rank embedded server: progress, validated results, skips, errors. */
+/**
+ * BenchService on a live two-rank embedded server: progress, validated results, skips, errors;
+ * collective cases on the in-process ranks.
+ */
 @Timeout(120)
 class BenchGrpcServiceTest {
     final SeededWeights weights = new SeededWeights(3, 4, 16, 16, 1);
@@ -144,6 +150,100 @@ class BenchGrpcServiceTest {
                                     .isEqualTo(Status.Code.INVALID_ARGUMENT);
                             assertThat(e.getStatus().getDescription())
                                     .contains("workloads[1]: nope");
+                        });
+    }
+
+    @Test
+    void shouldRunEveryCollectiveOnTheInProcessRanksWithNoWrongElements() {
+        List<BenchEvent> events = new ArrayList<>();
+        BenchServiceGrpc.newBlockingStub(channel)
+                .run(
+                        BenchRequest.newBuilder()
+                                .setIters(3)
+                                .setCollective(
+                                        CollectiveBenchRequest.newBuilder()
+                                                .addCollectives("allreduce")
+                                                .addCollectives("allgather")
+                                                .addCollectives("reducescatter")
+                                                .addCollectives("broadcast")
+                                                .addCollectives("alltoall")
+                                                .addSizes(8)
+                                                .addSizes(9)
+                                                .addSizes(4096)
+                                                .setDtype("bf16")
+                                                .setOp("max")
+                                                .setRoot(1)
+                                                .setWarmup(0))
+                                .build())
+                .forEachRemaining(events::add);
+
+        // 9 bytes of bf16 are 4 elements, as 8 bytes are: that size runs once per collective
+        List<CollectiveBenchResult> results = new ArrayList<>();
+        for (int i = 0; i < events.size(); i += 2) {
+            assertThat(events.get(i).hasProgress()).isTrue();
+            assertThat(events.get(i + 1).hasCollectiveResult()).isTrue();
+            results.add(events.get(i + 1).getCollectiveResult());
+            assertThat(events.get(i).getProgress().getWorkload())
+                    .isEqualTo(results.get(results.size() - 1).getCollective());
+        }
+        assertThat(results).hasSize(10);
+        assertThat(events.get(0).getProgress().getTotal()).isEqualTo(10);
+        for (CollectiveBenchResult r : results) {
+            assertThat(r.getTransport()).isEqualTo("local");
+            assertThat(r.getRanks()).isEqualTo(2);
+            assertThat(r.getDtype()).isEqualTo("bf16");
+            assertThat(r.getOp()).isEqualTo("max");
+            assertThat(r.getRoot()).isEqualTo(1);
+            assertThat(r.getLinkGbps()).as("memcpy measured for in-process ranks").isPositive();
+            assertThat(r.getRanksTimesList()).hasSize(2);
+            for (CollectiveRankTimes t : r.getRanksTimesList()) {
+                assertThat(t.getNsList()).hasSize(3).allMatch(ns -> ns > 0);
+                assertThat(t.getWrong()).as(r.toString()).isZero();
+            }
+            assertThat(r.getJson()).contains("\"wrong\":0").contains("\"ranks\":2");
+        }
+    }
+
+    @Test
+    void shouldRejectACollectiveRequestNamingTheField() {
+        CollectiveBenchRequest.Builder broadcast =
+                CollectiveBenchRequest.newBuilder().addCollectives("broadcast").addSizes(64);
+        assertInvalid(
+                BenchRequest.newBuilder().setCollective(broadcast.clone().setRoot(2)).build(),
+                "collective.root: 2 (expected: in [0, 2)");
+        assertInvalid(
+                BenchRequest.newBuilder()
+                        .setCollective(broadcast.clone().addCollectives("gossip"))
+                        .build(),
+                "collective.collectives[1]: gossip (expected: one of allreduce");
+        assertInvalid(
+                BenchRequest.newBuilder()
+                        .setCollective(broadcast.clone().addSizes(2L << 30))
+                        .build(),
+                "collective.sizes[1]: 2147483648 (expected: 1 to 1073741824)");
+        assertInvalid(
+                BenchRequest.newBuilder().setCollective(broadcast.clone().setDtype("int8")).build(),
+                "collective.dtype: int8 (expected: one of bf16, fp16, fp32)");
+        assertInvalid(
+                BenchRequest.newBuilder()
+                        .addWorkloads("decode")
+                        .setCollective(broadcast.clone())
+                        .build(),
+                "workloads, scope: not with collective");
+    }
+
+    private void assertInvalid(BenchRequest request, String description) {
+        assertThatThrownBy(
+                        () ->
+                                BenchServiceGrpc.newBlockingStub(channel)
+                                        .run(request)
+                                        .forEachRemaining(e -> {}))
+                .isInstanceOfSatisfying(
+                        StatusRuntimeException.class,
+                        e -> {
+                            assertThat(e.getStatus().getCode())
+                                    .isEqualTo(Status.Code.INVALID_ARGUMENT);
+                            assertThat(e.getStatus().getDescription()).contains(description);
                         });
     }
 }

@@ -29,6 +29,10 @@ import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.protocol.TensorCodec;
+import moe.a2a.v1.BenchRequest;
+import moe.a2a.v1.BenchServiceGrpc;
+import moe.a2a.v1.CollectiveBenchRequest;
+import moe.a2a.v1.CollectiveBenchResult;
 import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
@@ -43,7 +47,8 @@ import org.junit.jupiter.api.Timeout;
  * offering it through {@link NcclDataPlane} with a simulated NCCL ({@link FakeNcclGroup}) and the
  * CPU runtime. Rank 0's unique id must travel through the join protocol to every worker (the
  * simulated groups are keyed by it), the communicators must be NCCL's, and answers must match the
- * reference.
+ * reference. BenchService's collectives then run on the workers' (simulated) NCCL communicators
+ * with no wrong element.
  */
 @Timeout(120)
 class NcclClusterTest {
@@ -112,6 +117,49 @@ class NcclClusterTest {
                     assertMatchesReference(dtype + " round " + round, reference, request, response);
                 }
             }
+
+            // BenchService's collectives on the workers' NCCL communicators, between steps
+            List<CollectiveBenchResult> collectives = new ArrayList<>();
+            BenchServiceGrpc.newBlockingStub(client)
+                    .run(
+                            BenchRequest.newBuilder()
+                                    .setIters(2)
+                                    .setCollective(
+                                            CollectiveBenchRequest.newBuilder()
+                                                    .addAllCollectives(
+                                                            List.of(
+                                                                    "allreduce",
+                                                                    "allgather",
+                                                                    "reducescatter",
+                                                                    "broadcast",
+                                                                    "alltoall"))
+                                                    .addSizes(64)
+                                                    .addSizes(4096)
+                                                    .setRoot(1)
+                                                    .setWarmup(1))
+                                    .build())
+                    .forEachRemaining(
+                            e -> {
+                                if (e.hasCollectiveResult()) {
+                                    collectives.add(e.getCollectiveResult());
+                                }
+                            });
+            assertThat(collectives).hasSize(10);
+            for (CollectiveBenchResult r : collectives) {
+                assertThat(r.getTransport()).isEqualTo("nccl");
+                assertThat(r.getRanksTimesCount()).isEqualTo(WORLD);
+                assertThat(r.getRanksTimesList())
+                        .as(r.getCollective() + " " + r.getSizeBytes())
+                        .allMatch(t -> t.getWrong() == 0 && t.getNsCount() == 2);
+                assertThat(r.getLinkGbps()).as("no link measured for nccl ranks").isZero();
+                assertThat(r.getJson()).contains("\"algo\":\"nccl\"");
+            }
+            // and serving goes on
+            ForwardRequest after =
+                    MoeGrpcServiceTest.request(
+                            new SplittableRandom(900), 0, 7, DType.FP32, Routing.TOPK);
+            assertMatchesReference("after bench", reference, after, stub.forward(after));
+
             client.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         } finally {
