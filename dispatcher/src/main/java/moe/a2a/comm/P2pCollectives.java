@@ -30,7 +30,7 @@ final class P2pCollectives {
     private P2pCollectives() {}
 
     static InboundSink copyTo(ByteBuffer dst, int offset) {
-        return (src, o, b) -> dst.put(offset, src, o, b);
+        return InboundSink.copyTo(dst, offset);
     }
 
     private static InboundSink reduceInto(ByteBuffer dst, int offset, DType dtype, ReduceOp op) {
