@@ -131,6 +131,11 @@ final class WorkerCommand implements Callable<Integer> {
                     "--transport: local (expected: auto, tcp or nccl; serve runs the local"
                             + " transport)");
         }
+        if (transport == Transport.SHM) {
+            throw new IllegalArgumentException(
+                    "--transport: shm (expected: auto, tcp or nccl; the shared-memory transport is"
+                            + " not yet supported by worker processes)");
+        }
         DataPlaneTls dataTls = dataPlaneTls();
         List<Transport> offered = new ArrayList<>();
         String probeLine = "";

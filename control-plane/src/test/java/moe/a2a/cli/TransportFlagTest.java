@@ -29,9 +29,16 @@ class TransportFlagTest {
     }
 
     @Test
+    void shouldRefuseShmWhenWorkerJoinsUntilWorkersRunIt() {
+        assertThat(run(1, "worker", "--control-plane", "127.0.0.1:1", "--transport", "shm"))
+                .startsWith("moe-a2a worker: --transport: shm (expected: auto, tcp or nccl;")
+                .contains("not yet supported by worker processes");
+    }
+
+    @Test
     void shouldNameLabelsWhenTransportIsUnknown() {
         assertThat(run(2, "bench", "--transport", "tcpx"))
-                .contains("transport: tcpx (expected: one of local, tcp, nccl)");
+                .contains("transport: tcpx (expected: one of local, tcp, nccl, shm)");
     }
 
     /** Runs the CLI; returns its error output, after checking its exit status. */

@@ -112,7 +112,7 @@ public interface Communicator extends AutoCloseable {
 
     /** Receives {@code bytes} bytes from rank {@code from} into {@code buf} at {@code offset}. */
     default void recv(int from, ByteBuffer buf, int offset, int bytes) {
-        sendRecv(NONE, null, 0, 0, from, bytes, P2pCollectives.copyTo(buf, offset));
+        sendRecv(NONE, null, 0, 0, from, bytes, InboundSink.copyTo(buf, offset));
     }
 
     /**

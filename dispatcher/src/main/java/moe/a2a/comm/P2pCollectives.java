@@ -29,10 +29,6 @@ final class P2pCollectives {
 
     private P2pCollectives() {}
 
-    static InboundSink copyTo(ByteBuffer dst, int offset) {
-        return (src, o, b) -> dst.put(offset, src, o, b);
-    }
-
     private static InboundSink reduceInto(ByteBuffer dst, int offset, DType dtype, ReduceOp op) {
         return (src, o, b) ->
                 dtype.reduce(op, segment(src), o, segment(dst), offset, b / dtype.sizeBytes());
@@ -163,7 +159,7 @@ final class P2pCollectives {
                     blocks.bytes(out),
                     prev,
                     blocks.bytes(in),
-                    copyTo(buf, blocks.offset(in)));
+                    InboundSink.copyTo(buf, blocks.offset(in)));
         }
     }
 
@@ -192,7 +188,7 @@ final class P2pCollectives {
         }
         for (int mask = 1; mask < p; mask <<= 1) {
             int partner = r ^ mask;
-            comm.sendRecv(partner, buf, 0, bytes, partner, bytes, copyTo(received, 0));
+            comm.sendRecv(partner, buf, 0, bytes, partner, bytes, InboundSink.copyTo(received, 0));
             dtype.reduce(op, segment(received), 0, segment(buf), 0, count);
         }
         if (r + p < n) {
@@ -248,7 +244,7 @@ final class P2pCollectives {
                     next == Communicator.NONE ? 0 : CHAIN_BLOCK_BYTES,
                     prev,
                     chainBlock(bytes, b),
-                    copyTo(buf, in));
+                    InboundSink.copyTo(buf, in));
         }
         if (next != Communicator.NONE) {
             int last = blocks - 1;

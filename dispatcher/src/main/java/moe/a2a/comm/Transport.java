@@ -13,7 +13,12 @@ public enum Transport {
     /** Ranks are processes, one TCP connection per pair of ranks (Netty). */
     TCP("tcp"),
     /** Ranks are GPUs, over NCCL. */
-    NCCL("nccl");
+    NCCL("nccl"),
+    /**
+     * Ranks are processes of one host; rows move through shared-memory files that every rank maps
+     * ({@code moe.a2a.comm.shm}). Not yet offered by worker processes.
+     */
+    SHM("shm");
 
     private final String label;
 

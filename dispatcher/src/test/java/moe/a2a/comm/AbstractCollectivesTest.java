@@ -292,6 +292,9 @@ public abstract class AbstractCollectivesTest {
                             try {
                                 if (r == 0) {
                                     group[0].send(1, direct(16), 0, 16);
+                                    // a send may return once written (TCP): the sender learns of
+                                    // the receiver's failure at its next call at the latest
+                                    group[0].barrier();
                                 } else {
                                     group[1].recv(0, direct(12), 0, 12);
                                 }

@@ -8,15 +8,17 @@ import java.nio.ByteBuffer;
 import moe.a2a.comm.ExchangePhase;
 
 /**
- * This rank's outgoing DATA frames: per peer one header buffer, and per phase and peer one view of
- * the caller's buffer (made again only when the caller passes another buffer), written without
- * copying the rows. Each write is remembered until the collective has waited for it, so a header or
- * view is reused only once its previous write is done. Owned by the rank thread.
+ * This rank's outgoing DATA and SEND frames: per peer one header buffer, and per phase (and for
+ * point-to-point messages) and peer one view of the caller's buffer (made again only when the
+ * caller passes another buffer), written without copying the rows. Each write is remembered until
+ * the collective has waited for it, so a header or view is reused only once its previous write is
+ * done. Owned by the rank thread.
  */
 final class DataFrames {
     private final Channel[] peers;
     private final ByteBuf[] headers;
     private final PeerViews[] views;
+    private final PeerViews messageViews;
     private final ChannelFuture[] writes;
 
     /**
@@ -33,10 +35,14 @@ final class DataFrames {
         for (int i = 0; i < views.length; i++) {
             views[i] = new PeerViews(n);
         }
+        this.messageViews = new PeerViews(n);
         this.writes = new ChannelFuture[n];
     }
 
-    /** Writes bytes {@code [offset, offset + length)} of {@code send} to {@code peer}. */
+    /**
+     * Writes bytes {@code [offset, offset + length)} of {@code send} to {@code peer} as the DATA
+     * frame {@code seq} of a collective.
+     */
     void send(
             int peer,
             ExchangePhase phase,
@@ -45,15 +51,52 @@ final class DataFrames {
             ByteBuffer send,
             long offset,
             long length) {
-        ByteBuf header = headers[peer].clear();
-        FrameHeader.write(header, FrameHeader.DATA, phase.ordinal(), step, seq, length);
-        peers[peer].write(header.retain(), peers[peer].voidPromise());
-        writes[peer] =
-                peers[peer].writeAndFlush(
-                        views[phase.ordinal()].rows(send, peer, offset, length).retain());
+        write(
+                peer,
+                FrameHeader.DATA,
+                phase,
+                step,
+                seq,
+                views[phase.ordinal()],
+                send,
+                offset,
+                length);
     }
 
-    /** The write to {@code peer} of the collective in progress; forgotten once returned. */
+    /**
+     * Writes bytes {@code [offset, offset + length)} of {@code send} to {@code peer} as the SEND
+     * frame {@code seq}, a point-to-point message.
+     */
+    void sendMessage(int peer, long seq, ByteBuffer send, int offset, int length) {
+        write(
+                peer,
+                FrameHeader.SEND,
+                ExchangePhase.COLLECTIVE,
+                -1,
+                seq,
+                messageViews,
+                send,
+                offset,
+                length);
+    }
+
+    private void write(
+            int peer,
+            byte kind,
+            ExchangePhase phase,
+            long step,
+            long seq,
+            PeerViews source,
+            ByteBuffer send,
+            long offset,
+            long length) {
+        ByteBuf header = headers[peer].clear();
+        FrameHeader.write(header, kind, phase.ordinal(), step, seq, length);
+        peers[peer].write(header.retain(), peers[peer].voidPromise());
+        writes[peer] = peers[peer].writeAndFlush(source.rows(send, peer, offset, length).retain());
+    }
+
+    /** The write to {@code peer} of the call in progress; forgotten once returned. */
     ChannelFuture takeWrite(int peer) {
         ChannelFuture write = writes[peer];
         writes[peer] = null;
@@ -67,5 +110,6 @@ final class DataFrames {
         for (PeerViews v : views) {
             v.release();
         }
+        messageViews.release();
     }
 }

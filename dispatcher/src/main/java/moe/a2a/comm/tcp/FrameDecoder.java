@@ -9,20 +9,21 @@ import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
 
 /**
- * Splits the byte stream into {@link Frame}s. A DATA frame whose place the rank has posted ({@link
- * PeerInbox#claim}) lands there: the socket reads the rows straight into it through {@link
- * LandingAllocator}, and bytes that came in one read with the header are copied over. A DATA frame
- * whose length is not the posted count fails the peer at its header: none of its bytes is buffered
- * or written. Any other payload is not copied: the socket's buffers are sliced and gathered into a
- * composite buffer, which the rank copies once into its receive buffer.
+ * Splits the byte stream into {@link Frame}s. A frame of rows (a collective's DATA or a
+ * point-to-point SEND) whose place the rank has posted ({@link PeerInbox#claim}) lands there: the
+ * socket reads the rows straight into it through {@link LandingAllocator}, and bytes that came in
+ * one read with the header are copied over. A frame of rows whose kind or length is not the posted
+ * one fails the peer at its header: none of its bytes is buffered or written. Any other payload is
+ * not copied: the socket's buffers are sliced and gathered into a composite buffer, which the rank
+ * copies once into its receive buffer.
  *
- * <p>A DATA frame that starts before its post (the peer ran ahead) is buffered up to {@code
+ * <p>A frame of rows that starts before its post (the peer ran ahead) is buffered up to {@code
  * aheadBytes}; once it is complete or that much has come, the connection is not read again until
- * the rank posts the frame's collective and its length checks out ({@link PeerInbox#hold}). The
- * count that would bound the frame exactly is not known here before the post: COUNT frames carry
- * the caller's units (rows), not bytes. So a peer ahead of this rank gets at most {@code
- * aheadBytes} plus one read buffered, and TCP's flow control keeps the rest at the peer, which
- * waits for this rank's frames of that collective anyway.
+ * the rank posts that frame and its length checks out ({@link PeerInbox#hold}). The count that
+ * would bound the frame exactly is not known here before the post: COUNT frames carry the caller's
+ * units (rows), not bytes. So a peer ahead of this rank gets at most {@code aheadBytes} plus one
+ * read buffered (frames that end within that read included), and TCP's flow control keeps the rest
+ * at the peer, whose writes wait for this rank's reads.
  *
  * <p>A bad magic, an unknown kind, a length over the limit, or any frame but HELLO before the
  * handshake is an exception (the connection is then closed), so an unknown peer never gets more
@@ -35,10 +36,10 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private CompositeByteBuf payload;
     private PeerInbox inbox;
 
-    /** The posted region the current DATA frame lands in; its writer index is the bytes landed. */
+    /** The posted region the current frame of rows lands in; its writer index is what landed. */
     private ByteBuf landing;
 
-    /** Whether the current DATA frame's length was checked against the rank's post. */
+    /** Whether the current frame of rows was checked against the rank's post. */
     private boolean matchesPost;
 
     private byte kind;
@@ -48,8 +49,8 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
     private long remaining = -1;
 
     /**
-     * @param maxFrameBytes DATA frames claiming more fail at their header
-     * @param aheadBytes how much of a DATA frame that started before its post is buffered before
+     * @param maxFrameBytes frames of rows claiming more fail at their header
+     * @param aheadBytes how much of a frame of rows that started before its post is buffered before
      *     the connection is held
      */
     FrameDecoder(long maxFrameBytes, long aheadBytes) {
@@ -76,21 +77,21 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * From the handshake on, DATA frames may land in the places the rank posts in {@code inbox}.
+     * From the handshake on, frames of rows may land in the places the rank posts in {@code inbox}.
      */
     void landIn(PeerInbox inbox) {
         this.inbox = inbox;
     }
 
     /**
-     * The rest of the current DATA frame's posted region, for the socket to read into (retained for
-     * the read), or null when the next bytes have no posted place.
+     * The rest of the current frame of rows' posted region, for the socket to read into (retained
+     * for the read), or null when the next bytes have no posted place.
      */
     ByteBuf landingBuffer() {
         if (remaining <= 0) {
             return null;
         }
-        if (kind == FrameHeader.DATA && !matchesPost && inbox != null) {
+        if (isAhead()) {
             claimLate();
         }
         return landing == null ? null : landing.readerIndex(landing.writerIndex()).retain();
@@ -101,7 +102,7 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
      * posted now, what came so far is copied there and the rest lands.
      */
     private void claimLate() {
-        ByteBuf region = inbox.claim(op, payload.readableBytes() + remaining);
+        ByteBuf region = inbox.claim(kind, op, payload.readableBytes() + remaining);
         if (region == null) {
             return;
         }
@@ -154,9 +155,9 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** The current frame is DATA that started before its post and has no place yet. */
+    /** The current frame carries rows, started before its post and has no place yet. */
     private boolean isAhead() {
-        return kind == FrameHeader.DATA && !matchesPost && inbox != null;
+        return FrameHeader.carriesRows(kind) && !matchesPost && inbox != null;
     }
 
     private void completeFrame(ChannelHandlerContext ctx) {
@@ -209,6 +210,7 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                 limit = Long.BYTES;
                 break;
             case FrameHeader.DATA:
+            case FrameHeader.SEND:
                 limit = maxFrameBytes;
                 break;
             case FrameHeader.ABORT:
@@ -227,7 +229,10 @@ final class FrameDecoder extends ChannelInboundHandlerAdapter {
                             + limit
                             + "])");
         }
-        ByteBuf region = kind == FrameHeader.DATA && inbox != null ? inbox.claim(op, length) : null;
+        ByteBuf region =
+                FrameHeader.carriesRows(kind) && inbox != null
+                        ? inbox.claim(kind, op, length)
+                        : null;
         matchesPost = region != null;
         landing = region == PeerInbox.NO_PLACE ? null : region;
         remaining = length;

@@ -11,16 +11,19 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.PeerFailedException;
 
 /**
- * Frames received from one peer, in arrival order, until the rank thread takes them. A peer is at
- * most one collective ahead (each collective needs this rank's frames), so the queue stays short.
- * Written by the peer's event loop, read by the rank thread.
+ * Frames received from one peer, in arrival order, until the rank thread takes them. Frames are
+ * numbered per ordered pair of ranks ({@link FrameHeader}); a collective waits for every peer's
+ * frame, but a point-to-point send returns once written, so a peer may be several messages ahead
+ * and the queue holds them all. Written by the peer's event loop, read by the rank thread.
  *
- * <p>The rank thread also posts here how many bytes its current collective's DATA frame must hold
- * and where they go; the event loop claims that place when the frame starts and reads the rows
- * straight into it, or fails the peer at once when the frame's length is another. A frame that
- * starts before its post (the peer ran ahead) is announced here and arrives in Netty's buffers
- * instead; once it is complete or {@link FrameDecoder}'s bound is buffered, the connection is held
- * (not read) until the post, which checks the announced length before reading resumes.
+ * <p>The rank thread also posts here how many bytes the next frame of rows it takes from this peer
+ * (a collective's DATA or a point-to-point SEND) must hold and where they go; the event loop claims
+ * that place when the frame starts and reads the rows straight into it, or fails the peer at once
+ * when the frame's kind or length is another. A frame that starts before its post (the peer ran
+ * ahead) is announced here and arrives in Netty's buffers instead; once it is complete or {@link
+ * FrameDecoder}'s bound is buffered, the connection is held (not read) until the post of the last
+ * frame read, which checks the announced length before reading resumes. Frames read before that one
+ * are complete and queued, their lengths checked when they are taken.
  */
 final class PeerInbox {
     /** Result of {@link #poll} when the deadline passed first. */
@@ -39,16 +42,20 @@ final class PeerInbox {
     private final ArrayDeque<Frame> frames = new ArrayDeque<>();
     private A2aException failure;
     private long postedOp = -1;
+    private byte postedKind;
     private long postedBytes;
     private ByteBuf posted;
 
-    /** The DATA frame that started before its post, or -1. */
+    /** The frame of rows being read that started before its post, or -1. */
     private long aheadOp = -1;
 
+    private byte aheadKind;
     private long aheadBytes;
 
-    /** The connection not read until the post of {@link #aheadOp}, or null. */
+    /** The connection not read until the post of {@link #heldOp}, or null. */
     private Channel held;
+
+    private long heldOp = -1;
 
     /**
      * @param rank this rank
@@ -74,35 +81,40 @@ final class PeerInbox {
     }
 
     /**
-     * Posts that the DATA frame of collective {@code op} holds {@code bytes} bytes, which land in
-     * {@code region} (or {@link #NO_PLACE}), and lets a held connection be read again.
+     * Posts that frame {@code op} from this peer is of {@code kind} and holds {@code bytes} bytes,
+     * which land in {@code region} (or {@link #NO_PLACE}), and lets a connection held for it be
+     * read again.
      *
-     * @throws PeerFailedException when the frame that started before this post is another
-     *     collective's or another length; the connection stays held
+     * @throws PeerFailedException when the frame that started before this post disagrees with it,
+     *     or is an earlier one never posted; the connection stays held
      */
-    void post(long op, long bytes, ByteBuf region) {
+    void post(byte kind, long op, long bytes, ByteBuf region) {
         lock.lock();
         try {
-            if (aheadOp >= 0 && aheadOp != op) {
+            if (aheadOp >= 0 && aheadOp < op) {
                 throw new PeerFailedException(
                         rank,
                         peer,
-                        "DATA frame of another collective: op="
+                        "unexpected "
+                                + FrameHeader.kindName(aheadKind)
+                                + " frame: op="
                                 + aheadOp
-                                + " (expected: "
+                                + " (expected: op="
                                 + op
                                 + ")");
             }
-            if (aheadOp >= 0 && aheadBytes != bytes) {
-                throw countsDisagree(op, aheadBytes, bytes);
+            if (aheadOp == op) {
+                check(op, aheadKind, aheadBytes, kind, bytes);
+                aheadOp = -1;
             }
-            aheadOp = -1;
             postedOp = op;
+            postedKind = kind;
             postedBytes = bytes;
             posted = region;
-            if (held != null) {
+            if (held != null && op >= heldOp) {
                 held.config().setAutoRead(true);
                 held = null;
+                heldOp = -1;
             }
         } finally {
             lock.unlock();
@@ -110,24 +122,22 @@ final class PeerInbox {
     }
 
     /**
-     * Where the DATA frame of collective {@code op} with {@code length} bytes goes: the posted
-     * region, taken (a region is claimed once) and retained for the caller; {@link #NO_PLACE}; or
-     * null when nothing is posted for {@code op} yet, the frame being then announced for the post
-     * to check.
+     * Where frame {@code op} of {@code kind} with {@code length} bytes goes: the posted region,
+     * taken (a region is claimed once) and retained for the caller; {@link #NO_PLACE}; or null when
+     * nothing is posted for {@code op} yet, the frame being then announced for the post to check.
      *
-     * @throws PeerFailedException when {@code length} is not the posted count
+     * @throws PeerFailedException when {@code kind} or {@code length} is not the posted one
      */
-    ByteBuf claim(long op, long length) {
+    ByteBuf claim(byte kind, long op, long length) {
         lock.lock();
         try {
             if (postedOp != op) {
                 aheadOp = op;
+                aheadKind = kind;
                 aheadBytes = length;
                 return null;
             }
-            if (length != postedBytes) {
-                throw countsDisagree(op, length, postedBytes);
-            }
+            check(op, kind, length, postedKind, postedBytes);
             ByteBuf region = posted;
             postedOp = -1;
             posted = null;
@@ -138,14 +148,16 @@ final class PeerInbox {
     }
 
     /**
-     * Stops reading {@code channel} until the rank posts collective {@code op}, unless it already
-     * has: a frame that ran ahead of its post is the last thing read from this peer.
+     * Stops reading {@code channel} until the rank posts frame {@code op}, unless it already has: a
+     * frame that ran ahead of its post is the last thing read from this peer. Frames before it are
+     * complete, so the rank takes them without reading.
      */
     void hold(long op, Channel channel) {
         lock.lock();
         try {
             if (postedOp != op) {
                 held = channel;
+                heldOp = Math.max(heldOp, op);
                 channel.config().setAutoRead(false);
             }
         } finally {
@@ -219,15 +231,30 @@ final class PeerInbox {
         }
     }
 
-    private PeerFailedException countsDisagree(long op, long sentBytes, long expectedBytes) {
-        return new PeerFailedException(
-                rank,
-                peer,
-                "all-to-all-v counts disagree: op="
-                        + op
-                        + ", sentBytes="
-                        + sentBytes
-                        + ", expectedBytes="
-                        + expectedBytes);
+    private void check(long op, byte sentKind, long sentBytes, byte kind, long expectedBytes) {
+        if (sentKind != kind) {
+            throw new PeerFailedException(
+                    rank,
+                    peer,
+                    "frame of another kind: op="
+                            + op
+                            + ", kind="
+                            + FrameHeader.kindName(sentKind)
+                            + " (expected: "
+                            + FrameHeader.kindName(kind)
+                            + ")");
+        }
+        if (sentBytes != expectedBytes) {
+            throw new PeerFailedException(
+                    rank,
+                    peer,
+                    FrameHeader.disagreement(kind)
+                            + ": op="
+                            + op
+                            + ", sentBytes="
+                            + sentBytes
+                            + ", expectedBytes="
+                            + expectedBytes);
+        }
     }
 }

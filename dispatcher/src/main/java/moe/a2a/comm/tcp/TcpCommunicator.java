@@ -30,15 +30,22 @@ import moe.a2a.comm.Transport;
 /**
  * A rank of a group whose ranks are processes, over one TCP connection per pair of ranks. Each
  * collective sends one frame to every peer and waits, to the group's deadline, for one frame from
- * every peer. Outgoing rows are written straight from the caller's buffer (no copy, through views
- * made once per buffer). Incoming rows are read by the socket straight into the receive buffer,
- * whose regions the collective posts before it sends; rows that arrived before the post (the peer
- * ran ahead) are copied there once. A DATA frame whose length is not the count posted for it fails
- * its peer before any of it is written; one that runs ahead of its post is buffered up to 4 MiB
- * (the socket buffer size), and its connection then held until the post ({@link FrameDecoder}). A
- * collective returns only when its writes are done, so a rank never has more than one collective's
- * data queued per connection. Any failure (timeout, closed connection, protocol error, abort)
- * aborts the whole group: every peer learns of it at once instead of waiting out its own timeout.
+ * every peer; a point-to-point {@link #sendRecv} sends one SEND frame to its peer and waits for one
+ * from its other, the other ranks taking no part. Frames are numbered per ordered pair of ranks (a
+ * send and a receive sequence per peer, which collectives advance for every peer), so a pair's
+ * messages match in the order sent whatever the other ranks do. Outgoing rows are written straight
+ * from the caller's buffer (no copy, through views made once per buffer). Incoming rows are read by
+ * the socket straight into the receive buffer, whose regions the call posts before it sends: a
+ * collective's receive buffer; for a message, the buffer of an {@link InboundSink#copyTo} sink, or
+ * else a direct buffer of this rank's (reused), where the sink then reads it. Rows that arrived
+ * before the post (the peer ran ahead) are copied there once. A frame of rows whose length is not
+ * the one posted for it fails its peer before any of it is written; one that runs ahead of its post
+ * is buffered up to 4 MiB (the socket buffer size), and its connection then held until the post
+ * ({@link FrameDecoder}). A call returns only when its writes are done, so the caller's buffer is
+ * free again and a rank never has more than one call's data queued per connection. Any failure
+ * (timeout, closed connection, protocol error, a message of another length, abort) aborts the whole
+ * group: every peer learns of it at once instead of waiting out its own timeout, a rank whose send
+ * was already written at its next call.
  *
  * <p>Lifecycle: {@link #bind} (listen), hand {@link #localAddress()} to the peers out of band, then
  * {@link #connect} with everyone's address. Collectives are owned by one rank thread.
@@ -63,7 +70,17 @@ public final class TcpCommunicator implements Communicator {
     private final DataFrames frames;
     private final ReceiveRegions regions;
     private volatile A2aException failure;
-    private long op;
+
+    /** Per peer, the sequence number of the next frame to it, and of the next frame from it. */
+    private final long[] sendSeq;
+
+    private final long[] recvSeq;
+
+    /** The sequence numbers of the frames from each peer the exchange in progress takes. */
+    private final long[] recvOps;
+
+    private final Messages messages;
+
     private ByteBuffer staging = ByteBuffer.allocateDirect(0);
     private ByteBuffer inbound = ByteBuffer.allocateDirect(0);
     private final ByteBuffer[] readSegments;
@@ -87,6 +104,10 @@ public final class TcpCommunicator implements Communicator {
         this.regions = new ReceiveRegions(inboxes);
         this.readSegments = new ByteBuffer[n];
         this.readOffsets = new long[n];
+        this.sendSeq = new long[n];
+        this.recvSeq = new long[n];
+        this.recvOps = new long[n];
+        this.messages = new Messages(config.rank(), n);
     }
 
     /** Starts listening on {@code config.bindAddress()} (port 0 picks a free port). */
@@ -231,16 +252,16 @@ public final class TcpCommunicator implements Communicator {
     }
 
     /**
-     * Bytes of rows from peers that arrived in the receive buffer: read there by the socket, after
-     * what came before the post, if anything, was copied there by the event loop.
+     * Bytes of rows and messages from peers that arrived where they were posted: read there by the
+     * socket, after what came before the post, if anything, was copied there by the event loop.
      */
     public long landedBytes() {
         return regions.landedBytes();
     }
 
     /**
-     * Bytes of rows whose whole frame arrived before this rank posted its receive (the peer ran
-     * ahead): read into Netty's buffers, then copied.
+     * Bytes of rows and messages whose whole frame arrived before this rank posted its receive (the
+     * peer ran ahead): read into Netty's buffers, then copied.
      */
     public long copiedBytes() {
         return regions.copiedBytes();
@@ -253,19 +274,19 @@ public final class TcpCommunicator implements Communicator {
         Segments.checkLength("sendCounts", sendCounts, n);
         Segments.checkLength("recvCounts", recvCounts, n);
         throwIfFailed();
-        final long seq = op++;
         final long deadline = System.nanoTime() + config.timeoutNs();
         for (int p = 0; p < n; p++) {
             if (p != config.rank()) {
                 ByteBuf frame = peers[p].alloc().buffer(FrameHeader.BYTES + Long.BYTES);
-                FrameHeader.write(frame, FrameHeader.COUNT, phase.ordinal(), step, seq, Long.BYTES);
+                FrameHeader.write(
+                        frame, FrameHeader.COUNT, phase.ordinal(), step, sendSeq[p]++, Long.BYTES);
                 peers[p].writeAndFlush(frame.writeLong(sendCounts[p]));
             }
         }
         recvCounts[config.rank()] = sendCounts[config.rank()];
         for (int p = 0; p < n; p++) {
             if (p != config.rank()) {
-                Frame frame = await(p, step, phase, seq, FrameHeader.COUNT, deadline);
+                Frame frame = await(p, step, phase, recvSeq[p]++, FrameHeader.COUNT, deadline);
                 recvCounts[p] = frame.payload().readLong();
                 frame.release();
             }
@@ -301,7 +322,6 @@ public final class TcpCommunicator implements Communicator {
         Segments.checkLength("sendCounts", sendCounts, n);
         Segments.checkLength("recvCounts", recvCounts, n);
         throwIfFailed();
-        final long seq = op++;
         final long deadline = System.nanoTime() + config.timeoutNs();
         long s = 0;
         long r = 0;
@@ -332,8 +352,13 @@ public final class TcpCommunicator implements Communicator {
                                     + ", expectedBytes="
                                     + recvCounts[me]));
         }
+        for (int p = 0; p < n; p++) {
+            if (p != me) {
+                recvOps[p] = recvSeq[p]++;
+            }
+        }
         try {
-            regions.post(seq, phase, recv, recvOffsets, recvCounts, me);
+            regions.post(recvOps, phase, recv, recvOffsets, recvCounts, me);
         } catch (A2aException e) {
             regions.withdrawAll();
             fail(e);
@@ -343,7 +368,7 @@ public final class TcpCommunicator implements Communicator {
             if (writer != null && sendCounts[p] > 0) {
                 writer.write(p, send, (int) sendOffsets[p]);
             }
-            frames.send(p, phase, step, seq, send, sendOffsets[p], sendCounts[p]);
+            frames.send(p, phase, step, sendSeq[p]++, send, sendOffsets[p], sendCounts[p]);
         }
         if (writer == null) {
             recv.put((int) recvOffsets[me], send, (int) sendOffsets[me], (int) sendCounts[me]);
@@ -353,7 +378,7 @@ public final class TcpCommunicator implements Communicator {
         try {
             for (int i = 1; i < n; i++) {
                 int p = (me - i + n) % n;
-                Frame frame = await(p, step, phase, seq, FrameHeader.DATA, deadline);
+                Frame frame = await(p, step, phase, recvOps[p], FrameHeader.DATA, deadline);
                 try {
                     regions.take(frame, p, me, recv, recvOffsets[p], recvCounts[p]);
                 } catch (A2aException e) {
@@ -418,6 +443,12 @@ public final class TcpCommunicator implements Communicator {
         reader.read(readSegments, readOffsets);
     }
 
+    /**
+     * Posts the receive from {@code from} (where an {@link InboundSink#copyTo} sink's bytes belong,
+     * else in a buffer of this rank's), sends to {@code to} straight from {@code send}, waits for
+     * the message and hands it to {@code sink}, then waits until the send is written. Messages of
+     * this rank to itself go through {@link Messages}.
+     */
     @Override
     public void sendRecv(
             int to,
@@ -427,7 +458,61 @@ public final class TcpCommunicator implements Communicator {
             int from,
             int recvBytes,
             InboundSink sink) {
-        throw new UnsupportedOperationException("sendRecv: not yet on TCP");
+        final int me = config.rank();
+        messages.check(to, send, sendOffset, sendBytes, from, recvBytes, sink);
+        throwIfFailed();
+        final long deadline = System.nanoTime() + config.timeoutNs();
+        final boolean remoteFrom = from != NONE && from != me;
+        final boolean remoteTo = to != NONE && to != me;
+        try {
+            ByteBuffer landing = null;
+            int landingOffset = 0;
+            long recvOp = -1;
+            if (remoteFrom) {
+                recvOp = recvSeq[from]++;
+                landing = messages.landing(sink, recvBytes);
+                landingOffset = Messages.landingOffset(sink, landing);
+                try {
+                    regions.postMessage(from, recvOp, landing, landingOffset, recvBytes);
+                } catch (A2aException e) {
+                    inboxes[from].unpost();
+                    throw e;
+                }
+            }
+            if (remoteTo) {
+                frames.sendMessage(to, sendSeq[to]++, send, sendOffset, sendBytes);
+            }
+            if (to == me || from == me) {
+                messages.self(to == me, send, sendOffset, sendBytes, from == me, recvBytes, sink);
+            }
+            if (remoteFrom) {
+                Frame frame =
+                        await(
+                                from,
+                                -1,
+                                ExchangePhase.COLLECTIVE,
+                                recvOp,
+                                FrameHeader.SEND,
+                                deadline);
+                try {
+                    regions.takeMessage(frame, from, me, landing, landingOffset, recvBytes);
+                } finally {
+                    frame.release();
+                    inboxes[from].unpost();
+                }
+                if (messages.forSink(landing)) {
+                    sink.accept(landing, landingOffset, recvBytes);
+                }
+            }
+            if (remoteTo) {
+                awaitWrite(to, -1, ExchangePhase.COLLECTIVE, deadline);
+            }
+        } catch (RuntimeException e) {
+            // whatever failed (a sink that threw included), the peers must not wait for this rank,
+            // nor may it reuse a header whose write may still be in flight
+            abort(e);
+            throw e;
+        }
     }
 
     @Override
@@ -450,7 +535,7 @@ public final class TcpCommunicator implements Communicator {
         for (Channel ch : peers) {
             if (ch != null && ch.isActive()) {
                 ByteBuf frame = ch.alloc().buffer(FrameHeader.BYTES + len);
-                FrameHeader.write(frame, FrameHeader.ABORT, 0, -1, op, len);
+                FrameHeader.write(frame, FrameHeader.ABORT, 0, -1, 0, len);
                 ch.writeAndFlush(frame.writeBytes(text, 0, len))
                         .addListener(ChannelFutureListener.CLOSE);
             }

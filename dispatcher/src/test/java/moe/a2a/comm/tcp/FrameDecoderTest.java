@@ -63,14 +63,14 @@ class FrameDecoderTest {
         EmbeddedChannel ch = new EmbeddedChannel(decoder);
         decoder.landIn(inbox);
         if (postedBeforeFrame) {
-            inbox.post(3, rows.length, region);
+            inbox.post(FrameHeader.DATA, 3, rows.length, region);
         }
         ByteBuf first = Unpooled.buffer();
         FrameHeader.write(first, FrameHeader.DATA, 1, 2, 3, rows.length);
         ch.writeInbound(first.writeBytes(rows, 0, 100));
         assertThat(ch.config().isAutoRead()).as("100 bytes ahead: within the bound").isTrue();
         if (!postedBeforeFrame) {
-            inbox.post(3, rows.length, region);
+            inbox.post(FrameHeader.DATA, 3, rows.length, region);
         }
         int at = 100;
         while (at < rows.length) {
@@ -110,7 +110,7 @@ class FrameDecoderTest {
         FrameDecoder decoder = new FrameDecoder(1 << 20, 1 << 20);
         EmbeddedChannel ch = new EmbeddedChannel(decoder);
         decoder.landIn(inbox);
-        inbox.post(3, 1000, region);
+        inbox.post(FrameHeader.DATA, 3, 1000, region);
         ByteBuf frame = Unpooled.buffer();
         FrameHeader.write(frame, FrameHeader.DATA, 0, 2, 3, sentBytes);
         frame.writeBytes(new byte[sentBytes]).setByte(FrameHeader.BYTES, 7);
@@ -151,7 +151,7 @@ class FrameDecoderTest {
         assertThat(decoder.landingBuffer()).isNull();
 
         if (postedBytes != rows.length) {
-            assertThatThrownBy(() -> inbox.post(3, postedBytes, region))
+            assertThatThrownBy(() -> inbox.post(FrameHeader.DATA, 3, postedBytes, region))
                     .isInstanceOf(PeerFailedException.class)
                     .hasMessageContaining(
                             "peer=1, reason=all-to-all-v counts disagree: op=3, sentBytes=10000,"
@@ -160,7 +160,7 @@ class FrameDecoderTest {
             assertThat(ch.config().isAutoRead()).isFalse();
             assertThat(region.writerIndex()).isZero();
         } else {
-            inbox.post(3, postedBytes, region);
+            inbox.post(FrameHeader.DATA, 3, postedBytes, region);
             assertThat(ch.config().isAutoRead()).isTrue();
             ByteBuf read = decoder.landingBuffer();
             ch.writeInbound(read.writeBytes(rows, 5000, 5000));
@@ -170,6 +170,69 @@ class FrameDecoderTest {
             region.getBytes(0, got);
             assertThat(got).isEqualTo(rows);
         }
+        ch.finishAndReleaseAll();
+        region.release();
+    }
+
+    /**
+     * A peer several point-to-point messages ahead: frames that came whole in one read are queued,
+     * the connection held until the last of them is posted (the rank takes the others without
+     * reading), and only that post lets it be read again; a frame after them still lands.
+     */
+    @Test
+    void shouldHoldUntilTheLastOfSeveralFramesAheadIsPosted() {
+        PeerInbox inbox = new PeerInbox(0, 1);
+        FrameDecoder decoder = new FrameDecoder(1 << 20, 4096);
+        EmbeddedChannel ch = new EmbeddedChannel(decoder);
+        decoder.landIn(inbox);
+        ByteBuf ahead = Unpooled.buffer();
+        for (int op = 0; op < 3; op++) {
+            FrameHeader.write(ahead, FrameHeader.SEND, 3, -1, op, 10 + op);
+            ahead.writeZero(10 + op).setByte(ahead.writerIndex() - 1, op);
+        }
+        ch.writeInbound(ahead);
+        assertThat(ch.config().isAutoRead()).as("three frames ahead").isFalse();
+        for (int op = 0; op < 3; op++) {
+            inbox.post(FrameHeader.SEND, op, 10 + op, PeerInbox.NO_PLACE);
+            assertThat(ch.config().isAutoRead()).as("posted %d", op).isEqualTo(op == 2);
+            Frame frame = ch.readInbound();
+            assertThat(frame.kind()).isEqualTo(FrameHeader.SEND);
+            assertThat(frame.op()).isEqualTo(op);
+            assertThat(frame.payload().readableBytes()).isEqualTo(10 + op);
+            assertThat(frame.payload().getByte(9 + op)).isEqualTo((byte) op);
+            frame.release();
+            inbox.unpost();
+        }
+        ByteBuf region = Unpooled.directBuffer(100).writeZero(100).clear();
+        inbox.post(FrameHeader.SEND, 3, 100, region);
+        ByteBuf next = Unpooled.buffer();
+        FrameHeader.write(next, FrameHeader.SEND, 3, -1, 3, 100);
+        ch.writeInbound(next);
+        ByteBuf read = decoder.landingBuffer();
+        assertThat(read.memoryAddress()).isEqualTo(region.memoryAddress());
+        ch.writeInbound(read.writeBytes(new byte[100]));
+        Frame landed = ch.readInbound();
+        assertThat(landed.landed()).isTrue();
+        assertThat(region.refCnt()).isEqualTo(1);
+        region.release();
+        assertThat(ch.finish()).isFalse();
+    }
+
+    /** A frame of another kind than the one posted fails its peer at the header. */
+    @Test
+    void shouldFailAtTheHeaderWhenAFrameIsOfAnotherKindThanPosted() {
+        ByteBuf region = Unpooled.directBuffer(16).writeZero(16).clear();
+        PeerInbox inbox = new PeerInbox(0, 1);
+        FrameDecoder decoder = new FrameDecoder(1 << 20, 1 << 20);
+        EmbeddedChannel ch = new EmbeddedChannel(decoder);
+        decoder.landIn(inbox);
+        inbox.post(FrameHeader.SEND, 0, 16, region);
+        ByteBuf frame = Unpooled.buffer();
+        FrameHeader.write(frame, FrameHeader.DATA, 3, -1, 0, 16);
+        assertThatThrownBy(() -> ch.writeInbound(frame.writeZero(16)))
+                .isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("frame of another kind: op=0, kind=DATA (expected: SEND)");
+        assertThat(region.writerIndex()).isZero();
         ch.finishAndReleaseAll();
         region.release();
     }

@@ -7,17 +7,25 @@ import io.netty.buffer.PooledByteBufAllocator;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import moe.a2a.comm.A2aException;
 import moe.a2a.comm.AbstractCommunicatorTest;
+import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
+import moe.a2a.comm.InboundSink;
+import moe.a2a.comm.PeerFailedException;
 import moe.a2a.comm.RankThreads;
+import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.ReduceOp;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -138,6 +146,211 @@ class TcpCommunicatorTest extends AbstractCommunicatorTest {
             for (TcpCommunicator c : group) {
                 c.close();
             }
+        }
+    }
+
+    /**
+     * Rank 0 sends 16 bytes where rank 1 expects 12, after rank 1 posted its receive or before:
+     * rank 1 fails naming rank 0 and both lengths, at the header or at its post, with nothing
+     * written where the message was to go, whether its sink names that place or not; rank 0 learns
+     * of it at its next call.
+     */
+    @ParameterizedTest(name = "postedFirst={0}, copySink={1}")
+    @CsvSource({"true, true", "true, false", "false, true", "false, false"})
+    void shouldFailNamingThePeerWithoutWritingWhenAMessageHasAnotherLength(
+            boolean postedFirst, boolean copySink) throws Exception {
+        TcpCommunicator[] group = group(transport, 2, TimeUnit.SECONDS.toNanos(20));
+        ByteBuffer recv = ByteBuffer.allocateDirect(64);
+        for (int i = 0; i < recv.capacity(); i++) {
+            recv.put(i, (byte) 0x5A);
+        }
+        AtomicInteger sinkCalls = new AtomicInteger();
+        InboundSink sink =
+                copySink
+                        ? InboundSink.copyTo(recv, 8)
+                        : (src, at, bytes) -> {
+                            sinkCalls.incrementAndGet();
+                            recv.put(8, src, at, bytes);
+                        };
+        CountDownLatch first = new CountDownLatch(1);
+        try {
+            List<Throwable> failures =
+                    RankThreads.run(
+                            2,
+                            rank -> {
+                                try {
+                                    if (rank == 0) {
+                                        if (postedFirst) {
+                                            awaitThenPause(first);
+                                        }
+                                        group[0].send(1, ByteBuffer.allocateDirect(16), 0, 16);
+                                        first.countDown();
+                                        group[0].barrier();
+                                    } else {
+                                        if (!postedFirst) {
+                                            awaitThenPause(first);
+                                        }
+                                        first.countDown();
+                                        group[1].sendRecv(
+                                                Communicator.NONE, null, 0, 0, 0, 12, sink);
+                                    }
+                                    return null;
+                                } catch (A2aException e) {
+                                    return e;
+                                }
+                            });
+            assertThat(failures.get(1))
+                    .isInstanceOfSatisfying(
+                            PeerFailedException.class,
+                            e -> assertThat(e.peer()).as("the sender").isZero())
+                    .hasMessageContaining(
+                            "point-to-point lengths disagree: op=0, sentBytes=16,"
+                                    + " expectedBytes=12");
+            assertThat(failures.get(0)).as("the sender, at its next call").isNotNull();
+            for (int i = 0; i < recv.capacity(); i++) {
+                assertThat(recv.get(i)).as("byte %d", i).isEqualTo((byte) 0x5A);
+            }
+            assertThat(sinkCalls).hasValue(0);
+            assertThat(group[1].landedBytes() + group[1].copiedBytes()).isZero();
+        } finally {
+            for (TcpCommunicator c : group) {
+                c.close();
+            }
+        }
+    }
+
+    /**
+     * Ranks 0 and 1 exchange messages the others never see (rank 0 runs several ahead, small and
+     * larger than the bound on what is buffered for a rank that has not posted), then every rank
+     * runs full collectives, then ranks 1 and 2 exchange messages, and again: every pair's sequence
+     * numbers stay in step, and every byte arrives.
+     */
+    @Test
+    void shouldKeepSequencesInStepWhenMessagesBetweenTwoRanksInterleaveWithCollectives()
+            throws Exception {
+        interleaveMessagesWithCollectives(group(transport, 3, TimeUnit.SECONDS.toNanos(20)));
+    }
+
+    /** The exchanges of the test above, over {@code group} of three ranks, which it closes. */
+    static void interleaveMessagesWithCollectives(TcpCommunicator[] group) throws Exception {
+        final int n = group.length;
+        final int small = 20;
+        final int large = 3 << 20;
+        final int elements = 100_003;
+        try {
+            List<Boolean> ok =
+                    RankThreads.run(
+                            n,
+                            rank -> {
+                                TcpCommunicator comm = group[rank];
+                                for (int round = 0; round < 2; round++) {
+                                    int a = round;
+                                    int b = round + 1;
+                                    if (rank == a) {
+                                        for (int m = 0; m < small; m++) {
+                                            comm.send(b, message(a, m, 10 + m), 0, 10 + m);
+                                        }
+                                        for (int m = 0; m < 3; m++) {
+                                            comm.send(b, message(a, m, large), 0, large);
+                                        }
+                                    } else if (rank == b) {
+                                        pause();
+                                        for (int m = 0; m < small; m++) {
+                                            expectMessage(comm, a, m, 10 + m);
+                                        }
+                                        for (int m = 0; m < 3; m++) {
+                                            expectMessage(comm, a, m, large);
+                                        }
+                                    }
+                                    allToAllVAndCheck(comm, rank, n, round);
+                                    ByteBuffer sum =
+                                            ByteBuffer.allocateDirect(4 * elements)
+                                                    .order(ByteOrder.LITTLE_ENDIAN);
+                                    for (int i = 0; i < elements; i++) {
+                                        sum.putFloat(4 * i, rank + i % 7);
+                                    }
+                                    comm.allReduce(
+                                            sum,
+                                            sum,
+                                            elements,
+                                            DType.FP32,
+                                            ReduceOp.SUM,
+                                            CollectiveAlgo.RING);
+                                    for (int i = 0; i < elements; i++) {
+                                        float expected = 3 + 3 * (i % 7);
+                                        if (sum.getFloat(4 * i) != expected) {
+                                            throw new AssertionError(
+                                                    "rank=" + rank + " round=" + round + " i=" + i);
+                                        }
+                                    }
+                                }
+                                comm.barrier();
+                                return true;
+                            });
+            assertThat(ok).containsOnly(true);
+        } finally {
+            for (TcpCommunicator c : group) {
+                c.close();
+            }
+        }
+    }
+
+    private static void allToAllVAndCheck(TcpCommunicator comm, int rank, int n, int round) {
+        long[] send = new long[n];
+        long[] recv = new long[n];
+        for (int p = 0; p < n; p++) {
+            send[p] = 1000L * (rank + 1) + 10L * p + round;
+        }
+        comm.allToAllCounts(round, ExchangePhase.DISPATCH, send, recv);
+        long sendTotal = 0;
+        long recvTotal = 0;
+        for (int p = 0; p < n; p++) {
+            sendTotal += send[p];
+            recvTotal += recv[p];
+        }
+        ByteBuffer sendBuf = ByteBuffer.allocateDirect((int) sendTotal);
+        long at = 0;
+        for (int p = 0; p < n; p++) {
+            for (int i = 0; i < send[p]; i++) {
+                sendBuf.put((int) at + i, (byte) (rank * 31 + p * 7 + i + round));
+            }
+            at += send[p];
+        }
+        ByteBuffer recvBuf = ByteBuffer.allocateDirect((int) recvTotal);
+        comm.allToAllV(round, ExchangePhase.DISPATCH, sendBuf, send, recvBuf, recv);
+        at = 0;
+        for (int p = 0; p < n; p++) {
+            for (int i = 0; i < recv[p]; i++) {
+                if (recvBuf.get((int) at + i) != (byte) (p * 31 + rank * 7 + i + round)) {
+                    throw new AssertionError("rank=" + rank + " src=" + p + " byte=" + i);
+                }
+            }
+            at += recv[p];
+        }
+    }
+
+    private static ByteBuffer message(int src, int m, int bytes) {
+        ByteBuffer b = ByteBuffer.allocateDirect(bytes);
+        for (int i = 0; i < bytes; i++) {
+            b.put(i, (byte) (src * 13 + m * 5 + i));
+        }
+        return b;
+    }
+
+    private static void expectMessage(Communicator comm, int src, int m, int bytes) {
+        ByteBuffer got = ByteBuffer.allocateDirect(bytes);
+        comm.recv(src, got, 0, bytes);
+        if (!got.equals(message(src, m, bytes))) {
+            throw new AssertionError("message " + m + " from " + src + " of " + bytes + " bytes");
+        }
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(300);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
         }
     }
 

@@ -39,6 +39,15 @@ class TlsTcpCommunicatorTest extends AbstractCommunicatorTest {
         return TcpCommunicatorTest.group(transport, size, timeoutNs, rank -> trusted);
     }
 
+    /** Point-to-point messages, run ahead of their posts too, then collectives, over TLS. */
+    @Test
+    void shouldKeepSequencesInStepWhenMessagesBetweenTwoRanksInterleaveWithCollectives()
+            throws Exception {
+        TcpCommunicatorTest.interleaveMessagesWithCollectives(
+                TcpCommunicatorTest.group(
+                        transport, 3, TimeUnit.SECONDS.toNanos(20), rank -> trusted));
+    }
+
     @Test
     void shouldKeepOutARankWithACertificateTheClusterDoesNotTrust() {
         assertThatThrownBy(
