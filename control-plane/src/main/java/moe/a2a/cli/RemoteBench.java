@@ -117,13 +117,6 @@ final class RemoteBench {
         }
         ManagedChannel channel = connection.open(target);
         try {
-            CollectiveBenchRun.printColumns(plan);
-            System.out.println(
-                    "ranks and transport: "
-                            + target
-                            + "'s serving group; link: measured there for in-process ranks (one"
-                            + " thread's memcpy at the size), not for tcp or nccl ranks");
-            CollectiveBenchRun.printHeader();
             List<CollectiveBenchRun.Measured> measured = new ArrayList<>();
             int failed = 0;
             try {
@@ -137,6 +130,16 @@ final class RemoteBench {
                 while (events.hasNext()) {
                     BenchEvent event = events.next();
                     if (event.hasCollectiveResult()) {
+                        if (measured.isEmpty()) {
+                            CollectiveBenchRun.printColumns(plan);
+                            System.out.println(
+                                    "ranks and transport: "
+                                            + target
+                                            + "'s serving group; link: measured there for"
+                                            + " in-process ranks (one thread's memcpy at the"
+                                            + " size), not for tcp or nccl ranks");
+                            CollectiveBenchRun.printHeader();
+                        }
                         CollectiveReport r = report(event.getCollectiveResult());
                         CollectiveBenchRun.print(r);
                         measured.add(new CollectiveBenchRun.Measured(r, r.c().sizeBytes()));

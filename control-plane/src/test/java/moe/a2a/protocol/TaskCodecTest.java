@@ -4,11 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.ByteBuffer;
+import moe.a2a.bench.Collective;
+import moe.a2a.bench.CollectiveCase;
+import moe.a2a.bench.CollectiveTimes;
+import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.kernels.ReduceOp;
+import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.StepTask;
 import org.junit.jupiter.api.Test;
 
@@ -64,5 +70,52 @@ class TaskCodecTest {
                 new RoutingInput.ModelGate(),
                 capacity,
                 MODEL);
+    }
+
+    @Test
+    void shouldCarryACollectiveCaseAndItsTimesBothWays() {
+        CollectiveCase c =
+                new CollectiveCase(
+                        Collective.BROADCAST,
+                        3,
+                        4099,
+                        DType.FP16,
+                        ReduceOp.MAX,
+                        CollectiveAlgo.TREE,
+                        2);
+        BenchTask task = TaskCodec.collectiveBenchTask(7, c, 1, 5);
+        assertThat(task.getBenchId()).isEqualTo(7);
+        assertThat(task.getWarmup()).isEqualTo(1);
+        assertThat(task.getIters()).isEqualTo(5);
+        assertThat(task.getWorkload()).isEmpty();
+        assertThat(TaskCodec.collectiveCase(task.getCollective(), 3)).isEqualTo(c);
+
+        CollectiveTimes times = new CollectiveTimes(new long[] {5, 3, 9}, 4);
+        CollectiveTimes back = TaskCodec.collectiveTimes(TaskCodec.collectiveBenchResult(7, times));
+        assertThat(back.ns()).containsExactly(5, 3, 9);
+        assertThat(back.wrong()).isEqualTo(4);
+    }
+
+    @Test
+    void shouldNameTheFieldOfAnUnknownCollectiveChoice() {
+        BenchTask task =
+                TaskCodec.collectiveBenchTask(
+                        1,
+                        new CollectiveCase(
+                                Collective.ALLREDUCE,
+                                2,
+                                64,
+                                DType.FP32,
+                                ReduceOp.SUM,
+                                CollectiveAlgo.AUTO,
+                                0),
+                        0,
+                        1);
+        assertThatThrownBy(
+                        () ->
+                                TaskCodec.collectiveCase(
+                                        task.getCollective().toBuilder().setOp("prod").build(), 2))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("op: prod (expected: one of sum, max, min)");
     }
 }

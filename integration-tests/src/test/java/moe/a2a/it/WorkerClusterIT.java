@@ -2,9 +2,14 @@ package moe.a2a.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.NettyChannelBuilder;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,7 +27,9 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code --dispatch-dtype fp8 --redundant-experts 2 --rebalance-every 4} hands the dispatch dtype
  * to two TCP workers in the model spec and its placement (ten slots for eight experts, replicas
  * with shares) in Accepted; skewed traffic then makes it move experts, which the workers load while
- * serving. The client processes check every answer within the FP8 tolerance, before and after.
+ * serving. The client processes check every answer within the FP8 tolerance, before and after. Then
+ * {@code bench --target --collective} runs every collective on the two workers' TCP group through
+ * BenchService, with no wrong element.
  */
 @Timeout(300)
 class WorkerClusterIT {
@@ -123,6 +130,42 @@ class WorkerClusterIT {
                     .isGreaterThan(1);
             for (CliProcess worker : processes.subList(1, 3)) {
                 assertThat(worker.output()).contains("layer 0: placement version 2 in use");
+            }
+            // every collective on the two workers' TCP group, through BenchService
+            Path json = dir.resolve("collectives.json");
+            try (CliProcess bench =
+                    CliProcess.moeA2a(
+                            dir,
+                            "bench-collectives",
+                            "bench",
+                            "--target",
+                            "127.0.0.1:" + port,
+                            "--collective",
+                            "allreduce,allgather,reducescatter,broadcast,alltoall",
+                            "--min-bytes",
+                            "64",
+                            "--max-bytes",
+                            "4K",
+                            "--root",
+                            "1",
+                            "--iters",
+                            "3",
+                            "--warmup",
+                            "1",
+                            "--json",
+                            json.toString())) {
+                int exit = bench.awaitExit(Duration.ofSeconds(120));
+                String out = bench.output();
+                assertThat(exit).as(out).isZero();
+                JsonArray rows = JsonParser.parseString(Files.readString(json)).getAsJsonArray();
+                // 64 B to 4 KiB: 7 sizes for each of the 5 collectives
+                assertThat(rows).as(out).hasSize(35);
+                for (JsonElement e : rows) {
+                    JsonObject row = e.getAsJsonObject();
+                    assertThat(row.get("transport").getAsString()).isEqualTo("tcp");
+                    assertThat(row.get("ranks").getAsInt()).isEqualTo(2);
+                    assertThat(row.get("wrong").getAsLong()).as(row.toString()).isZero();
+                }
             }
         } finally {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
