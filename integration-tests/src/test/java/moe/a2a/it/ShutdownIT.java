@@ -72,7 +72,7 @@ class ShutdownIT {
                     NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
             Load load = new Load(channel);
             try {
-                Thread.sleep(1000);
+                load.awaitFirstAnswer(Duration.ofSeconds(60));
                 serve.terminate();
                 // the port stays open for half the grace: probes see the server going away
                 ServingStatus seen = health(channel);
@@ -120,7 +120,7 @@ class ShutdownIT {
             CliProcess.awaitHealth(
                     channel, ServingStatus.SERVING, Duration.ofSeconds(60), processes);
             load = new Load(channel);
-            Thread.sleep(1000);
+            load.awaitFirstAnswer(Duration.ofSeconds(60));
 
             w1.terminate();
             assertThat(w1.awaitExit(Duration.ofSeconds(20))).as(w1.output()).isZero();
@@ -191,6 +191,14 @@ class ShutdownIT {
                                     }
                                     return null;
                                 }));
+            }
+        }
+
+        /** Waits until some request was answered OK, so the drain has work in flight. */
+        void awaitFirstAnswer(Duration timeout) throws InterruptedException {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            while (!outcomes.contains(Status.Code.OK) && System.nanoTime() < deadline) {
+                Thread.sleep(20);
             }
         }
 
