@@ -26,6 +26,18 @@ class CollectiveBenchTest {
     }
 
     @Test
+    void shouldWarmSmallCasesUpUntil64MiBHavePassedAndAtMost1000Times() {
+        CollectiveCase tiny = of(Collective.ALLREDUCE, 4, 8, DType.FP32);
+        CollectiveCase mib = of(Collective.ALLREDUCE, 4, 1 << 20, DType.FP32);
+        CollectiveCase big = of(Collective.ALLREDUCE, 4, 64 << 20, DType.FP32);
+        assertThat(CollectiveBench.warmupFor(tiny, 5)).isEqualTo(1000);
+        assertThat(CollectiveBench.warmupFor(mib, 5)).isEqualTo(64);
+        assertThat(CollectiveBench.warmupFor(mib, 100)).isEqualTo(100);
+        assertThat(CollectiveBench.warmupFor(big, 5)).isEqualTo(5);
+        assertThat(CollectiveBench.warmupFor(big, 0)).isEqualTo(1);
+    }
+
+    @Test
     void shouldApplyNcclTestsBusFactorsWhenRanksVary() {
         assertThat(Collective.ALLREDUCE.busFactor(4)).isEqualTo(1.5);
         assertThat(Collective.ALLREDUCE.busFactor(2)).isEqualTo(1.0);
