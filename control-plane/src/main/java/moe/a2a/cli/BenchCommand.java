@@ -179,7 +179,7 @@ final class BenchCommand implements Callable<Integer> {
             defaultValue = "auto",
             paramLabel = "ring|tree|auto",
             description =
-                    "--collective: all-reduce and broadcast algorithm; auto: tree up to 64 KiB,"
+                    "--collective: all-reduce and broadcast algorithm; auto: tree up to 256 KiB,"
                             + " ring above (default: ${DEFAULT-VALUE}).")
     String algoName;
 

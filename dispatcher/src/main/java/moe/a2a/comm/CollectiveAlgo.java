@@ -23,9 +23,11 @@ public enum CollectiveAlgo {
     /**
      * The largest buffer {@link #AUTO} sends by {@link #TREE}. With N ranks a tree all-reduce takes
      * {@code log2 N} rounds of the whole buffer and a ring {@code 2(N-1)} rounds of {@code 1/N} of
-     * it: below this size the rounds' fixed cost dominates and the tree wins.
+     * it: below this size the rounds' fixed cost dominates and the tree wins. Measured with 4 ranks
+     * (docs/performance.md, Collectives): the tree is faster up to 256 KiB and the ring from 512
+     * KiB, in-process and over TCP alike.
      */
-    public static final long TREE_MAX_BYTES = 64 << 10;
+    public static final long TREE_MAX_BYTES = 256 << 10;
 
     /** {@link #RING} or {@link #TREE}: this algorithm, or {@link #AUTO}'s choice for the size. */
     public CollectiveAlgo resolve(long bytes, int ranks) {
