@@ -1,7 +1,5 @@
 package moe.a2a.cli;
 
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -17,8 +15,8 @@ import moe.a2a.bench.CollectiveBench;
 import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.comm.CollectiveAlgo;
-import moe.a2a.comm.tcp.TcpCommunicator;
-import moe.a2a.comm.tcp.TcpConfig;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.dispatch.DType;
 import moe.a2a.kernels.ReduceOp;
@@ -26,14 +24,14 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * One rank of {@code bench --collective --transport tcp}, started by it as a child process:
- * publishes its data port as a file, waits for every rank's, connects, then runs every case of the
- * cases file in order and writes each case's times as soon as it has them.
+ * One rank of {@code bench --collective --transport tcp} or {@code shm}, started by it as a child
+ * process: joins its siblings ({@link ChildRankGroup}), then runs every case of the cases file in
+ * order and writes each case's times as soon as it has them.
  */
 @Command(
         name = "bench-collective-rank",
         hidden = true,
-        description = "One rank of bench --collective --transport tcp (started by bench).")
+        description = "One rank of bench --collective --transport tcp or shm (started by bench).")
 final class BenchCollectiveRankCommand implements Callable<Integer> {
     @Option(names = "--rank", required = true)
     int rank;
@@ -56,6 +54,9 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
     @Option(names = "--warmup", required = true)
     int warmup;
 
+    @Option(names = "--transport", defaultValue = "tcp")
+    Transport transport;
+
     @Override
     public Integer call() throws Exception {
         List<CollectiveCase> todo = new ArrayList<>();
@@ -63,44 +64,16 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
             todo.add(decode(line, ranks));
         }
         long timeoutNs = TimeUnit.SECONDS.toNanos(120);
-        try (TcpTransport transport = new TcpTransport(1)) {
-            TcpCommunicator comm =
-                    TcpCommunicator.bind(
-                            transport,
-                            new TcpConfig(
-                                    rank,
-                                    ranks,
-                                    groupId,
-                                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
-                                    timeoutNs,
-                                    TcpConfig.DEFAULT_MAX_FRAME_BYTES));
-            Path tmp = dir.resolve("rank-" + rank + ".port.tmp");
-            Files.writeString(tmp, Integer.toString(comm.localAddress().getPort()));
-            Files.move(tmp, dir.resolve("rank-" + rank + ".port"), StandardCopyOption.ATOMIC_MOVE);
-            List<InetSocketAddress> peers = new ArrayList<>();
-            long deadline = System.nanoTime() + timeoutNs;
-            for (int r = 0; r < ranks; r++) {
-                Path port = dir.resolve("rank-" + r + ".port");
-                while (!Files.exists(port)) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("rank " + r + " never published its port");
-                    }
-                    Thread.sleep(20);
-                }
-                peers.add(
-                        new InetSocketAddress(
-                                InetAddress.getLoopbackAddress(),
-                                Integer.parseInt(Files.readString(port).trim())));
-            }
-            comm.connect(peers);
+        try (TcpTransport tcp = new TcpTransport(1)) {
+            Communicator comm =
+                    ChildRankGroup.join(transport, rank, ranks, groupId, dir, timeoutNs, tcp);
             for (int i = 0; i < todo.size(); i++) {
                 CollectiveTimes times = CollectiveBench.rank(todo.get(i), comm, warmup, iters);
                 Path out = dir.resolve("case-" + i + ".rank-" + rank + ".tmp");
                 Files.writeString(out, times.wrong() + "\n" + join(times.ns()) + "\n");
                 Files.move(out, timesFile(dir, i, rank), StandardCopyOption.ATOMIC_MOVE);
             }
-            comm.barrier();
-            comm.close();
+            ChildRankGroup.finish(comm, dir, rank, ranks, timeoutNs);
         }
         return 0;
     }

@@ -121,12 +121,13 @@ final class CollectiveBenchRun {
             loopback = MachineLimits.loopbackTcpGbps(LOOPBACK_BYTES);
             System.out.printf(
                     Locale.ROOT,
-                    "link tcp: loopback TCP, one socket pair: %.2f GB/s; link local: one Java"
-                            + " thread's memcpy at the case's size, measured before it%n",
+                    "link tcp: loopback TCP, one socket pair: %.2f GB/s; link local, shm: one"
+                            + " Java thread's memcpy at the case's size, measured before it%n",
                     loopback);
         } else {
             System.out.println(
-                    "link local: one Java thread's memcpy at the case's size, measured before it");
+                    "link local, shm: one Java thread's memcpy at the case's size, measured"
+                            + " before it");
         }
         System.out.printf(
                 Locale.ROOT,
@@ -157,7 +158,12 @@ final class CollectiveBenchRun {
                 CaseSink sink =
                         (i, times) -> {
                             CollectiveCase c = cases.get(i);
-                            double l = transport == Transport.TCP ? link : copyLinks.get(c.bytes());
+                            double l =
+                                    transport == Transport.TCP
+                                            ? link
+                                            : copyLinks.computeIfAbsent(
+                                                    c.bytes(),
+                                                    b -> MachineLimits.copyGbps((int) (long) b));
                             CollectiveReport r = CollectiveReport.of(c, transport, times, l);
                             print(r);
                             measured.add(new Measured(r, sized.get(i).requested()));
@@ -166,7 +172,7 @@ final class CollectiveBenchRun {
                     if (transport == Transport.LOCAL) {
                         runLocal(plan, cases, copyLinks, sink);
                     } else {
-                        runProcesses(plan, n, cases, sink);
+                        runProcesses(plan, transport, n, cases, sink);
                     }
                 } catch (Exception e) {
                     failed++;
@@ -304,10 +310,12 @@ final class CollectiveBenchRun {
     }
 
     /**
-     * Every case on one TCP group of child processes ({@code bench-collective-rank}), meeting
-     * through port files in a temporary folder; each case's times come back as files.
+     * Every case on one tcp or shm group of child processes ({@code bench-collective-rank}),
+     * meeting through the temporary folder (tcp: port files) or the shared-memory directory; each
+     * case's times come back as files.
      */
-    private static void runProcesses(Plan plan, int n, List<CollectiveCase> cases, CaseSink sink)
+    private static void runProcesses(
+            Plan plan, Transport transport, int n, List<CollectiveCase> cases, CaseSink sink)
             throws Exception {
         Path dir = Files.createTempDirectory("moe-a2a-bench-coll-");
         Path caseFile = dir.resolve("cases");
@@ -330,6 +338,8 @@ final class CollectiveBenchRun {
                                                 jar,
                                                 Main.class.getName(),
                                                 "bench-collective-rank",
+                                                "--transport",
+                                                transport.label(),
                                                 "--rank",
                                                 Integer.toString(r),
                                                 "--ranks",
