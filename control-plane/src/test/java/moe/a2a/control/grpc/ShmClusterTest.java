@@ -74,6 +74,77 @@ class ShmClusterTest {
         assertThat(shmFiles(otherShm)).isEmpty();
     }
 
+    @Test
+    void shmGroupShouldFormAgainWhenAWorkerIsReplaced() throws Exception {
+        RemoteCluster cluster = autoCluster();
+        String workers = InProcessServerBuilder.generateName();
+        String clients = InProcessServerBuilder.generateName();
+        ClusterServer clusterPort =
+                ClusterServer.start(InProcessServerBuilder.forName(workers), cluster);
+        AgentThreads agents = null;
+        try (TcpTransport tcp = new TcpTransport(1);
+                MoeServer server =
+                        MoeServer.start(
+                                InProcessServerBuilder.forName(clients),
+                                cluster,
+                                weights,
+                                new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
+                                new SimpleMeterRegistry(),
+                                true)) {
+            assertThat(server.group()).isSameAs(cluster);
+            ManagedChannel toCluster = InProcessChannelBuilder.forName(workers).build();
+            agents =
+                    new AgentThreads(
+                            toCluster,
+                            WORLD,
+                            r ->
+                                    List.of(
+                                            new TcpDataPlane(tcp, "127.0.0.1", 0, null),
+                                            new ShmDataPlane(shm)));
+            agents.awaitFormed(cluster, "two workers on shm");
+            ManagedChannel channel = InProcessChannelBuilder.forName(clients).build();
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+            SplittableRandom random = new SplittableRandom(31);
+            ForwardRequest before =
+                    MoeGrpcServiceTest.request(random, 0, 10, DType.FP32, Routing.TOPK);
+            NcclClusterTest.assertMatchesReference(
+                    "before", reference, before, stub.forward(before));
+
+            agents.stop(1);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (cluster.healthy() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertThat(cluster.healthy()).as("the group broke when rank 1 left").isZero();
+            assertThat(cluster.rebuilds()).isPositive();
+            agents.add(
+                    toCluster,
+                    "worker-1-replacement",
+                    1,
+                    List.of(new TcpDataPlane(tcp, "127.0.0.1", 0, null), new ShmDataPlane(shm)));
+            agents.awaitFormed(cluster, "the group formed again with the replacement");
+            assertThat(cluster.transport()).isEqualTo(Transport.SHM);
+            for (int i = 0; i < 3; i++) {
+                ForwardRequest after =
+                        MoeGrpcServiceTest.request(random, 0, 4 + 5 * i, DType.BF16, Routing.TOPK);
+                NcclClusterTest.assertMatchesReference(
+                        "after " + i, reference, after, stub.forward(after));
+            }
+            assertThat(shmFiles(shm))
+                    .as("only the current group's files: rank r's control and region")
+                    .hasSize(2 * WORLD);
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            toCluster.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        } finally {
+            if (agents != null) {
+                agents.close();
+            }
+            clusterPort.close();
+        }
+        assertThat(shmFiles(shm)).isEmpty();
+    }
+
     private interface Check {
         void run() throws Exception;
     }
