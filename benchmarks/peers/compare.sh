@@ -4,9 +4,10 @@
 # minutes apart; interleaving keeps the ratios honest), then a table, JSON and plot (README.md).
 #
 # usage: benchmarks/peers/compare.sh [--out DIR] [--workloads a,b,c] [--iters N] [--warmup N]
-# environment: REPEATS (launches of mpi, mpi-nocma, moe-a2a local; default 3),
+# environment: REPEATS (launches of mpi, mpi-nocma, moe-a2a local and shm; default 3),
 #              GLOO_REPEATS (launches of torch-gloo, moe-a2a tcp; default 1), RUN_TIMEOUT (s, default 900),
-#              FP8 (1, the default: also moe-a2a local and tcp with --dispatch-dtype fp8; 0: bf16 only)
+#              FP8 (1, the default: also moe-a2a local and tcp with --dispatch-dtype fp8; 0: bf16 only),
+#              SHM (1, the default: also moe-a2a shm, one process a rank over shared memory; 0: not)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -14,8 +15,9 @@ ROOT=$(cd "$HERE/../.." && pwd)
 ALL=decode,prefill,prefill-skew,prefill-skew-perm,prefill-n2,prefill-n8
 OUT="" WORKLOADS=$ALL ITERS="" WARMUP=""
 REPEATS=${REPEATS:-3} GLOO_REPEATS=${GLOO_REPEATS:-1} RUN_TIMEOUT=${RUN_TIMEOUT:-900} FP8=${FP8:-1}
+SHM=${SHM:-1}
 
-usage() { sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '6,10p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case $1 in
     -h|--help) usage 0 ;;
@@ -141,6 +143,10 @@ for wl in "${WLS[@]}"; do
         if [ "$FP8" = 1 ]; then
           launch moe-a2a-local-fp8 "$wl" "$n" "$ROOT/bin/moe-a2a" bench --workload "$wl" --transport local \
             --dispatch-dtype fp8 --json "$LOGS/moe-a2a-local-fp8__${wl}__$n.json" "${moe_args[@]}"
+        fi
+        if [ "$SHM" = 1 ]; then
+          launch moe-a2a-shm "$wl" "$n" "$ROOT/bin/moe-a2a" bench --workload "$wl" --transport shm \
+            --json "$LOGS/moe-a2a-shm__${wl}__$n.json" "${moe_args[@]}"
         fi
       fi
     fi

@@ -20,7 +20,7 @@ PUBLISHED = {
     "prefill-n2": "2ca54de00fb4645e",
     "prefill-n8": "556ad903063d5ae2",
 }
-COLUMNS = ["moe-a2a local", "moe-a2a local-fp8", "moe-a2a tcp", "moe-a2a tcp-fp8",
+COLUMNS = ["moe-a2a local", "moe-a2a local-fp8", "moe-a2a shm", "moe-a2a tcp", "moe-a2a tcp-fp8",
            "mpi", "mpi-nocma", "torch-gloo"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -121,6 +121,7 @@ def summarize(rows, memcpy_gbps):
             bytes_per_rank=first["bytes_per_rank"], copy_bound_ms=copy_bound, columns=cells,
             local_over_faster_mpi=ratio(total, "moe-a2a local", min(mpi) if mpi else None),
             local_fp8_over_faster_mpi=ratio(total, "moe-a2a local-fp8", min(mpi) if mpi else None),
+            shm_over_faster_mpi=ratio(total, "moe-a2a shm", min(mpi) if mpi else None),
             tcp_over_gloo=ratio(total, "moe-a2a tcp", total.get("torch-gloo")),
             tcp_fp8_over_gloo=ratio(total, "moe-a2a tcp-fp8", total.get("torch-gloo"))))
     return summary
@@ -142,11 +143,12 @@ def markdown(summary, rows, failures, problems, env):
         "both exchanges send to other ranks, copied once at the memcpy rate above. Ratios below 1: moe-a2a is faster.",
         "",
         "| workload | N | T | " + " | ".join(COLUMNS)
-        + " | copy bound | local / faster MPI | local fp8 / faster MPI | tcp / gloo | tcp fp8 / gloo |",
-        "|---|---:|---:|" + "---:|" * (len(COLUMNS) + 5),
+        + " | copy bound | local / faster MPI | local fp8 / faster MPI | shm / faster MPI | tcp / gloo"
+        + " | tcp fp8 / gloo |",
+        "|---|---:|---:|" + "---:|" * (len(COLUMNS) + 6),
     ]
     if not summary:
-        lines.append("| no launch produced a result |" + " |" * (len(COLUMNS) + 7))
+        lines.append("| no launch produced a result |" + " |" * (len(COLUMNS) + 8))
     for s in summary:
         cells = []
         for col in COLUMNS:
@@ -158,6 +160,7 @@ def markdown(summary, rows, failures, problems, env):
         lines.append(f"| {s['workload']} | {s['N']} | {s['T']} | " + " | ".join(cells)
                      + f" | {fmt(s['copy_bound_ms'])} | {fmt(s['local_over_faster_mpi'], 2, '×')}"
                      f" | {fmt(s['local_fp8_over_faster_mpi'], 2, '×')}"
+                     f" | {fmt(s['shm_over_faster_mpi'], 2, '×')}"
                      f" | {fmt(s['tcp_over_gloo'], 2, '×')} | {fmt(s['tcp_fp8_over_gloo'], 2, '×')} |")
     lines += ["", "(!): a launch failed validation or its fingerprint differs from BENCHMARKS.md; failed: no launch gave a result (both: see Problems); –: not run.",
               "", "## Launches", "",

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Starts a control plane and N CPU workers (TCP transport) on this machine, from this checkout.
+# Starts a control plane and N CPU workers on this machine, from this checkout. The control plane
+# runs --transport auto: the workers, all on this host, exchange through shared memory (files in
+# /dev/shm, removed when they stop); TCP on DATA_PORT+i stays their fallback (-- --transport tcp
+# forces it).
 #
 #   deploy/local/start-cluster.sh [WORKERS [GRPC_PORT [METRICS_PORT [DATA_PORT]]]] [-- CONTROL-PLANE FLAGS...]
 #   deploy/local/start-cluster.sh stop          # same as deploy/local/stop-cluster.sh
@@ -9,7 +12,7 @@
 #                 join its cluster port, GRPC_PORT+10                         (default 50051)
 #   METRICS_PORT  the control plane's /metrics; worker i serves /metrics on
 #                 METRICS_PORT+1+i                                            (default 9464)
-#   DATA_PORT     worker i listens for its peers on DATA_PORT+i               (default 50100)
+#   DATA_PORT     worker i listens for its peers on DATA_PORT+i, over tcp     (default 50100)
 #   after --       more control-plane flags, e.g. -- --experts 16 --hidden 2048
 #
 # Environment: MOE_A2A_RUN_DIR (logs and PID files; default deploy/local/run), MOE_A2A_START_TIMEOUT
@@ -98,11 +101,17 @@ start() {
   echo $! >"$run_dir/$name.pid"
 }
 
+# auto unless the extra flags name a transport themselves
+transport=(--transport auto)
+for flag in ${extra[@]+"${extra[@]}"}; do
+  case "$flag" in --transport | --transport=*) transport=() ;; esac
+done
 start control-plane control-plane --host 127.0.0.1 --port "$grpc_port" --cluster-port "$cluster_port" \
-  --metrics-port "$metrics_port" --world-size "$workers" ${extra[@]+"${extra[@]}"}
+  --metrics-port "$metrics_port" --world-size "$workers" ${transport[@]+"${transport[@]}"} \
+  ${extra[@]+"${extra[@]}"}
 for ((i = 0; i < workers; i++)); do
   start "worker-$i" worker --control-plane "127.0.0.1:$cluster_port" --rank "$i" --worker-id "local-$i" \
-    --transport tcp --data-host 127.0.0.1 --data-port "$((data_port + i))" --metrics-port "$((metrics_port + 1 + i))"
+    --transport auto --data-host 127.0.0.1 --data-port "$((data_port + i))" --metrics-port "$((metrics_port + 1 + i))"
 done
 
 names=(control-plane)
@@ -128,7 +137,8 @@ until "$cli" health --target "127.0.0.1:$grpc_port" >/dev/null 2>&1; do
 done
 
 echo
-echo "moe-a2a local cluster: $workers workers, SERVING on 127.0.0.1:$grpc_port"
+data_plane=$(grep -o 'transport=[a-z]*' "$run_dir/control-plane.log" | tail -n 1 | cut -d= -f2 || true)
+echo "moe-a2a local cluster: $workers workers (data plane: ${data_plane:-?}), SERVING on 127.0.0.1:$grpc_port"
 printf '  %-14s %-8s %s\n' process PID ports
 printf '  %-14s %-8s %s\n' control-plane "$(cat "$run_dir/control-plane.pid")" \
   "grpc $grpc_port, cluster $cluster_port, metrics $metrics_port"

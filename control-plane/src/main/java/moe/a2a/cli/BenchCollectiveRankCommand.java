@@ -1,7 +1,5 @@
 package moe.a2a.cli;
 
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -21,8 +19,6 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclUniqueId;
-import moe.a2a.comm.tcp.TcpCommunicator;
-import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.dispatch.DType;
 import moe.a2a.gpu.GpuProbe;
@@ -32,8 +28,8 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * One rank of {@code bench --collective --transport tcp} or {@code nccl}, started by it as a child
- * process. TCP: publishes its data port as a file, waits for every rank's, connects. NCCL: rank 0
+ * One rank of {@code bench --collective --transport tcp}, {@code shm} or {@code nccl}, started by
+ * it as a child process. TCP and shm: joins its siblings ({@link ChildRankGroup}). NCCL: rank 0
  * publishes a fresh unique id as a file, every rank joins with it on CUDA device = its rank. Then
  * it runs every case of the cases file in order and writes each case's times as soon as it has
  * them.
@@ -41,7 +37,7 @@ import picocli.CommandLine.Option;
 @Command(
         name = "bench-collective-rank",
         hidden = true,
-        description = "One rank of bench --collective --transport tcp|nccl (started by bench).")
+        description = "One rank of bench --collective --transport tcp|shm|nccl (started by bench).")
 final class BenchCollectiveRankCommand implements Callable<Integer> {
     private static final long TIMEOUT_NS = TimeUnit.SECONDS.toNanos(120);
 
@@ -85,41 +81,20 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
             try (NcclCommunicator comm =
                     NcclCommunicator.create(ncclId(), rank, ranks, rank, TIMEOUT_NS)) {
                 runCases(todo, comm);
+                comm.barrier();
             }
             return 0;
         }
-        if (transport != Transport.TCP) {
-            throw new IllegalArgumentException(
-                    "--transport: " + transport + " (expected: tcp or nccl)");
-        }
         try (TcpTransport tcp = new TcpTransport(1)) {
-            TcpCommunicator comm =
-                    TcpCommunicator.bind(
-                            tcp,
-                            new TcpConfig(
-                                    rank,
-                                    ranks,
-                                    groupId,
-                                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
-                                    TIMEOUT_NS,
-                                    TcpConfig.DEFAULT_MAX_FRAME_BYTES));
-            publish("rank-" + rank + ".port", Integer.toString(comm.localAddress().getPort()));
-            List<InetSocketAddress> peers = new ArrayList<>();
-            for (int r = 0; r < ranks; r++) {
-                peers.add(
-                        new InetSocketAddress(
-                                InetAddress.getLoopbackAddress(),
-                                Integer.parseInt(
-                                        Files.readString(await("rank-" + r + ".port")).trim())));
-            }
-            comm.connect(peers);
+            Communicator comm =
+                    ChildRankGroup.join(transport, rank, ranks, groupId, dir, TIMEOUT_NS, tcp);
             runCases(todo, comm);
-            comm.close();
+            ChildRankGroup.finish(comm, dir, rank, ranks, TIMEOUT_NS);
         }
         return 0;
     }
 
-    /** Every case in order, each case's times written as soon as they are in; then a barrier. */
+    /** Every case in order, each case's times written as soon as they are in. */
     private void runCases(List<CollectiveCase> todo, Communicator comm) throws Exception {
         for (int i = 0; i < todo.size(); i++) {
             CollectiveTimes times = CollectiveBench.rank(todo.get(i), comm, warmup, iters);
@@ -127,7 +102,6 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
             Files.writeString(out, times.wrong() + "\n" + join(times.ns()) + "\n");
             Files.move(out, timesFile(dir, i, rank), StandardCopyOption.ATOMIC_MOVE);
         }
-        comm.barrier();
     }
 
     /** Rank 0 makes the group's ncclUniqueId and publishes it; the others read it. */
@@ -140,12 +114,6 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
             return id;
         }
         return NcclUniqueId.of(Files.readAllBytes(await("nccl-id")), "nccl-id");
-    }
-
-    private void publish(String name, String text) throws Exception {
-        Path tmp = dir.resolve(name + ".tmp");
-        Files.writeString(tmp, text);
-        Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
     }
 
     /** Waits for a file another rank publishes. */

@@ -41,7 +41,7 @@ import picocli.CommandLine.Spec;
 /**
  * {@code moe-a2a bench}: the canonical workloads' exchanges on a transport, next to this machine's
  * memcpy bound (and, for tcp, a plain loopback socket pair) measured in the same run. With {@code
- * tcp} every rank is its own process.
+ * tcp} and {@code shm} every rank is its own process.
  */
 @Command(
         name = "bench",
@@ -70,7 +70,7 @@ final class BenchCommand implements Callable<Integer> {
 
     /** The transports bench runs here (GPU checks: scripts/gpu-check.sh). */
     static final class BenchTransports implements Iterable<String> {
-        static final List<Transport> ALL = List.of(Transport.LOCAL, Transport.TCP);
+        static final List<Transport> ALL = List.of(Transport.LOCAL, Transport.TCP, Transport.SHM);
 
         @Override
         public Iterator<String> iterator() {
@@ -80,7 +80,7 @@ final class BenchCommand implements Callable<Integer> {
 
     /** The transports {@code bench --collective} runs here. */
     static final List<Transport> COLLECTIVE_TRANSPORTS =
-            List.of(Transport.LOCAL, Transport.TCP, Transport.NCCL);
+            List.of(Transport.LOCAL, Transport.TCP, Transport.SHM, Transport.NCCL);
 
     @Option(
             names = "--scope",
@@ -130,7 +130,7 @@ final class BenchCommand implements Callable<Integer> {
             names = "--target",
             paramLabel = "HOST:PORT",
             description =
-                    "Run on a live server's ranks through BenchService instead of on local or tcp ranks started here.")
+                    "Run on a live server's ranks through BenchService instead of on local, tcp or shm ranks started here.")
     String target;
 
     @Mixin ChannelOptions connection;
@@ -255,7 +255,7 @@ final class BenchCommand implements Callable<Integer> {
                         "--transport: "
                                 + t
                                 + " (expected: "
-                                + Transport.labels(Transport.LOCAL, Transport.TCP)
+                                + Transport.labels(BenchTransports.ALL.toArray(Transport[]::new))
                                 + "; the NCCL path is checked by scripts/gpu-check.sh)");
             }
         }
@@ -334,7 +334,7 @@ final class BenchCommand implements Callable<Integer> {
                 List<RankTimes> times =
                         transport == Transport.LOCAL
                                 ? runLocal(w, runWarmup, runIters, dispatchDType)
-                                : runProcesses(w, runWarmup, runIters, dispatchDType);
+                                : runProcesses(w, transport, runWarmup, runIters, dispatchDType);
                 done++;
                 clearProgress();
                 BenchReport r =
@@ -589,11 +589,15 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     /**
-     * One child process per rank ({@code bench-rank}), meeting through port files in a temporary
-     * folder.
+     * One child process per rank ({@code bench-rank}), over tcp (meeting through port files in a
+     * temporary folder) or shm.
      */
     private List<RankTimes> runProcesses(
-            BenchWorkload w, int runWarmup, int runIters, DispatchDType dispatchDType)
+            BenchWorkload w,
+            Transport transport,
+            int runWarmup,
+            int runIters,
+            DispatchDType dispatchDType)
             throws Exception {
         Path dir = Files.createTempDirectory("moe-a2a-bench-");
         String jar =
@@ -611,6 +615,8 @@ final class BenchCommand implements Callable<Integer> {
                                                 jar,
                                                 Main.class.getName(),
                                                 "bench-rank",
+                                                "--transport",
+                                                transport.label(),
                                                 "--workload",
                                                 w.name(),
                                                 "--rank",

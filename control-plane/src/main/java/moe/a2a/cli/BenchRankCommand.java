@@ -1,11 +1,8 @@
 package moe.a2a.cli;
 
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -15,21 +12,21 @@ import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.RankTimes;
-import moe.a2a.comm.tcp.TcpCommunicator;
-import moe.a2a.comm.tcp.TcpConfig;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.dispatch.DispatchDType;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * One rank of {@code bench --transport tcp}, started by it as a child process: publishes its data
- * port as a file, waits for every rank's, connects, runs its part and writes its times.
+ * One rank of {@code bench --transport tcp} or {@code shm}, started by it as a child process: joins
+ * its siblings ({@link ChildRankGroup}), runs its part and writes its times.
  */
 @Command(
         name = "bench-rank",
         hidden = true,
-        description = "One rank of bench --transport tcp (started by bench).")
+        description = "One rank of bench --transport tcp or shm (started by bench).")
 final class BenchRankCommand implements Callable<Integer> {
     @Option(names = "--workload", required = true)
     String workload;
@@ -55,6 +52,9 @@ final class BenchRankCommand implements Callable<Integer> {
     @Option(names = "--dispatch-dtype", defaultValue = "bf16")
     String dispatchDType;
 
+    @Option(names = "--transport", defaultValue = "tcp")
+    Transport transport;
+
     @Option(names = "--redundant-experts", defaultValue = "0")
     int redundantExperts;
 
@@ -63,36 +63,9 @@ final class BenchRankCommand implements Callable<Integer> {
         BenchWorkload w = BenchWorkload.named(workload);
         int n = w.worldSize();
         long timeoutNs = TimeUnit.SECONDS.toNanos(120);
-        try (TcpTransport transport = new TcpTransport(1)) {
-            TcpCommunicator comm =
-                    TcpCommunicator.bind(
-                            transport,
-                            new TcpConfig(
-                                    rank,
-                                    n,
-                                    groupId,
-                                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
-                                    timeoutNs,
-                                    TcpConfig.DEFAULT_MAX_FRAME_BYTES));
-            Path tmp = dir.resolve("rank-" + rank + ".port.tmp");
-            Files.writeString(tmp, Integer.toString(comm.localAddress().getPort()));
-            Files.move(tmp, dir.resolve("rank-" + rank + ".port"), StandardCopyOption.ATOMIC_MOVE);
-            List<InetSocketAddress> peers = new ArrayList<>();
-            long deadline = System.nanoTime() + timeoutNs;
-            for (int r = 0; r < n; r++) {
-                Path port = dir.resolve("rank-" + r + ".port");
-                while (!Files.exists(port)) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("rank " + r + " never published its port");
-                    }
-                    Thread.sleep(20);
-                }
-                peers.add(
-                        new InetSocketAddress(
-                                InetAddress.getLoopbackAddress(),
-                                Integer.parseInt(Files.readString(port).trim())));
-            }
-            comm.connect(peers);
+        try (TcpTransport tcp = new TcpTransport(1)) {
+            Communicator comm =
+                    ChildRankGroup.join(transport, rank, n, groupId, dir, timeoutNs, tcp);
             RankTimes times =
                     BenchRun.rank(
                             w,
@@ -102,8 +75,6 @@ final class BenchRankCommand implements Callable<Integer> {
                             iters,
                             DispatchDType.parse("--dispatch-dtype", dispatchDType),
                             redundantExperts);
-            comm.barrier();
-            comm.close();
             Path out = dir.resolve("rank-" + rank + ".times.tmp");
             Files.writeString(
                     out,
@@ -116,6 +87,7 @@ final class BenchRankCommand implements Callable<Integer> {
                             + join(times.barrierNs())
                             + "\n");
             Files.move(out, dir.resolve("rank-" + rank + ".times"), StandardCopyOption.ATOMIC_MOVE);
+            ChildRankGroup.finish(comm, dir, rank, n, timeoutNs);
         }
         return 0;
     }

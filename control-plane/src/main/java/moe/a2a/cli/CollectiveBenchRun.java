@@ -116,9 +116,11 @@ final class CollectiveBenchRun {
             System.out.printf(
                     Locale.ROOT, "link tcp: loopback TCP, one socket pair: %.2f GB/s%n", loopback);
         }
-        if (plan.transports().contains(Transport.LOCAL)) {
+        if (plan.transports().contains(Transport.LOCAL)
+                || plan.transports().contains(Transport.SHM)) {
             System.out.println(
-                    "link local: one Java thread's memcpy at the case's size, measured before it");
+                    "link local, shm: one Java thread's memcpy at the case's size, measured before"
+                            + " it");
         }
         if (plan.transports().contains(Transport.NCCL)) {
             System.out.println("link nccl: not measured (one process per GPU, devices 0 to N-1)");
@@ -138,7 +140,12 @@ final class CollectiveBenchRun {
                             double l =
                                     switch (transport) {
                                         case TCP -> link;
-                                        case LOCAL -> copyLinks.get(c.bytes());
+                                        case LOCAL, SHM ->
+                                                copyLinks.computeIfAbsent(
+                                                        c.bytes(),
+                                                        b ->
+                                                                MachineLimits.copyGbps(
+                                                                        (int) (long) b));
                                         default -> 0;
                                     };
                             CollectiveReport r = CollectiveReport.of(c, transport, times, l);
@@ -334,9 +341,9 @@ final class CollectiveBenchRun {
     }
 
     /**
-     * Every case on one group of child processes ({@code bench-collective-rank}): TCP ranks meet
-     * through port files in a temporary folder, NCCL ranks (one per GPU, device = rank) through
-     * rank 0's unique id there; each case's times come back as files.
+     * Every case on one group of child processes ({@code bench-collective-rank}): TCP and shm ranks
+     * meet through the temporary folder ({@link ChildRankGroup}), NCCL ranks (one per GPU, device =
+     * rank) through rank 0's unique id there; each case's times come back as files.
      */
     private static void runProcesses(
             Plan plan,

@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.cluster.TransportPolicy;
 import moe.a2a.control.grpc.ClusterServer;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.metrics.MetricsEndpoint;
@@ -29,7 +30,7 @@ import picocli.CommandLine.Option;
         name = "control-plane",
         mixinStandardHelpOptions = true,
         description =
-                "Serve MoE layers on N worker processes (moe-a2a worker), exchanging tokens over TCP or NCCL.")
+                "Serve MoE layers on N worker processes (moe-a2a worker), exchanging tokens over TCP, shared memory or NCCL.")
 final class ControlPlaneCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(ControlPlaneCommand.class);
 
@@ -42,14 +43,14 @@ final class ControlPlaneCommand implements Callable<Integer> {
             defaultValue = "tcp",
             completionCandidates = ClusterTransports.class,
             description =
-                    "The workers' data plane: ${COMPLETION-CANDIDATES}; workers that cannot run it are refused (default: ${DEFAULT-VALUE}).")
-    Transport transport;
+                    "The workers' data plane: ${COMPLETION-CANDIDATES}. auto: shm when every worker reports the same host (shared-memory domain) and offers shm, else tcp, decided each time the group forms; shm: every worker on one host; workers that cannot run it are refused (default: ${DEFAULT-VALUE}).")
+    String transportChoice;
 
-    /** The data planes of worker processes. */
+    /** The data planes of worker processes, and auto. */
     static final class ClusterTransports implements Iterable<String> {
         @Override
         public Iterator<String> iterator() {
-            return RemoteCluster.TRANSPORTS.stream().map(Transport::label).iterator();
+            return TransportPolicy.labels().iterator();
         }
     }
 
@@ -69,14 +70,16 @@ final class ControlPlaneCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (!RemoteCluster.TRANSPORTS.contains(transport)) {
+        if (transportChoice.equalsIgnoreCase(Transport.LOCAL.label())) {
             throw new IllegalArgumentException(
                     "--transport: "
-                            + transport
+                            + transportChoice
                             + " (expected: "
-                            + Transport.labels(RemoteCluster.TRANSPORTS.toArray(Transport[]::new))
+                            + String.join(", ", TransportPolicy.labels())
                             + "; serve runs the local transport)");
         }
+        TransportPolicy policy = TransportPolicy.parse("--transport", transportChoice);
+        Transport transport = policy.fixed();
         NettyServerBuilder clientPort = server.clientPort();
         NettyServerBuilder workerPort = server.clusterPort(clusterPort);
         WeightSource weights = model.open();
@@ -97,11 +100,12 @@ final class ControlPlaneCommand implements Callable<Integer> {
         ModelSpec spec = model.spec(config);
         String fingerprint = ModelOptions.fingerprint(spec);
         LOG.info(
-                "moe-a2a control-plane: model={} fingerprint={} worldSize={} exchangeTimeout={} heartbeatTimeout={}"
-                        + " settings={} grpc={}:{} metricsPort={} kernels={}",
+                "moe-a2a control-plane: model={} fingerprint={} worldSize={} transport={} exchangeTimeout={}"
+                        + " heartbeatTimeout={} settings={} grpc={}:{} metricsPort={} kernels={}",
                 config,
                 fingerprint,
                 server.worldSize,
+                policy,
                 server.exchangeTimeout,
                 heartbeatTimeout,
                 server.settings(),
@@ -136,7 +140,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                         spec,
                         fingerprint,
                         server.placement(config.experts()),
-                        transport,
+                        policy,
                         server.exchangeTimeout.toNanos(),
                         heartbeatTimeout.toNanos(),
                         health);

@@ -1,8 +1,10 @@
 package moe.a2a.cli;
 
 import java.util.concurrent.Callable;
+import moe.a2a.comm.shm.ShmConfig;
 import moe.a2a.gpu.GpuLibraries;
 import moe.a2a.gpu.GpuProbe;
+import moe.a2a.worker.ShmDataPlane;
 import org.bytedeco.javacpp.Loader;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -34,11 +36,16 @@ final class DoctorCommand implements Callable<Integer> {
         System.out.println("libraries:  " + libraries.describe());
         GpuProbe.Result probe = GpuProbe.probe(libraries);
         System.out.println("gpu probe:  " + probe.describe());
+        String shmUnusable = ShmDataPlane.unusable(ShmConfig.DEFAULT_DIRECTORY);
+        String shm = shmUnusable == null ? ", shm" : "";
         System.out.println(
                 "transports: local (serve), tcp"
+                        + shm
                         + (probe.usable() ? ", nccl" : "")
-                        + "; worker --transport auto offers "
-                        + (probe.usable() ? "tcp and nccl" : "tcp"));
+                        + "; worker --transport auto offers tcp"
+                        + shm
+                        + (probe.usable() ? ", nccl" : "")
+                        + (shmUnusable == null ? "" : " (no shm: " + shmUnusable + ")"));
         return 0;
     }
 }

@@ -2,6 +2,7 @@ package moe.a2a.cli;
 
 import io.grpc.ManagedChannel;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,6 +18,7 @@ import moe.a2a.gpu.GpuProbe;
 import moe.a2a.kernels.RowKernels;
 import moe.a2a.worker.DataPlane;
 import moe.a2a.worker.NcclDataPlane;
+import moe.a2a.worker.ShmDataPlane;
 import moe.a2a.worker.TcpDataPlane;
 import moe.a2a.worker.WorkerAgent;
 import org.slf4j.Logger;
@@ -46,8 +48,15 @@ final class WorkerCommand implements Callable<Integer> {
             names = "--transport",
             defaultValue = AUTO,
             description =
-                    "Data planes to offer the control plane: auto, tcp or nccl; auto offers tcp, and nccl when the GPU probe finds a usable GPU (default: ${DEFAULT-VALUE}).")
+                    "Data planes to offer the control plane: auto, tcp, shm or nccl; auto offers tcp, shm when --shm-dir is a writable directory, and nccl when the GPU probe finds a usable GPU (default: ${DEFAULT-VALUE}).")
     String transportChoice;
+
+    @Option(
+            names = "--shm-dir",
+            defaultValue = "/dev/shm",
+            description =
+                    "Directory (a tmpfs) for the shared-memory data plane's files; the workers of an shm group must share it (default: ${DEFAULT-VALUE}).")
+    Path shmDir;
 
     @Option(
             names = "--data-host",
@@ -128,18 +137,21 @@ final class WorkerCommand implements Callable<Integer> {
                         : Transport.parse("--transport", transportChoice);
         if (transport == Transport.LOCAL) {
             throw new IllegalArgumentException(
-                    "--transport: local (expected: auto, tcp or nccl; serve runs the local"
+                    "--transport: local (expected: auto, tcp, shm or nccl; serve runs the local"
                             + " transport)");
-        }
-        if (transport == Transport.SHM) {
-            throw new IllegalArgumentException(
-                    "--transport: shm (expected: auto, tcp or nccl; the shared-memory transport is"
-                            + " not yet supported by worker processes)");
         }
         DataPlaneTls dataTls = dataPlaneTls();
         List<Transport> offered = new ArrayList<>();
         String probeLine = "";
-        if (transport != Transport.TCP) {
+        String shmUnusable = null;
+        if (transport == null || transport == Transport.SHM) {
+            shmUnusable = ShmDataPlane.unusable(shmDir);
+            if (transport == Transport.SHM && shmUnusable != null) {
+                System.err.println("--transport shm: --shm-dir: " + shmUnusable);
+                return 2;
+            }
+        }
+        if (transport == null || transport == Transport.NCCL) {
             GpuProbe.Result probe = gpu.probe();
             probeLine = probe.describe();
             if (transport == Transport.NCCL && !probe.usable()) {
@@ -151,16 +163,20 @@ final class WorkerCommand implements Callable<Integer> {
             }
             LOG.info("GPU probe: {}", probeLine);
         }
-        if (transport != Transport.NCCL) {
+        if ((transport == null || transport == Transport.SHM) && shmUnusable == null) {
+            offered.add(0, Transport.SHM);
+        }
+        if (transport == null || transport == Transport.TCP) {
             offered.add(0, Transport.TCP);
         }
         if (transport == null) {
             LOG.info(
-                    "--transport auto: offering {} to the control plane{}",
+                    "--transport auto: offering {} to the control plane{}{}",
                     offered,
                     offered.contains(Transport.NCCL)
                             ? ""
-                            : " (no GPU data plane here, see the probe above)");
+                            : " (no GPU data plane here, see the probe above)",
+                    shmUnusable == null ? "" : " (no shm: --shm-dir " + shmUnusable + ")");
         }
         String id =
                 workerId != null
@@ -183,6 +199,11 @@ final class WorkerCommand implements Callable<Integer> {
             if (offered.contains(Transport.TCP)) {
                 planes.add(new TcpDataPlane(tcp, dataHost, dataPort, dataTls));
             }
+            if (offered.contains(Transport.SHM)) {
+                ShmDataPlane shm = new ShmDataPlane(shmDir);
+                LOG.info("shm: directory {}, domain {}", shmDir, shm.domain());
+                planes.add(shm);
+            }
             if (offered.contains(Transport.NCCL)) {
                 planes.add(NcclDataPlane.onDevice(device));
             }
@@ -196,7 +217,8 @@ final class WorkerCommand implements Callable<Integer> {
                                     expectModel,
                                     rejoinTimeout,
                                     Duration.ofMillis(500),
-                                    probeLine),
+                                    probeLine,
+                                    ShmDataPlane.hostName()),
                             planes,
                             registry);
             // a requested stop is not a failure: leave the group, then exit 0

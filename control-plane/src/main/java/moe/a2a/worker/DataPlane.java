@@ -8,6 +8,7 @@ import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.Join;
 import moe.a2a.v1.PrepareGroup;
 
 /**
@@ -16,8 +17,11 @@ import moe.a2a.v1.PrepareGroup;
  * Used by the worker's data-plane thread only.
  */
 public interface DataPlane extends AutoCloseable {
-    /** {@link Transport#TCP} or {@link Transport#NCCL}. */
+    /** {@link Transport#TCP}, {@link Transport#SHM} or {@link Transport#NCCL}. */
     Transport transport();
+
+    /** Adds to the worker's Join what the control plane needs to know of this data plane. */
+    default void describe(Join.Builder join) {}
 
     /**
      * Gets ready for {@code prepare}'s epoch as {@code rank} of {@code worldSize}; returns the

@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -58,6 +59,9 @@ import org.slf4j.LoggerFactory;
 public final class WorkerAgent implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerAgent.class);
 
+    /** How long {@link #close} waits for the data-plane thread to leave the group. */
+    private static final long CLOSE_WAIT_SECONDS = 5;
+
     /**
      * How this worker joins.
      *
@@ -65,6 +69,7 @@ public final class WorkerAgent implements AutoCloseable {
      * @param expectedModel model fingerprint to insist on, or empty
      * @param rejoinTimeout how long to keep trying to reach the control plane before giving up
      * @param gpuProbe the GPU probe's one line, sent along so a refusal can quote it
+     * @param host this host's name, sent along for the control plane's messages
      */
     public record Settings(
             String workerId,
@@ -72,7 +77,26 @@ public final class WorkerAgent implements AutoCloseable {
             String expectedModel,
             Duration rejoinTimeout,
             Duration heartbeatInterval,
-            String gpuProbe) {}
+            String gpuProbe,
+            String host) {
+        /** Settings without a host name. */
+        public Settings(
+                String workerId,
+                int preferredRank,
+                String expectedModel,
+                Duration rejoinTimeout,
+                Duration heartbeatInterval,
+                String gpuProbe) {
+            this(
+                    workerId,
+                    preferredRank,
+                    expectedModel,
+                    rejoinTimeout,
+                    heartbeatInterval,
+                    gpuProbe,
+                    "");
+        }
+    }
 
     private final ClusterServiceGrpc.ClusterServiceStub stub;
     private final Settings settings;
@@ -146,8 +170,12 @@ public final class WorkerAgent implements AutoCloseable {
                 lastSessionNanos = System.nanoTime();
                 backoffMs = 100;
             }
-            dataPlane.execute(
-                    () -> dropGroup("control plane session ended: " + oneLine(outcome.status)));
+            try {
+                dataPlane.execute(
+                        () -> dropGroup("control plane session ended: " + oneLine(outcome.status)));
+            } catch (RejectedExecutionException e) {
+                return; // closed meanwhile: close() left the group
+            }
             if (closed) {
                 return;
             }
@@ -190,20 +218,19 @@ public final class WorkerAgent implements AutoCloseable {
         SessionAdapter responses =
                 new SessionAdapter(message -> dataPlane.execute(() -> handle(message, sender)));
         sender.attach(stub.session(responses));
-        sender.send(
-                WorkerMessage.newBuilder()
-                        .setJoin(
-                                Join.newBuilder()
-                                        .setWorkerId(settings.workerId())
-                                        .setPreferredRank(
-                                                rank >= 0 ? rank : settings.preferredRank())
-                                        .setExpectedModel(settings.expectedModel())
-                                        .addAllTransports(
-                                                dataPlanes.keySet().stream()
-                                                        .map(Transport::label)
-                                                        .toList())
-                                        .setGpuProbe(settings.gpuProbe()))
-                        .build());
+        Join.Builder join =
+                Join.newBuilder()
+                        .setWorkerId(settings.workerId())
+                        .setPreferredRank(rank >= 0 ? rank : settings.preferredRank())
+                        .setExpectedModel(settings.expectedModel())
+                        .addAllTransports(
+                                dataPlanes.keySet().stream().map(Transport::label).toList())
+                        .setGpuProbe(settings.gpuProbe())
+                        .setHost(settings.host());
+        for (DataPlane offered : dataPlanes.values()) {
+            offered.describe(join);
+        }
+        sender.send(WorkerMessage.newBuilder().setJoin(join).build());
         ScheduledFuture<?> heartbeats = sender.heartbeats(timer, settings.heartbeatInterval());
         while (!responses.awaitEnd(100, TimeUnit.MILLISECONDS)) {
             if (closed) {
@@ -375,6 +402,9 @@ public final class WorkerAgent implements AutoCloseable {
 
     private void prepare(PrepareGroup prepare, SessionSender sender) {
         dropGroup("new group epoch " + prepare.getEpoch());
+        if (!prepare.getTransport().isEmpty()) {
+            usePlane(Transport.parse("prepare.transport", prepare.getTransport()));
+        }
         groupRanks = prepare.getMembersList().stream().mapToInt(r -> r).toArray();
         Bound bound;
         if (groupRanks.length == 0) {
@@ -393,6 +423,39 @@ public final class WorkerAgent implements AutoCloseable {
         }
         boundEpoch = prepare.getEpoch();
         sender.send(WorkerMessage.newBuilder().setBound(bound).build());
+    }
+
+    /**
+     * Runs this epoch's group over {@code transport} (a control plane on --transport auto picks it
+     * per epoch). The rank's runtime stays: tcp and shm share the CPU one, so only a switch between
+     * them is possible without loading again.
+     */
+    private void usePlane(Transport transport) {
+        if (plane != null && plane.transport() == transport) {
+            return;
+        }
+        DataPlane chosen = dataPlanes.get(transport);
+        if (chosen == null) {
+            throw new A2aException(
+                    "prepare.transport: "
+                            + transport
+                            + " (expected: one of "
+                            + dataPlanes.keySet()
+                            + ", what this worker offered)");
+        }
+        if (plane != null && (transport == Transport.NCCL || plane.transport() == Transport.NCCL)) {
+            throw new A2aException(
+                    "prepare.transport: "
+                            + transport
+                            + " (expected: "
+                            + plane.transport()
+                            + ", the data plane this rank was loaded for)");
+        }
+        LOG.info(
+                "data plane: {} for this group epoch (was {})",
+                transport,
+                plane == null ? "none" : plane.transport());
+        plane = chosen;
     }
 
     private void form(FormGroup form, SessionSender sender) {
@@ -471,16 +534,33 @@ public final class WorkerAgent implements AutoCloseable {
         loaded = null;
     }
 
+    /**
+     * Leaves the group and frees the rank; waits a few seconds for the data-plane thread to do so,
+     * so that a group's shared-memory files are gone before the process exits.
+     */
     @Override
     public void close() {
         closed = true;
-        dataPlane.execute(
-                () -> {
-                    dropGroup("worker shutting down");
-                    closeRuntime();
-                });
+        try {
+            dataPlane.execute(
+                    () -> {
+                        dropGroup("worker shutting down");
+                        closeRuntime();
+                    });
+        } catch (RejectedExecutionException e) {
+            // closed before
+        }
         dataPlane.shutdown();
         loader.shutdownNow();
         timer.shutdownNow();
+        try {
+            if (!dataPlane.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS)) {
+                LOG.warn(
+                        "the data-plane thread did not stop within {} s; leaving it",
+                        CLOSE_WAIT_SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

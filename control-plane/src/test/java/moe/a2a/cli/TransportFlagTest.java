@@ -2,8 +2,11 @@ package moe.a2a.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
@@ -13,26 +16,50 @@ class TransportFlagTest {
     @Test
     void shouldRefuseNcclWhenBenchRunsHere() {
         assertThat(run(1, "bench", "--transport", "local,nccl"))
-                .startsWith("moe-a2a bench: --transport: nccl (expected: local, tcp;");
+                .startsWith("moe-a2a bench: --transport: nccl (expected: local, tcp, shm;");
     }
 
     @Test
     void shouldRefuseLocalWhenControlPlaneNeedsWorkers() {
         assertThat(run(1, "control-plane", "--transport", "local", "--port", "0"))
-                .startsWith("moe-a2a control-plane: --transport: local (expected: tcp, nccl;");
+                .startsWith(
+                        "moe-a2a control-plane: --transport: local (expected: auto, tcp, nccl, shm;");
     }
 
     @Test
     void shouldRefuseLocalWhenWorkerJoins() {
         assertThat(run(1, "worker", "--control-plane", "127.0.0.1:1", "--transport", "local"))
-                .startsWith("moe-a2a worker: --transport: local (expected: auto, tcp or nccl;");
+                .startsWith(
+                        "moe-a2a worker: --transport: local (expected: auto, tcp, shm or nccl;");
     }
 
     @Test
-    void shouldRefuseShmWhenWorkerJoinsUntilWorkersRunIt() {
-        assertThat(run(1, "worker", "--control-plane", "127.0.0.1:1", "--transport", "shm"))
-                .startsWith("moe-a2a worker: --transport: shm (expected: auto, tcp or nccl;")
-                .contains("not yet supported by worker processes");
+    void shouldExitAtOnceWhenShmDirectoryIsMissing() {
+        PrintStream saved = System.err;
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        try {
+            run(
+                    2,
+                    "worker",
+                    "--control-plane",
+                    "127.0.0.1:1",
+                    "--transport",
+                    "shm",
+                    "--shm-dir",
+                    "/nonexistent-moe-a2a-shm");
+        } finally {
+            System.setErr(saved);
+        }
+        assertThat(err.toString(StandardCharsets.UTF_8))
+                .contains(
+                        "--transport shm: --shm-dir: /nonexistent-moe-a2a-shm is not a directory");
+    }
+
+    @Test
+    void shouldRefuseUnknownControlPlaneTransport() {
+        assertThat(run(1, "control-plane", "--transport", "udp", "--port", "0"))
+                .contains("--transport: udp (expected: one of auto, tcp, nccl, shm)");
     }
 
     @Test

@@ -72,6 +72,34 @@ public interface Communicator extends AutoCloseable {
             long[] recvCounts);
 
     /**
+     * Whether this transport can leave received segments where they landed, in memory the caller
+     * may read ({@link #allToAllVInPlace}): a caller then needs no receive buffer of its own.
+     */
+    default boolean receivesInPlace() {
+        return false;
+    }
+
+    /**
+     * All-to-all-v as {@link #allToAllV(long, ExchangePhase, SegmentWriter, long[], ByteBuffer,
+     * long[])}, but the received segments stay in the transport's own receive memory: the returned
+     * buffer (little-endian) holds every source's segment at the offsets a receive buffer would,
+     * {@code recvCounts}' running sums, this rank's own included. It stays valid until the next
+     * call on this communicator; the caller must not write into it. Only when {@link
+     * #receivesInPlace()}.
+     *
+     * @throws UnsupportedOperationException when this transport does not receive in place
+     */
+    default ByteBuffer allToAllVInPlace(
+            long step,
+            ExchangePhase phase,
+            SegmentWriter writer,
+            long[] sendCounts,
+            long[] recvCounts) {
+        throw new UnsupportedOperationException(
+                transport() + " does not receive in place (receivesInPlace() is false)");
+    }
+
+    /**
      * All-to-all-v whose incoming segments {@code reader} consumes where they lie, instead of in a
      * receive buffer; otherwise as {@link #allToAllV(long, ExchangePhase, ByteBuffer, long[],
      * ByteBuffer, long[])}. {@code send} must stay untouched until this returns.

@@ -16,7 +16,7 @@ public enum Transport {
     NCCL("nccl"),
     /**
      * Ranks are processes of one host; rows move through shared-memory files that every rank maps
-     * ({@code moe.a2a.comm.shm}). Not yet offered by worker processes.
+     * ({@code moe.a2a.comm.shm}).
      */
     SHM("shm");
 

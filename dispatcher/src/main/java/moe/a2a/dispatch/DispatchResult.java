@@ -12,7 +12,9 @@ import moe.a2a.kernels.RowKernels;
  * them. The kernels only ever see off-heap memory here (a Java array goes through an off-heap row
  * and a bulk copy): a vector kernel that has run on heap segments runs several times slower on
  * off-heap ones afterwards, in the whole JVM. Reused by its {@link Dispatcher}: valid until the
- * next dispatch. Owned by the rank thread.
+ * next dispatch; over a transport that receives in place ({@link
+ * moe.a2a.comm.Communicator#receivesInPlace}, shared memory) the rows are the transport's, valid
+ * until the rank's next exchange (its combine). Owned by the rank thread.
  */
 public final class DispatchResult {
     private static final int VIEW_RECV = 0;

@@ -44,7 +44,13 @@ public final class Dispatcher {
     private final RowReducer reducer;
     private final SegmentViews views = new SegmentViews(3);
     private final Fp8Quantizer quantizer;
+
+    /** Where the last dispatch's rows are: {@link #ownRecvBuffer}, or the transport's memory. */
     private ByteBuffer recvBuffer = allocate(0);
+
+    /** The receive buffer of a transport that does not receive in place. */
+    private ByteBuffer ownRecvBuffer = allocate(0);
+
     private ByteBuffer combineSend = allocate(0);
     private ByteBuffer partials = allocate(0);
     private long nextStep;
@@ -151,14 +157,25 @@ public final class Dispatcher {
             recvBytes[r] = handle.recvRowsPerRank[r] * row.rowBytes();
             totalRecv += handle.recvRowsPerRank[r];
         }
-        recvBuffer = ensure(recvBuffer, totalRecv * row.rowBytes());
+        final boolean inPlace = comm.receivesInPlace();
+        if (!inPlace) {
+            ownRecvBuffer = ensure(ownRecvBuffer, totalRecv * row.rowBytes());
+        }
         final ByteBuffer payloads =
                 dispatchDType == DispatchDType.FP8
                         ? quantizer.quantize(tokens, numTokens, dtype)
                         : tokens;
         packer.prepare(payloads, row, topkWeights);
-        comm.allToAllV(
-                handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBuffer, recvBytes);
+        if (inPlace) {
+            // the rows stay where they landed, in the transport's receive memory: one copy
+            recvBuffer =
+                    comm.allToAllVInPlace(
+                            handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBytes);
+        } else {
+            recvBuffer = ownRecvBuffer;
+            comm.allToAllV(
+                    handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBuffer, recvBytes);
+        }
         handle.numRecvTokens = (int) totalRecv;
         groupByExpert(row);
         result.recvBuffer = recvBuffer;

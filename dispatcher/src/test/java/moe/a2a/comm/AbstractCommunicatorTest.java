@@ -154,6 +154,88 @@ public abstract class AbstractCommunicatorTest {
 
     @ParameterizedTest
     @ValueSource(ints = {1, 3, 4})
+    void shouldLeaveSegmentsWhereTheyLandedWhenTransportReceivesInPlace(int n) throws Exception {
+        Communicator[] group = newGroup(n, TimeUnit.SECONDS.toNanos(20));
+        if (!group[0].receivesInPlace()) {
+            long[] none = new long[n];
+            assertThatThrownBy(
+                            () ->
+                                    group[0].allToAllVInPlace(
+                                            0,
+                                            ExchangePhase.DISPATCH,
+                                            (peer, dst, at) -> {},
+                                            none,
+                                            none))
+                    .isInstanceOf(UnsupportedOperationException.class);
+            close(group);
+            return;
+        }
+        List<Boolean> ok =
+                RankThreads.run(
+                        n,
+                        rank -> {
+                            Communicator comm = group[rank];
+                            // the last round is large enough to make a receive region grow
+                            for (int round = 0; round < 3; round++) {
+                                final int scale = round == 2 ? 3000 : round + 1;
+                                final int r = round;
+                                long[] send = new long[n];
+                                long[] recv = new long[n];
+                                for (int p = 0; p < n; p++) {
+                                    send[p] = (37L * (rank + 1) + 11L * p) * scale;
+                                    recv[p] = (37L * (p + 1) + 11L * rank) * scale;
+                                }
+                                SegmentWriter writer =
+                                        (peer, dst, at) -> {
+                                            for (int i = 0; i < send[peer]; i++) {
+                                                dst.put(at + i, pattern(rank, peer, i, r));
+                                            }
+                                        };
+                                ByteBuffer rows =
+                                        comm.allToAllVInPlace(
+                                                round, ExchangePhase.DISPATCH, writer, send, recv);
+                                assertThat(rows.order()).isEqualTo(ByteOrder.LITTLE_ENDIAN);
+                                long at = 0;
+                                for (int src = 0; src < n; src++) {
+                                    for (int i = 0; i < recv[src]; i++) {
+                                        if (rows.get((int) (at + i)) != pattern(src, rank, i, r)) {
+                                            throw new AssertionError(
+                                                    "rank=" + rank + " src=" + src + " byte=" + i
+                                                            + " round=" + round);
+                                        }
+                                    }
+                                    at += recv[src];
+                                }
+                                // a plain exchange after it reuses the receive memory
+                                ByteBuffer back = direct(at);
+                                comm.allToAllV(
+                                        round, ExchangePhase.COMBINE, writer, send, back, recv);
+                                at = 0;
+                                for (int src = 0; src < n; src++) {
+                                    for (int i = 0; i < recv[src]; i++) {
+                                        if (back.get((int) (at + i)) != pattern(src, rank, i, r)) {
+                                            throw new AssertionError(
+                                                    "after: rank="
+                                                            + rank
+                                                            + " src="
+                                                            + src
+                                                            + " byte="
+                                                            + i
+                                                            + " round="
+                                                            + round);
+                                        }
+                                    }
+                                    at += recv[src];
+                                }
+                            }
+                            return true;
+                        });
+        assertThat(ok).containsOnly(true);
+        close(group);
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3, 4})
     void shouldHandReaderEverySegmentWhereItLies(int n) throws Exception {
         Communicator[] group = newGroup(n, TimeUnit.SECONDS.toNanos(20));
         List<Boolean> ok =

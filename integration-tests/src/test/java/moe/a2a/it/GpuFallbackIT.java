@@ -89,11 +89,13 @@ class GpuFallbackIT {
                             "0")) {
                 assertThat(worker.awaitExit(Duration.ofSeconds(60))).isEqualTo(1);
                 assertThat(worker.output())
-                        .contains(
-                                "--transport auto: offering [tcp] to the control plane (no GPU data plane here")
-                        .contains(
-                                "moe-a2a worker: control plane refused this worker: join.transports: [tcp]"
-                                        + " (expected: nccl, this cluster's data plane); the worker's GPU probe: no GPU data plane");
+                        .containsPattern(
+                                "--transport auto: offering \\[tcp(, shm)?\\] to the control plane \\(no"
+                                        + " GPU data plane here")
+                        .containsPattern(
+                                "moe-a2a worker: control plane refused this worker: join.transports:"
+                                        + " \\[tcp(, shm)?\\] \\(expected: nccl, this cluster's data"
+                                        + " plane\\); the worker's GPU probe: no GPU data plane");
             }
         }
     }

@@ -15,17 +15,17 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The control plane's side of forming the rank group, one epoch at a time: PrepareGroup goes to
- * every member (every rank, or those left after a loss), each answers Bound with its data address
- * (over NCCL, rank 0's also carries the group's unique id), FormGroup goes out once every member is
- * bound, and each answers GroupReady once connected. A new epoch starts over; answers that name
- * another epoch are stale and ignored. Not thread-safe: guarded by {@link RemoteCluster}'s lock.
+ * every member (every rank, or those left after a loss) naming the epoch's transport, each answers
+ * Bound with its data address (over NCCL, rank 0's also carries the group's unique id; over shm it
+ * carries nothing: the group id names the files), FormGroup goes out once every member is bound,
+ * and each answers GroupReady once connected. A new epoch starts over; answers that name another
+ * epoch are stale and ignored. Not thread-safe: guarded by {@link RemoteCluster}'s lock.
  */
 final class GroupFormation {
     /** {@code NCCL_UNIQUE_ID_BYTES}. */
     static final int NCCL_UNIQUE_ID_BYTES = 128;
 
     private final Membership members;
-    private final boolean nccl;
     private final long exchangeTimeoutNs;
     private final SecureRandom random = new SecureRandom();
     private final @Nullable String[] bound;
@@ -42,9 +42,11 @@ final class GroupFormation {
     private int readyCount;
     private long formStartNanos;
 
-    GroupFormation(Membership members, int worldSize, Transport transport, long exchangeTimeoutNs) {
+    /** The data plane of this epoch's group. */
+    private Transport transport = Transport.TCP;
+
+    GroupFormation(Membership members, int worldSize, long exchangeTimeoutNs) {
         this.members = members;
-        this.nccl = transport == Transport.NCCL;
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.bound = new String[worldSize];
         this.ready = new boolean[worldSize];
@@ -54,12 +56,19 @@ final class GroupFormation {
         return epoch;
     }
 
+    /** The data plane of the current epoch's group. */
+    Transport transport() {
+        return transport;
+    }
+
     /**
      * Starts the next epoch of a group of {@code ranks} (ascending; every rank, or the ranks left
-     * after a loss), with none bound or ready yet, and sends them PrepareGroup.
+     * after a loss), with none bound or ready yet, over {@code transport}, and sends them
+     * PrepareGroup.
      */
-    void prepare(int[] ranks) {
+    void prepare(int[] ranks, Transport transport) {
         epoch++;
+        this.transport = transport;
         groupRanks = ranks.clone();
         Arrays.fill(bound, null);
         ncclUniqueId = null;
@@ -72,6 +81,7 @@ final class GroupFormation {
                         .setEpoch(epoch)
                         .setGroupId(random.nextLong())
                         .setExchangeTimeoutMs(TimeUnit.NANOSECONDS.toMillis(exchangeTimeoutNs))
+                        .setTransport(transport.label())
                         .addAllMembers(
                                 groupRanks.length == bound.length
                                         ? List.of()
@@ -89,7 +99,7 @@ final class GroupFormation {
         if (epoch == 0 || b.getEpoch() != epoch || bound[rank] != null) {
             return null;
         }
-        if (nccl && rank == 0) {
+        if (transport == Transport.NCCL && rank == 0) {
             if (b.getNcclUniqueId().size() != NCCL_UNIQUE_ID_BYTES) {
                 return "rank 0's bound.nccl_unique_id: "
                         + b.getNcclUniqueId().size()

@@ -4,7 +4,9 @@ import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
 import moe.a2a.protocol.PlacementCodec;
@@ -22,7 +24,7 @@ import org.jspecify.annotations.Nullable;
 final class Membership {
     private final ModelSpec spec;
     private final String fingerprint;
-    private final Transport transport;
+    private final TransportPolicy policy;
     private final long heartbeatTimeoutNs;
     private final LayerPlacements placements;
     private final @Nullable WorkerSession[] ranks;
@@ -31,12 +33,12 @@ final class Membership {
             ModelSpec spec,
             String fingerprint,
             LayerPlacements placements,
-            Transport transport,
+            TransportPolicy policy,
             long heartbeatTimeoutNs) {
         this.spec = spec;
         this.placements = placements;
         this.fingerprint = fingerprint;
-        this.transport = transport;
+        this.policy = policy;
         this.heartbeatTimeoutNs = heartbeatTimeoutNs;
         this.ranks = new WorkerSession[placements.get(0).worldSize()];
     }
@@ -64,22 +66,27 @@ final class Membership {
                         .asException();
             }
         }
-        List<String> offered =
-                join.getTransportsCount() == 0
-                        ? List.of(Transport.TCP.label())
-                        : join.getTransportsList();
-        if (!offered.contains(transport.label())) {
+        Set<Transport> offered = offered(join);
+        Transport required = policy.required();
+        if (!offered.contains(required)) {
             throw Status.FAILED_PRECONDITION
                     .withDescription(
                             "join.transports: "
                                     + offered
                                     + " (expected: "
-                                    + transport
-                                    + ", this cluster's data plane)"
+                                    + required
+                                    + (policy.auto()
+                                            ? ", this cluster's data plane across hosts (it runs"
+                                                    + " --transport auto)"
+                                            : ", this cluster's data plane")
+                                    + ")"
                                     + (join.getGpuProbe().isEmpty()
                                             ? ""
                                             : "; the worker's GPU probe: " + join.getGpuProbe()))
                     .asException();
+        }
+        if (required == Transport.SHM) {
+            checkSameShmDomain(join);
         }
         int rank = freeRank(join.getPreferredRank());
         if (rank < 0) {
@@ -88,7 +95,14 @@ final class Membership {
                             "cluster full: worldSize=" + ranks.length + ", every rank is taken")
                     .asException();
         }
-        WorkerSession session = new WorkerSession(join.getWorkerId(), rank, out);
+        WorkerSession session =
+                new WorkerSession(
+                        join.getWorkerId(),
+                        rank,
+                        offered,
+                        join.getHost(),
+                        offered.contains(Transport.SHM) ? join.getShmDomain() : "",
+                        out);
         ranks[rank] = session;
         session.send(
                 ControlMessage.newBuilder()
@@ -108,9 +122,130 @@ final class Membership {
                                                                 1,
                                                                 TimeUnit.NANOSECONDS.toSeconds(
                                                                         heartbeatTimeoutNs)))
-                                        .setTransport(transport.label()))
+                                        .setTransport(expected(session).label()))
                         .build());
         return session;
+    }
+
+    /** What {@code join} offers; none listed means tcp alone. Unknown labels are ignored. */
+    private static Set<Transport> offered(Join join) {
+        Set<Transport> offered = EnumSet.noneOf(Transport.class);
+        if (join.getTransportsCount() == 0) {
+            offered.add(Transport.TCP);
+        }
+        for (String label : join.getTransportsList()) {
+            for (Transport t : Transport.values()) {
+                if (t.label().equalsIgnoreCase(label)) {
+                    offered.add(t);
+                }
+            }
+        }
+        return offered;
+    }
+
+    /**
+     * Under --transport shm: refuses a worker that cannot map the files of the workers holding
+     * ranks (another host, pid namespace or shm directory), naming both hosts.
+     */
+    private void checkSameShmDomain(Join join) throws StatusException {
+        String host = join.getHost().isEmpty() ? "an unnamed host" : join.getHost();
+        if (join.getShmDomain().isEmpty()) {
+            throw Status.FAILED_PRECONDITION
+                    .withDescription(
+                            "join.shm_domain: empty (worker "
+                                    + join.getWorkerId()
+                                    + " on "
+                                    + host
+                                    + " reported no shared-memory domain; expected one: this"
+                                    + " cluster runs --transport shm)")
+                    .asException();
+        }
+        for (WorkerSession s : ranks) {
+            if (s != null && !s.shmDomain.equals(join.getShmDomain())) {
+                throw Status.FAILED_PRECONDITION
+                        .withDescription(
+                                "join.shm_domain: "
+                                        + join.getShmDomain()
+                                        + " of worker "
+                                        + join.getWorkerId()
+                                        + " on "
+                                        + host
+                                        + " (expected: "
+                                        + s.shmDomain
+                                        + ", that of rank "
+                                        + s.rank
+                                        + " on "
+                                        + s.hostName()
+                                        + "; --transport shm needs every worker on one host,"
+                                        + " in one pid namespace, with one shared-memory"
+                                        + " directory: run --transport tcp or auto across hosts)")
+                        .asException();
+            }
+        }
+    }
+
+    /**
+     * The transport {@code session} is told in Accepted: the fixed one, or under auto what the
+     * group would run if it formed with the sessions held now.
+     */
+    private Transport expected(WorkerSession session) {
+        if (!policy.auto()) {
+            return policy.required();
+        }
+        return pick(heldRanks()) == Transport.SHM ? Transport.SHM : Transport.TCP;
+    }
+
+    /**
+     * The transport of a group of {@code members}: the fixed one, or under auto shm when every
+     * member offers it from one shared-memory domain, else tcp.
+     */
+    Transport pick(int[] members) {
+        if (!policy.auto()) {
+            return policy.required();
+        }
+        return shmDomainOf(members) != null ? Transport.SHM : Transport.TCP;
+    }
+
+    /** The domain every member offers shm from, or null when they do not share one. */
+    @Nullable String shmDomainOf(int[] members) {
+        String domain = null;
+        for (int r : members) {
+            WorkerSession s = ranks[r];
+            if (s == null || !s.offersShm()) {
+                return null;
+            }
+            if (domain == null) {
+                domain = s.shmDomain;
+            } else if (!domain.equals(s.shmDomain)) {
+                return null;
+            }
+        }
+        return domain;
+    }
+
+    /** Why auto picked {@code transport} for {@code members}, for the log. */
+    String whyPicked(int[] members, Transport transport) {
+        if (!policy.auto()) {
+            return "--transport " + transport;
+        }
+        if (transport == Transport.SHM) {
+            return "auto: every member on " + ranks[members[0]].hostName() + ", one shm domain";
+        }
+        StringBuilder out = new StringBuilder("auto: not one shm domain (");
+        for (int i = 0; i < members.length; i++) {
+            WorkerSession s = ranks[members[i]];
+            if (i > 0) {
+                out.append("; ");
+            }
+            out.append("rank ").append(members[i]).append(" on ");
+            if (s == null) {
+                out.append("no worker");
+            } else {
+                out.append(s.hostName())
+                        .append(s.offersShm() ? ", domain " + s.shmDomain : ", no shm");
+            }
+        }
+        return out.append(')').toString();
     }
 
     /** Whether the session still holds its rank (it may have lost it and been replaced). */

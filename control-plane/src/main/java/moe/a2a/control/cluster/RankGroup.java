@@ -80,7 +80,9 @@ public interface RankGroup extends AutoCloseable {
     /** Ranks lost that the group serves without (0 when whole or not serving). Any thread. */
     int degradedRanks();
 
-    /** The data-plane transport, as DescribeModel reports it. */
+    /**
+     * The data-plane transport now (the current group's under auto), as DescribeModel reports it.
+     */
     Transport transport();
 
     /**

@@ -49,12 +49,14 @@ import org.slf4j.LoggerFactory;
  * joins and gets a free rank; once all {@code N} ranks are taken the group is formed (PrepareGroup:
  * every worker listens — over NCCL, rank 0 makes the group's unique id —; FormGroup: every worker
  * connects to its peers, or joins the NCCL group with rank 0's id; GroupReady from all: the cluster
- * serves). A lost worker (session ended, heartbeat silent) or a failed step breaks the group: the
- * step in flight fails naming the rank, every other worker abandons its communicator, and the group
- * forms again, with a new epoch, as soon as every rank is taken. Over TCP, when every expert a lost
- * rank hosted has a replica elsewhere, the others form a group at once and serve degraded: the lost
- * rank's slots get share 0 and it takes no tokens; when a worker takes the rank again, the group
- * forms whole and the placements from before the loss come back.
+ * serves). The group's transport is fixed, or picked each time it forms ({@link
+ * TransportPolicy#AUTO}: shm when every member offers it from one shared-memory domain, else tcp).
+ * A lost worker (session ended, heartbeat silent) or a failed step breaks the group: the step in
+ * flight fails naming the rank, every other worker abandons its communicator, and the group forms
+ * again, with a new epoch, as soon as every rank is taken. Over TCP or shm, when every expert a
+ * lost rank hosted has a replica elsewhere, the others form a group at once and serve degraded: the
+ * lost rank's slots get share 0 and it takes no tokens; when a worker takes the rank again, the
+ * group forms whole and the placements from before the loss come back.
  *
  * <p>Session callbacks arrive on gRPC threads and {@link #submit} on the scheduler thread. One lock
  * guards all state: the {@link Membership}, the {@link GroupFormation}, the {@link PendingTasks} of
@@ -65,10 +67,11 @@ public final class RemoteCluster implements RankGroup {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteCluster.class);
 
     /** The data planes worker processes can run. */
-    public static final Set<Transport> TRANSPORTS = EnumSet.of(Transport.TCP, Transport.NCCL);
+    public static final Set<Transport> TRANSPORTS =
+            EnumSet.of(Transport.TCP, Transport.SHM, Transport.NCCL);
 
     private final ModelConfig model;
-    private final Transport transport;
+    private final TransportPolicy policy;
     private final LayerPlacements placements;
     private final int worldSize;
     private final long exchangeTimeoutNs;
@@ -109,8 +112,7 @@ public final class RemoteCluster implements RankGroup {
     /**
      * @param placement where the experts live, as this coordinator decided; its world size is the
      *     group's, and every worker is sent it
-     * @param transport the data plane the workers must run: {@link Transport#TCP} or {@link
-     *     Transport#NCCL}
+     * @param transport the data plane the workers must run: one of {@link #TRANSPORTS}
      */
     public RemoteCluster(
             ModelConfig model,
@@ -121,26 +123,43 @@ public final class RemoteCluster implements RankGroup {
             long exchangeTimeoutNs,
             long heartbeatTimeoutNs,
             ClusterListener listener) {
+        this(
+                model,
+                spec,
+                fingerprint,
+                placement,
+                TransportPolicy.of(transport),
+                exchangeTimeoutNs,
+                heartbeatTimeoutNs,
+                listener);
+    }
+
+    /**
+     * @param placement where the experts live, as this coordinator decided; its world size is the
+     *     group's, and every worker is sent it
+     * @param policy the data plane the workers must run, or auto: shm for a group of one host, tcp
+     *     across hosts, picked each time the group forms
+     */
+    public RemoteCluster(
+            ModelConfig model,
+            ModelSpec spec,
+            String fingerprint,
+            Placement placement,
+            TransportPolicy policy,
+            long exchangeTimeoutNs,
+            long heartbeatTimeoutNs,
+            ClusterListener listener) {
         RankGroup.checkPlacement(placement, model);
         final int worldSize = placement.worldSize();
-        if (!TRANSPORTS.contains(transport)) {
-            throw new IllegalArgumentException(
-                    "transport: "
-                            + transport
-                            + " (expected: one of "
-                            + Transport.labels(TRANSPORTS.toArray(Transport[]::new))
-                            + ")");
-        }
-        this.transport = transport;
+        this.policy = policy;
         this.model = model;
         this.placements = new LayerPlacements(model.layers(), placement);
         this.worldSize = worldSize;
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.heartbeatTimeoutNs = heartbeatTimeoutNs;
         this.listener = listener;
-        this.membership =
-                new Membership(spec, fingerprint, placements, transport, heartbeatTimeoutNs);
-        this.formation = new GroupFormation(membership, worldSize, transport, exchangeTimeoutNs);
+        this.membership = new Membership(spec, fingerprint, placements, policy, heartbeatTimeoutNs);
+        this.formation = new GroupFormation(membership, worldSize, exchangeTimeoutNs);
         this.pendingSteps = new PendingTasks<>(worldSize);
         this.pendingBenches = new PendingTasks<>(worldSize);
         this.pendingStages = new PendingTasks<>(worldSize);
@@ -211,9 +230,23 @@ public final class RemoteCluster implements RankGroup {
         return worldSize;
     }
 
+    /**
+     * The fixed transport; under auto the current (or last) epoch's, tcp before the group first
+     * forms.
+     */
     @Override
     public Transport transport() {
-        return transport;
+        if (policy.fixed() != null) {
+            return policy.fixed();
+        }
+        synchronized (lock) {
+            return formation.transport();
+        }
+    }
+
+    /** The transport policy this cluster was started with. */
+    public TransportPolicy policy() {
+        return policy;
     }
 
     /** Ranks with a live worker session. */
@@ -486,18 +519,24 @@ public final class RemoteCluster implements RankGroup {
 
     private void prepareLocked(int[] ranks) {
         groupRanks = ranks.clone();
-        formation.prepare(ranks);
-        LOG.info("forming group: epoch={}, ranks={}", formation.epoch(), Arrays.toString(ranks));
+        Transport transport = membership.pick(ranks);
+        formation.prepare(ranks, transport);
+        LOG.info(
+                "forming group: epoch={}, ranks={}, transport={} ({})",
+                formation.epoch(),
+                Arrays.toString(ranks),
+                transport,
+                membership.whyPicked(ranks, transport));
     }
 
     /**
      * Serves without the ranks that have no worker when every expert they hosted has a replica on
-     * another rank (TCP only): each layer's placement gives their slots share 0, and the others
-     * form a group of their own. Otherwise the group waits for the ranks to be taken again.
+     * another rank (not over NCCL): each layer's placement gives their slots share 0, and the
+     * others form a group of their own. Otherwise the group waits for the ranks to be taken again.
      */
     private void degradeLocked(String reason) {
         int[] held = membership.heldRanks();
-        if (transport != Transport.TCP || held.length == 0) {
+        if (policy.fixed() == Transport.NCCL || held.length == 0) {
             return;
         }
         boolean[] lost = new boolean[worldSize];

@@ -2,23 +2,55 @@ package moe.a2a.control.cluster;
 
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
+import java.util.Set;
+import moe.a2a.comm.Transport;
 import moe.a2a.v1.ControlMessage;
 
 /**
- * The control plane's end of one worker's session: its rank, its stream, and when it was last heard
- * from. Sends are serialized (a gRPC stream takes one message at a time). Thread-safe.
+ * The control plane's end of one worker's session: its rank, what it offered when it joined (its
+ * transports, host and shared-memory domain), its stream, and when it was last heard from. Sends
+ * are serialized (a gRPC stream takes one message at a time). Thread-safe.
  */
 final class WorkerSession {
     final String workerId;
     final int rank;
+
+    /** The transports the worker offered. */
+    final Set<Transport> offered;
+
+    /** The worker's host name, for messages; may be empty. */
+    final String host;
+
+    /** The worker's shared-memory domain ({@code Join.shm_domain}); empty without shm. */
+    final String shmDomain;
+
     private final StreamObserver<ControlMessage> out;
     private volatile long lastHeardNanos = System.nanoTime();
     private boolean closed;
 
-    WorkerSession(String workerId, int rank, StreamObserver<ControlMessage> out) {
+    WorkerSession(
+            String workerId,
+            int rank,
+            Set<Transport> offered,
+            String host,
+            String shmDomain,
+            StreamObserver<ControlMessage> out) {
         this.workerId = workerId;
         this.rank = rank;
+        this.offered = Set.copyOf(offered);
+        this.host = host;
+        this.shmDomain = shmDomain;
         this.out = out;
+    }
+
+    /** Whether the worker can exchange through shared memory with others of its domain. */
+    boolean offersShm() {
+        return offered.contains(Transport.SHM) && !shmDomain.isEmpty();
+    }
+
+    /** Its host name, or "an unnamed host". */
+    String hostName() {
+        return host.isEmpty() ? "an unnamed host" : host;
     }
 
     void heard() {

@@ -11,6 +11,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ForwardJob;
 import moe.a2a.control.cluster.ForwardOutcome;
@@ -51,6 +52,8 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     /** What DescribeModel answers, but the placement versions, which change while serving. */
     private final ModelInfo info;
 
+    private final Supplier<Transport> transport;
+
     public MoeGrpcService(
             ModelConfig model,
             WeightSource weights,
@@ -58,6 +61,21 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             StepScheduler scheduler,
             Transport transport,
             double capacityFactor) {
+        this(model, weights, placements, scheduler, () -> transport, capacityFactor);
+    }
+
+    /**
+     * @param transport the group's data plane now, as DescribeModel reports it (a cluster on
+     *     --transport auto picks it each time its group forms)
+     */
+    public MoeGrpcService(
+            ModelConfig model,
+            WeightSource weights,
+            LayerPlacements placements,
+            StepScheduler scheduler,
+            Supplier<Transport> transport,
+            double capacityFactor) {
+        this.transport = transport;
         this.model = model;
         this.placements = placements;
         this.scheduler = scheduler;
@@ -72,7 +90,6 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setLayers(model.layers())
                         .setWorldSize(placements.get(0).worldSize())
                         .setDtype(TensorCodec.wire(weights.dtype()))
-                        .setTransport(transport.label())
                         .setWeightsSource(weights.description())
                         .setDispatchDtype(model.dispatchDType().label())
                         .setSlots(placements.get(0).slots())
@@ -182,7 +199,10 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
 
     @Override
     public void describeModel(DescribeModelRequest request, StreamObserver<ModelInfo> responses) {
-        ModelInfo.Builder now = info.toBuilder().setPlacementVersion(placements.newestVersion());
+        ModelInfo.Builder now =
+                info.toBuilder()
+                        .setPlacementVersion(placements.newestVersion())
+                        .setTransport(transport.get().label());
         for (Placement p : placements.all()) {
             now.addPlacementVersions(p.version());
         }

@@ -132,7 +132,7 @@ public final class MoeServer implements AutoCloseable {
                                                     weights,
                                                     group.placements(),
                                                     scheduler,
-                                                    group.transport(),
+                                                    group::transport,
                                                     settings.capacityFactor())),
                                     new AdmissionGate(scheduler)))
                     .addService(MalformedMessages.guard(new BenchGrpcService(group, scheduler)))

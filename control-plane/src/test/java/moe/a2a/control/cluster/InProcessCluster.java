@@ -22,6 +22,10 @@ final class InProcessCluster implements AutoCloseable {
     private final ManagedChannel channel;
 
     InProcessCluster(Transport transport) throws IOException {
+        this(TransportPolicy.of(transport));
+    }
+
+    InProcessCluster(TransportPolicy transport) throws IOException {
         ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
         ModelSpec spec =
                 ModelSpec.newBuilder()

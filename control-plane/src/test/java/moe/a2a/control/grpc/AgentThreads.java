@@ -21,32 +21,43 @@ final class AgentThreads {
     /** Starts {@code world} agents; agent r offers {@code planes.apply(r)}. */
     AgentThreads(ManagedChannel channel, int world, IntFunction<List<DataPlane>> planes) {
         for (int r = 0; r < world; r++) {
-            WorkerAgent agent =
-                    new WorkerAgent(
-                            channel,
-                            new WorkerAgent.Settings(
-                                    "worker-" + r,
-                                    r,
-                                    "",
-                                    Duration.ofSeconds(10),
-                                    Duration.ofMillis(200),
-                                    "no GPU probe"),
-                            planes.apply(r),
-                            new SimpleMeterRegistry());
-            agents.add(agent);
-            Thread t =
-                    new Thread(
-                            () -> {
-                                try {
-                                    agent.run();
-                                } catch (InterruptedException e) {
-                                    Thread.currentThread().interrupt();
-                                }
-                            },
-                            "agent-" + r);
-            t.start();
-            threads.add(t);
+            add(channel, "worker-" + r, r, planes.apply(r));
         }
+    }
+
+    /** Starts one more agent, {@code workerId}, asking for {@code rank}. */
+    void add(ManagedChannel channel, String workerId, int rank, List<DataPlane> planes) {
+        WorkerAgent agent =
+                new WorkerAgent(
+                        channel,
+                        new WorkerAgent.Settings(
+                                workerId,
+                                rank,
+                                "",
+                                Duration.ofSeconds(10),
+                                Duration.ofMillis(200),
+                                "no GPU probe"),
+                        planes,
+                        new SimpleMeterRegistry());
+        agents.add(agent);
+        Thread t =
+                new Thread(
+                        () -> {
+                            try {
+                                agent.run();
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        },
+                        "agent-" + workerId);
+        t.start();
+        threads.add(t);
+    }
+
+    /** Stops the {@code i}-th agent started (as a worker process that exits) and forgets it. */
+    void stop(int i) throws InterruptedException {
+        agents.remove(i).close();
+        threads.remove(i).join(10_000);
     }
 
     /**

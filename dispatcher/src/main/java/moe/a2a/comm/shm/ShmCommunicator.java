@@ -65,9 +65,12 @@ import org.jspecify.annotations.Nullable;
  * SegmentReader} and {@link InboundSink} read the segments where they lie: the combine of a step
  * and every block of a ring all-reduce move with one copy, the reduction reading from shared
  * memory. A fixed mailbox streamed in chunks could not give a reader or sink a whole segment where
- * it lies without a second, staging copy, and the contract hands them whole segments. Only a plain
- * receive buffer costs a second copy, out of the region (the buffer is the caller's, outside shared
- * memory); sources' segments are copied out as each arrives, while the others are still writing.
+ * it lies without a second, staging copy, and the contract hands them whole segments. A dispatch
+ * receives in place ({@link #allToAllVInPlace}): the region is laid out as a receive buffer, every
+ * source's segment (this rank's own too) at its running sum, and the caller reads the rows there
+ * until its next call. Only a plain receive buffer costs a second copy, out of the region (the
+ * buffer is the caller's, outside shared memory); sources' segments are copied out as each arrives,
+ * while the others are still writing.
  *
  * <h2>Protocol</h2>
  *
@@ -297,7 +300,7 @@ public final class ShmCommunicator implements Communicator {
             long[] sendCounts,
             ByteBuffer recv,
             long[] recvCounts) {
-        exchange(step, phase, send, null, sendCounts, recv, null, recvCounts);
+        exchange(step, phase, send, null, sendCounts, recv, null, recvCounts, false);
     }
 
     /** The writer writes straight into the peers' receive regions (and this rank's own buffer). */
@@ -309,7 +312,32 @@ public final class ShmCommunicator implements Communicator {
             long[] sendCounts,
             ByteBuffer recv,
             long[] recvCounts) {
-        exchange(step, phase, null, writer, sendCounts, recv, null, recvCounts);
+        exchange(step, phase, null, writer, sendCounts, recv, null, recvCounts, false);
+    }
+
+    /**
+     * Receives in place: the peers write their segments straight into this rank's region at the
+     * offsets a receive buffer would have (no alignment gap between sources) and the writer writes
+     * this rank's own segment there too, so every byte is copied once.
+     */
+    @Override
+    public boolean receivesInPlace() {
+        return true;
+    }
+
+    /**
+     * {@inheritDoc} The buffer is a view of this rank's receive region, valid until this rank's
+     * next call (the next exchange may lay out or grow the region).
+     */
+    @Override
+    public ByteBuffer allToAllVInPlace(
+            long step,
+            ExchangePhase phase,
+            SegmentWriter writer,
+            long[] sendCounts,
+            long[] recvCounts) {
+        exchange(step, phase, null, writer, sendCounts, null, null, recvCounts, true);
+        return regions.data();
     }
 
     /** The reader reads every source's segment in this rank's receive region, where it landed. */
@@ -321,7 +349,7 @@ public final class ShmCommunicator implements Communicator {
             long[] sendCounts,
             SegmentReader reader,
             long[] recvCounts) {
-        exchange(step, phase, send, null, sendCounts, null, reader, recvCounts);
+        exchange(step, phase, send, null, sendCounts, null, reader, recvCounts, false);
     }
 
     private void exchange(
@@ -332,7 +360,8 @@ public final class ShmCommunicator implements Communicator {
             long[] sendCounts,
             @Nullable ByteBuffer recv,
             @Nullable SegmentReader reader,
-            long[] recvCounts) {
+            long[] recvCounts,
+            boolean inPlace) {
         Segments.checkLength("sendCounts", sendCounts, size);
         Segments.checkLength("recvCounts", recvCounts, size);
         checkOpen();
@@ -350,10 +379,16 @@ public final class ShmCommunicator implements Communicator {
             }
             Segments.offsets(sendCounts, sendAt);
             long region = 0;
-            for (int src = 0; src < size; src++) {
-                if (src != rank) {
-                    regionAt[src] = region;
-                    region += ShmLayout.align(recvCounts[src]);
+            if (inPlace) {
+                // laid out as a receive buffer: every source (this rank too) at its running sum
+                System.arraycopy(recvAt, 0, regionAt, 0, size);
+                region = recvTotal;
+            } else {
+                for (int src = 0; src < size; src++) {
+                    if (src != rank) {
+                        regionAt[src] = region;
+                        region += ShmLayout.align(recvCounts[src]);
+                    }
                 }
             }
             regions.ensure(region);
@@ -367,10 +402,12 @@ public final class ShmCommunicator implements Communicator {
                 }
             }
             if (sendCounts[rank] != recvCounts[rank]) {
-                throw countMismatch(rank, rank, sendCounts[rank], recvCounts[rank]);
+                throw ShmErrors.countMismatch(rank, rank, sendCounts[rank], recvCounts[rank]);
             }
             if (writer != null) {
-                writeAll(step, phase, k, writer, sendCounts, recv);
+                ByteBuffer self = inPlace ? regions.view() : recv;
+                long selfAt = inPlace ? DATA_AT + regionAt[rank] : recvAt[rank];
+                writeAll(step, phase, k, writer, sendCounts, self, selfAt);
             } else {
                 Objects.requireNonNull(send, "send");
                 sendEach(step, phase, k, send, sendCounts);
@@ -425,14 +462,18 @@ public final class ShmCommunicator implements Communicator {
         }
     }
 
-    /** Waits until every peer is ready, then has the writer write every segment where it goes. */
+    /**
+     * Waits until every peer is ready, then has the writer write every segment where it goes (this
+     * rank's own into {@code self} at {@code selfAt}).
+     */
     private void writeAll(
             long step,
             ExchangePhase phase,
             long k,
             SegmentWriter writer,
             long[] sendCounts,
-            @Nullable ByteBuffer recv) {
+            @Nullable ByteBuffer self,
+            long selfAt) {
         int remaining = wait.all(step, phase);
         while (remaining > 0) {
             boolean progressed = false;
@@ -450,8 +491,8 @@ public final class ShmCommunicator implements Communicator {
             }
             wait.pass(progressed);
         }
-        segments[rank] = recv;
-        offsets[rank] = recvAt[rank];
+        segments[rank] = self;
+        offsets[rank] = selfAt;
         writer.writeAll(segments, offsets, sendCounts);
         Arrays.fill(segments, null);
         for (int dst = 0; dst < size; dst++) {
@@ -474,7 +515,7 @@ public final class ShmCommunicator implements Communicator {
         long expected = peer.get(WORD, at + A2A_EXPECT);
         if (expected != bytes) {
             exchangeDone(dst, k, bytes);
-            throw countMismatch(rank, dst, bytes, expected);
+            throw ShmErrors.countMismatch(rank, dst, bytes, expected);
         }
         return true;
     }
@@ -497,7 +538,7 @@ public final class ShmCommunicator implements Communicator {
                 if (pending[src] && (long) LONG.getAcquire(own, at + A2A_DONE) == k) {
                     long sent = own.get(WORD, at + A2A_SENT);
                     if (sent != recvCounts[src]) {
-                        throw countMismatch(src, rank, sent, recvCounts[src]);
+                        throw ShmErrors.countMismatch(src, rank, sent, recvCounts[src]);
                     }
                     if (recv != null && sent > 0) {
                         recv.put(
@@ -550,7 +591,7 @@ public final class ShmCommunicator implements Communicator {
         try {
             if (to == rank) {
                 if (sendBytes != recvBytes) {
-                    throw lengthMismatch(rank, rank, sendBytes, recvBytes);
+                    throw ShmErrors.lengthMismatch(rank, rank, sendBytes, recvBytes);
                 }
                 sink.accept(send, sendOffset, sendBytes);
                 return;
@@ -580,7 +621,7 @@ public final class ShmCommunicator implements Communicator {
                 peer.set(WORD, at + P2P_SENT, sendBytes);
                 LONG.setRelease(peer, at + P2P_DONE, outgoing);
                 if (expected != sendBytes) {
-                    throw lengthMismatch(rank, to, sendBytes, expected);
+                    throw ShmErrors.lengthMismatch(rank, to, sendBytes, expected);
                 }
             }
             if (from != NONE) {
@@ -591,7 +632,7 @@ public final class ShmCommunicator implements Communicator {
                 }
                 long sent = own.get(WORD, at + P2P_SENT);
                 if (sent != recvBytes) {
-                    throw lengthMismatch(from, rank, sent, recvBytes);
+                    throw ShmErrors.lengthMismatch(from, rank, sent, recvBytes);
                 }
                 sink.accept(regions.view(), (int) DATA_AT, recvBytes);
             }
@@ -647,29 +688,5 @@ public final class ShmCommunicator implements Communicator {
                     rank, new A2aException("communicator closed: rank=" + rank));
         }
         control.throwIfAborted(localFailure);
-    }
-
-    private static A2aException countMismatch(int src, int dst, long sent, long expected) {
-        return new A2aException(
-                "all-to-all-v counts disagree: src="
-                        + src
-                        + ", dst="
-                        + dst
-                        + ", sentBytes="
-                        + sent
-                        + ", expectedBytes="
-                        + expected);
-    }
-
-    private static A2aException lengthMismatch(int src, int dst, long sent, long expected) {
-        return new A2aException(
-                "point-to-point lengths disagree: src="
-                        + src
-                        + ", dst="
-                        + dst
-                        + ", sentBytes="
-                        + sent
-                        + ", expectedBytes="
-                        + expected);
     }
 }

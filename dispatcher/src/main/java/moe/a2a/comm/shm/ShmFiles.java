@@ -13,7 +13,12 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.EnumSet;
 import java.util.HexFormat;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
 import moe.a2a.comm.A2aException;
@@ -35,6 +40,8 @@ public final class ShmFiles {
 
     private static final String TMP_PREFIX = PREFIX + "tmp-";
     private static final HexFormat HEX = HexFormat.of();
+    private static final FileAttribute<Set<PosixFilePermission>> OWNER_ONLY =
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
 
     private ShmFiles() {}
 
@@ -74,12 +81,7 @@ public final class ShmFiles {
                                 + HEX.toHexDigits(ThreadLocalRandom.current().nextLong())
                                 + ".part");
         MemorySegment seg;
-        try (FileChannel ch =
-                FileChannel.open(
-                        tmp,
-                        StandardOpenOption.CREATE_NEW,
-                        StandardOpenOption.READ,
-                        StandardOpenOption.WRITE)) {
+        try (FileChannel ch = openNew(tmp)) {
             seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
         }
         try {
@@ -92,6 +94,24 @@ public final class ShmFiles {
             throw e;
         }
         return seg;
+    }
+
+    /**
+     * Creates {@code file} readable and writable by its owner alone where the file system has POSIX
+     * permissions: rows in flight are no other user's to read. The ranks of a group run as one
+     * user.
+     */
+    private static FileChannel openNew(Path file) throws IOException {
+        Set<StandardOpenOption> options =
+                EnumSet.of(
+                        StandardOpenOption.CREATE_NEW,
+                        StandardOpenOption.READ,
+                        StandardOpenOption.WRITE);
+        try {
+            return FileChannel.open(file, options, OWNER_ONLY);
+        } catch (UnsupportedOperationException e) {
+            return FileChannel.open(file, options);
+        }
     }
 
     /** Maps all of {@code file} in {@code arena}, or returns null when it does not exist. */

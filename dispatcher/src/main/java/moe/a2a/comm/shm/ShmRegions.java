@@ -35,6 +35,8 @@ final class ShmRegions {
     private final @Nullable ByteBuffer[] peerViews;
     private final @Nullable Arena[] peerArenas;
     private final long[] peerGens;
+    private ByteBuffer data = ByteBuffer.allocate(0);
+    private long dataGen = -1;
 
     /** Creates this rank's region of generation 0, {@code bytes} long. */
     ShmRegions(Path dir, long groupId, int rank, int size, long bytes) throws IOException {
@@ -60,6 +62,20 @@ final class ShmRegions {
     /** This rank's region, the data starting at {@link ShmLayout#DATA_AT}. */
     ByteBuffer view() {
         return view;
+    }
+
+    /**
+     * This rank's receive region from {@link ShmLayout#DATA_AT} on, little-endian, as a receive
+     * buffer (valid until the region grows).
+     */
+    ByteBuffer data() {
+        if (dataGen != gen) {
+            data =
+                    view.slice((int) DATA_AT, view.capacity() - (int) DATA_AT)
+                            .order(ByteOrder.LITTLE_ENDIAN);
+            dataGen = gen;
+        }
+        return data;
     }
 
     /** The generation of this rank's region, which its peers map by. */

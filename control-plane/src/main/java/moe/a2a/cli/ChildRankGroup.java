@@ -1,0 +1,117 @@
+package moe.a2a.cli;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
+import moe.a2a.comm.shm.ShmCommunicator;
+import moe.a2a.comm.shm.ShmConfig;
+import moe.a2a.comm.tcp.TcpCommunicator;
+import moe.a2a.comm.tcp.TcpConfig;
+import moe.a2a.comm.tcp.TcpTransport;
+
+/**
+ * How a bench child process ({@code bench-rank}, {@code bench-collective-rank}) joins its group of
+ * sibling processes: over tcp by publishing its loopback port as a file in the run's folder and
+ * waiting for every rank's, over shm through the shared-memory directory ({@code /dev/shm}) under
+ * the run's group id.
+ */
+final class ChildRankGroup {
+    /** The transports a bench child process can run. */
+    static final List<Transport> TRANSPORTS = List.of(Transport.TCP, Transport.SHM);
+
+    private ChildRankGroup() {}
+
+    /**
+     * Joins the group as {@code rank} of {@code n}; the communicator is the caller's to close.
+     *
+     * @param tcp the event loops of a tcp group; unused over shm
+     */
+    static Communicator join(
+            Transport transport,
+            int rank,
+            int n,
+            long groupId,
+            Path dir,
+            long timeoutNs,
+            TcpTransport tcp)
+            throws Exception {
+        if (transport == Transport.SHM) {
+            return ShmCommunicator.open(new ShmConfig(rank, n, groupId, timeoutNs));
+        }
+        if (transport != Transport.TCP) {
+            throw new IllegalArgumentException(
+                    "--transport: "
+                            + transport
+                            + " (expected: "
+                            + Transport.labels(TRANSPORTS.toArray(Transport[]::new))
+                            + ")");
+        }
+        TcpCommunicator comm =
+                TcpCommunicator.bind(
+                        tcp,
+                        new TcpConfig(
+                                rank,
+                                n,
+                                groupId,
+                                new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                                timeoutNs,
+                                TcpConfig.DEFAULT_MAX_FRAME_BYTES));
+        try {
+            Path tmp = dir.resolve("rank-" + rank + ".port.tmp");
+            Files.writeString(tmp, Integer.toString(comm.localAddress().getPort()));
+            Files.move(tmp, dir.resolve("rank-" + rank + ".port"), StandardCopyOption.ATOMIC_MOVE);
+            List<InetSocketAddress> peers = new ArrayList<>();
+            long deadline = System.nanoTime() + timeoutNs;
+            for (int r = 0; r < n; r++) {
+                Path port = dir.resolve("rank-" + r + ".port");
+                while (!Files.exists(port)) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("rank " + r + " never published its port");
+                    }
+                    Thread.sleep(20);
+                }
+                peers.add(
+                        new InetSocketAddress(
+                                InetAddress.getLoopbackAddress(),
+                                Integer.parseInt(Files.readString(port).trim())));
+            }
+            comm.connect(peers);
+            return comm;
+        } catch (Exception | Error e) {
+            comm.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Leaves the group once every rank is done: a barrier, then a {@code rank-<r>.done} file in the
+     * run's folder, then a wait for every rank's before closing. Closing a shared-memory
+     * communicator aborts the group, so no rank may close while a sibling still finishes its last
+     * collective.
+     */
+    static void finish(Communicator comm, Path dir, int rank, int n, long timeoutNs)
+            throws Exception {
+        try {
+            comm.barrier();
+            Files.writeString(dir.resolve("rank-" + rank + ".done"), "");
+            long deadline = System.nanoTime() + timeoutNs;
+            for (int r = 0; r < n; r++) {
+                Path done = dir.resolve("rank-" + r + ".done");
+                while (!Files.exists(done)) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("rank " + r + " never finished");
+                    }
+                    Thread.sleep(5);
+                }
+            }
+        } finally {
+            comm.close();
+        }
+    }
+}

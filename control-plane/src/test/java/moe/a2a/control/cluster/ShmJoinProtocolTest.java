@@ -1,0 +1,160 @@
+package moe.a2a.control.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.grpc.Status;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Transport;
+import moe.a2a.control.cluster.ClusterMembershipTest.Session;
+import moe.a2a.v1.Bound;
+import moe.a2a.v1.ControlMessage;
+import moe.a2a.v1.GroupReady;
+import moe.a2a.v1.Join;
+import moe.a2a.v1.WorkerMessage;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * How the control plane picks the data plane from what workers report: under auto, shm for workers
+ * of one shared-memory domain (one host) that offer it, tcp when their domains differ or one does
+ * not offer shm; under --transport shm, a worker from another domain is refused naming both hosts.
+ */
+@Timeout(30)
+class ShmJoinProtocolTest {
+    static final String HOST_A = "boot=1111,pidns=pid:[1],dir=42:7";
+    static final String HOST_B = "boot=2222,pidns=pid:[1],dir=42:7";
+
+    @Test
+    void autoShouldPickShmWhenEveryWorkerIsOnOneHost() throws Exception {
+        try (InProcessCluster fixture = new InProcessCluster(TransportPolicy.AUTO)) {
+            Session a = join(fixture, "a", 0, "box-1", HOST_A, true);
+            Session b = join(fixture, "b", 1, "box-1", HOST_A, true);
+            assertThat(a.next().getAccepted().getTransport()).isEqualTo("shm");
+            assertThat(b.next().getAccepted().getTransport()).isEqualTo("shm");
+            ControlMessage prepare = a.next();
+            assertThat(prepare.getPrepare().getTransport()).isEqualTo("shm");
+            assertThat(b.next().getPrepare().getTransport()).isEqualTo("shm");
+            long epoch = prepare.getPrepare().getEpoch();
+            // over shm a Bound carries no address: the group id names the files
+            a.requests.onNext(bound(epoch));
+            b.requests.onNext(bound(epoch));
+            for (Session s : new Session[] {a, b}) {
+                ControlMessage form = s.next();
+                assertThat(form.hasForm()).as("%s", form).isTrue();
+                assertThat(form.getForm().getEpoch()).isEqualTo(epoch);
+            }
+            a.requests.onNext(ready(epoch));
+            b.requests.onNext(ready(epoch));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (fixture.cluster.healthy() < 2 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertThat(fixture.cluster.healthy()).isEqualTo(2);
+            assertThat(fixture.cluster.transport()).isEqualTo(Transport.SHM);
+        }
+    }
+
+    @Test
+    void autoShouldPickTcpWhenHostsDiffer() throws Exception {
+        try (InProcessCluster fixture = new InProcessCluster(TransportPolicy.AUTO)) {
+            Session a = join(fixture, "a", 0, "box-1", HOST_A, true);
+            Session b = join(fixture, "b", 1, "box-2", HOST_B, true);
+            a.next();
+            assertThat(b.next().getAccepted().getTransport())
+                    .as("the second worker is told what the group will run")
+                    .isEqualTo("tcp");
+            assertThat(a.next().getPrepare().getTransport()).isEqualTo("tcp");
+            assertThat(b.next().getPrepare().getTransport()).isEqualTo("tcp");
+            assertThat(fixture.cluster.transport()).isEqualTo(Transport.TCP);
+        }
+    }
+
+    @Test
+    void autoShouldPickTcpWhenAWorkerDoesNotOfferShm() throws Exception {
+        try (InProcessCluster fixture = new InProcessCluster(TransportPolicy.AUTO)) {
+            Session a = join(fixture, "a", 0, "box-1", HOST_A, true);
+            Session b = join(fixture, "b", 1, "box-1", HOST_A, false);
+            a.next();
+            b.next();
+            assertThat(a.next().getPrepare().getTransport()).isEqualTo("tcp");
+        }
+    }
+
+    @Test
+    void autoShouldRefuseWorkerThatOffersShmAlone() throws Exception {
+        try (InProcessCluster fixture = new InProcessCluster(TransportPolicy.AUTO)) {
+            Session s = fixture.open();
+            s.requests.onNext(
+                    WorkerMessage.newBuilder()
+                            .setJoin(
+                                    Join.newBuilder()
+                                            .setWorkerId("shm-only")
+                                            .addTransports("shm")
+                                            .setShmDomain(HOST_A))
+                            .build());
+            Status refused = s.end.get(5, TimeUnit.SECONDS);
+            assertThat(refused.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+            assertThat(refused.getDescription()).contains("join.transports: [shm] (expected: tcp");
+        }
+    }
+
+    @Test
+    void shmShouldRefuseWorkerOnAnotherHostNamingBoth() throws Exception {
+        try (InProcessCluster fixture = new InProcessCluster(Transport.SHM)) {
+            Session a = join(fixture, "a", 0, "box-1", HOST_A, true);
+            assertThat(a.next().getAccepted().getTransport()).isEqualTo("shm");
+            Session b = join(fixture, "b", 1, "box-2", HOST_B, true);
+            Status refused = b.end.get(5, TimeUnit.SECONDS);
+            assertThat(refused.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+            assertThat(refused.getDescription())
+                    .contains("join.shm_domain: " + HOST_B + " of worker b on box-2")
+                    .contains("expected: " + HOST_A + ", that of rank 0 on box-1")
+                    .contains("--transport shm needs every worker on one host");
+            assertThat(fixture.cluster.joined()).isEqualTo(1);
+
+            Session c = join(fixture, "c", 1, "box-1", HOST_A, true);
+            assertThat(c.next().getAccepted().getRank()).isEqualTo(1);
+            assertThat(a.next().getPrepare().getTransport()).isEqualTo("shm");
+        }
+    }
+
+    @Test
+    void shmShouldRefuseWorkerThatDoesNotOfferIt() throws Exception {
+        try (InProcessCluster fixture = new InProcessCluster(Transport.SHM)) {
+            Session a = join(fixture, "a", 0, "box-1", "", false);
+            Status refused = a.end.get(5, TimeUnit.SECONDS);
+            assertThat(refused.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+            assertThat(refused.getDescription())
+                    .contains("join.transports: [tcp] (expected: shm, this cluster's data plane)");
+        }
+    }
+
+    private static WorkerMessage bound(long epoch) {
+        return WorkerMessage.newBuilder().setBound(Bound.newBuilder().setEpoch(epoch)).build();
+    }
+
+    private static WorkerMessage ready(long epoch) {
+        return WorkerMessage.newBuilder().setReady(GroupReady.newBuilder().setEpoch(epoch)).build();
+    }
+
+    private static Session join(
+            InProcessCluster fixture,
+            String id,
+            int rank,
+            String host,
+            String domain,
+            boolean shm) {
+        Session s = fixture.open();
+        Join.Builder join =
+                Join.newBuilder()
+                        .setWorkerId(id)
+                        .setPreferredRank(rank)
+                        .setHost(host)
+                        .addTransports("tcp");
+        if (shm) {
+            join.addTransports("shm").setShmDomain(domain).setShmDirectory("/dev/shm");
+        }
+        s.requests.onNext(WorkerMessage.newBuilder().setJoin(join).build());
+        return s;
+    }
+}

@@ -1,0 +1,238 @@
+package moe.a2a.control.grpc;
+
+import static moe.a2a.control.grpc.NcclClusterTest.E;
+import static moe.a2a.control.grpc.NcclClusterTest.H;
+import static moe.a2a.control.grpc.NcclClusterTest.I;
+import static moe.a2a.control.grpc.NcclClusterTest.K;
+import static moe.a2a.control.grpc.NcclClusterTest.WORLD;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.grpc.ManagedChannel;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import java.util.stream.Stream;
+import moe.a2a.comm.Transport;
+import moe.a2a.comm.shm.ShmFiles;
+import moe.a2a.comm.tcp.TcpTransport;
+import moe.a2a.control.cluster.QuietListener;
+import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.cluster.TransportPolicy;
+import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
+import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.v1.DescribeModelRequest;
+import moe.a2a.v1.ForwardRequest;
+import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.MoeServiceGrpc;
+import moe.a2a.worker.ShmDataPlane;
+import moe.a2a.worker.TcpDataPlane;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Workers on the shared-memory data plane, end to end in one JVM: a control plane on --transport
+ * auto, worker agents offering tcp and shm ({@link ShmDataPlane}). Workers of one shared-memory
+ * domain run shm, with the reference layer's answers and no file left once they close; workers
+ * whose shm directories differ (two domains) run tcp.
+ */
+@Timeout(120)
+class ShmClusterTest {
+    final SeededWeights weights = new SeededWeights(11, E, H, I, 1);
+
+    @TempDir Path shm;
+
+    @TempDir Path otherShm;
+
+    @Test
+    void autoShouldServeReferenceAnswersOverShmAndLeaveNoFiles() throws Exception {
+        run(
+                r -> shm,
+                Transport.SHM,
+                () ->
+                        assertThat(shmFiles(shm))
+                                .as("the group's files while it serves")
+                                .isNotEmpty());
+        assertThat(shmFiles(shm)).as("files left after the workers closed").isEmpty();
+    }
+
+    @Test
+    void autoShouldRunTcpWhenWorkersHaveDifferentShmDomains() throws Exception {
+        run(r -> r == 0 ? shm : otherShm, Transport.TCP, () -> {});
+        assertThat(shmFiles(shm)).isEmpty();
+        assertThat(shmFiles(otherShm)).isEmpty();
+    }
+
+    @Test
+    void shmGroupShouldFormAgainWhenAWorkerIsReplaced() throws Exception {
+        RemoteCluster cluster = autoCluster();
+        String workers = InProcessServerBuilder.generateName();
+        String clients = InProcessServerBuilder.generateName();
+        ClusterServer clusterPort =
+                ClusterServer.start(InProcessServerBuilder.forName(workers), cluster);
+        AgentThreads agents = null;
+        try (TcpTransport tcp = new TcpTransport(1);
+                MoeServer server =
+                        MoeServer.start(
+                                InProcessServerBuilder.forName(clients),
+                                cluster,
+                                weights,
+                                new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
+                                new SimpleMeterRegistry(),
+                                true)) {
+            assertThat(server.group()).isSameAs(cluster);
+            ManagedChannel toCluster = InProcessChannelBuilder.forName(workers).build();
+            agents =
+                    new AgentThreads(
+                            toCluster,
+                            WORLD,
+                            r ->
+                                    List.of(
+                                            new TcpDataPlane(tcp, "127.0.0.1", 0, null),
+                                            new ShmDataPlane(shm)));
+            agents.awaitFormed(cluster, "two workers on shm");
+            ManagedChannel channel = InProcessChannelBuilder.forName(clients).build();
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+            SplittableRandom random = new SplittableRandom(31);
+            ForwardRequest before =
+                    MoeGrpcServiceTest.request(random, 0, 10, DType.FP32, Routing.TOPK);
+            NcclClusterTest.assertMatchesReference(
+                    "before", reference, before, stub.forward(before));
+
+            agents.stop(1);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (cluster.healthy() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertThat(cluster.healthy()).as("the group broke when rank 1 left").isZero();
+            assertThat(cluster.rebuilds()).isPositive();
+            agents.add(
+                    toCluster,
+                    "worker-1-replacement",
+                    1,
+                    List.of(new TcpDataPlane(tcp, "127.0.0.1", 0, null), new ShmDataPlane(shm)));
+            agents.awaitFormed(cluster, "the group formed again with the replacement");
+            assertThat(cluster.transport()).isEqualTo(Transport.SHM);
+            for (int i = 0; i < 3; i++) {
+                ForwardRequest after =
+                        MoeGrpcServiceTest.request(random, 0, 4 + 5 * i, DType.BF16, Routing.TOPK);
+                NcclClusterTest.assertMatchesReference(
+                        "after " + i, reference, after, stub.forward(after));
+            }
+            assertThat(shmFiles(shm))
+                    .as("only the current group's files: rank r's control and region")
+                    .hasSize(2 * WORLD);
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            toCluster.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        } finally {
+            if (agents != null) {
+                agents.close();
+            }
+            clusterPort.close();
+        }
+        assertThat(shmFiles(shm)).isEmpty();
+    }
+
+    private interface Check {
+        void run() throws Exception;
+    }
+
+    private void run(IntFunction<Path> dirs, Transport expected, Check serving) throws Exception {
+        RemoteCluster cluster = autoCluster();
+        String workers = InProcessServerBuilder.generateName();
+        String clients = InProcessServerBuilder.generateName();
+        ClusterServer clusterPort =
+                ClusterServer.start(InProcessServerBuilder.forName(workers), cluster);
+        AgentThreads agents = null;
+        try (TcpTransport tcp = new TcpTransport(1);
+                MoeServer server =
+                        MoeServer.start(
+                                InProcessServerBuilder.forName(clients),
+                                cluster,
+                                weights,
+                                new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
+                                new SimpleMeterRegistry(),
+                                true)) {
+            assertThat(server.group()).isSameAs(cluster);
+            ManagedChannel toCluster = InProcessChannelBuilder.forName(workers).build();
+            agents =
+                    new AgentThreads(
+                            toCluster,
+                            WORLD,
+                            r ->
+                                    List.of(
+                                            new TcpDataPlane(tcp, "127.0.0.1", 0, null),
+                                            new ShmDataPlane(dirs.apply(r))));
+            agents.awaitFormed(cluster, "two workers offering tcp and shm");
+            assertThat(cluster.transport()).isEqualTo(expected);
+            ManagedChannel channel = InProcessChannelBuilder.forName(clients).build();
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            assertThat(stub.describeModel(DescribeModelRequest.getDefaultInstance()).getTransport())
+                    .isEqualTo(expected.label());
+            ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+            for (DType dtype : new DType[] {DType.BF16, DType.FP32}) {
+                for (int round = 0; round < 3; round++) {
+                    SplittableRandom random =
+                            new SplittableRandom(700 + round * 7L + dtype.ordinal());
+                    ForwardRequest request =
+                            MoeGrpcServiceTest.request(
+                                    random, 0, 3 + 9 * round, dtype, Routing.TOPK);
+                    NcclClusterTest.assertMatchesReference(
+                            expected + " " + dtype + " round " + round,
+                            reference,
+                            request,
+                            stub.forward(request));
+                }
+            }
+            serving.run();
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            toCluster.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        } finally {
+            if (agents != null) {
+                agents.close();
+            }
+            clusterPort.close();
+        }
+    }
+
+    private static RemoteCluster autoCluster() {
+        ModelSpec spec =
+                ModelSpec.newBuilder()
+                        .setExperts(E)
+                        .setHidden(H)
+                        .setFfn(I)
+                        .setTopK(K)
+                        .setLayers(1)
+                        .setSeed(11)
+                        .build();
+        return new RemoteCluster(
+                new ModelConfig(E, H, I, K, 1),
+                spec,
+                "test",
+                Placement.contiguous(E, WORLD),
+                TransportPolicy.AUTO,
+                TimeUnit.SECONDS.toNanos(10),
+                TimeUnit.SECONDS.toNanos(30),
+                new QuietListener());
+    }
+
+    static List<String> shmFiles(Path dir) throws IOException {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.map(p -> p.getFileName().toString())
+                    .filter(n -> n.startsWith(ShmFiles.PREFIX))
+                    .toList();
+        }
+    }
+}
