@@ -179,8 +179,9 @@ final class BenchCommand implements Callable<Integer> {
             defaultValue = "auto",
             paramLabel = "ring|tree|auto",
             description =
-                    "--collective: all-reduce and broadcast algorithm; auto: tree up to 256 KiB,"
-                            + " ring above (default: ${DEFAULT-VALUE}).")
+                    "--collective: all-reduce and broadcast algorithm; auto: all-reduce by tree up to"
+                            + " 256 KiB and by ring above, broadcast by tree (default:"
+                            + " ${DEFAULT-VALUE}).")
     String algoName;
 
     @Option(

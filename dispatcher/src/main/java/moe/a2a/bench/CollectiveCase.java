@@ -80,13 +80,13 @@ public record CollectiveCase(
 
     /**
      * The algorithm the CPU transports run: all-reduce and broadcast as {@link #algo()} resolves
-     * for the size ({@code ring} or {@code tree}), all-gather and reduce-scatter {@code ring},
+     * for them ({@code ring} or {@code tree}), all-gather and reduce-scatter {@code ring},
      * all-to-all {@code direct} (every pair at once).
      */
     public String algoLabel() {
         return switch (collective) {
-            case ALLREDUCE, BROADCAST ->
-                    algo.resolve(bytes(), ranks).name().toLowerCase(Locale.ROOT);
+            case ALLREDUCE -> algo.resolve(bytes(), ranks).name().toLowerCase(Locale.ROOT);
+            case BROADCAST -> algo.resolveBroadcast().name().toLowerCase(Locale.ROOT);
             case ALLGATHER, REDUCESCATTER -> "ring";
             case ALLTOALL -> "direct";
         };

@@ -17,7 +17,11 @@ public enum CollectiveAlgo {
      * binomial tree.
      */
     TREE,
-    /** {@link #TREE} up to {@link #TREE_MAX_BYTES}, {@link #RING} above. */
+    /**
+     * All-reduce: {@link #TREE} up to {@link #TREE_MAX_BYTES}, {@link #RING} above. Broadcast:
+     * {@link #TREE} at every size; the chain measured slower from 4 MiB up over TCP and at 64 MiB
+     * in-process too (4 ranks, 64 MiB: 178 against 96 ms over TCP, 22 against 16 ms in-process).
+     */
     AUTO;
 
     /**
@@ -29,11 +33,21 @@ public enum CollectiveAlgo {
      */
     public static final long TREE_MAX_BYTES = 256 << 10;
 
-    /** {@link #RING} or {@link #TREE}: this algorithm, or {@link #AUTO}'s choice for the size. */
+    /**
+     * {@link #RING} or {@link #TREE}: this algorithm, or {@link #AUTO}'s choice for an all-reduce
+     * of this size.
+     */
     public CollectiveAlgo resolve(long bytes, int ranks) {
         if (this != AUTO) {
             return this;
         }
         return ranks <= 2 || bytes <= TREE_MAX_BYTES ? TREE : RING;
+    }
+
+    /**
+     * {@link #RING} or {@link #TREE}: this algorithm, or {@link #AUTO}'s choice for a broadcast.
+     */
+    public CollectiveAlgo resolveBroadcast() {
+        return this == RING ? RING : TREE;
     }
 }

@@ -97,7 +97,7 @@ final class P2pCollectives {
         if (n == 1) {
             return;
         }
-        if (algo.resolve(bytes, n) == CollectiveAlgo.TREE) {
+        if (algo.resolveBroadcast() == CollectiveAlgo.TREE) {
             binomialBroadcast(comm, buf, bytes, root);
         } else {
             chainBroadcast(comm, buf, bytes, root);

@@ -84,8 +84,9 @@ class CollectiveBenchTest {
         assertThat(of(Collective.ALLTOALL, 3, 64, DType.BF16).count()).isEqualTo(30);
         assertThat(of(Collective.REDUCESCATTER, 4, 64 << 20, DType.FP32).blockCount())
                 .isEqualTo(4 << 20);
-        assertThat(of(Collective.BROADCAST, 4, 64 << 20, DType.FP16).algoLabel()).isEqualTo("ring");
+        assertThat(of(Collective.BROADCAST, 4, 64 << 20, DType.FP16).algoLabel()).isEqualTo("tree");
         assertThat(of(Collective.ALLREDUCE, 4, 8, DType.FP16).algoLabel()).isEqualTo("tree");
+        assertThat(of(Collective.ALLREDUCE, 4, 64 << 20, DType.FP16).algoLabel()).isEqualTo("ring");
         assertThat(of(Collective.ALLGATHER, 4, 8, DType.FP16).redop()).isEqualTo("none");
         assertThat(of(Collective.ALLGATHER, 4, 8, DType.FP16).rootColumn()).isEqualTo(-1);
     }

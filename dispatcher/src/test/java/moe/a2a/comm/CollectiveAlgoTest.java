@@ -14,4 +14,11 @@ class CollectiveAlgoTest {
         assertThat(CollectiveAlgo.RING.resolve(8, 4)).isEqualTo(CollectiveAlgo.RING);
         assertThat(CollectiveAlgo.TREE.resolve(64 << 20, 8)).isEqualTo(CollectiveAlgo.TREE);
     }
+
+    @Test
+    void shouldBroadcastByTheTreeUnlessTheChainIsAskedFor() {
+        assertThat(CollectiveAlgo.AUTO.resolveBroadcast()).isEqualTo(CollectiveAlgo.TREE);
+        assertThat(CollectiveAlgo.TREE.resolveBroadcast()).isEqualTo(CollectiveAlgo.TREE);
+        assertThat(CollectiveAlgo.RING.resolveBroadcast()).isEqualTo(CollectiveAlgo.RING);
+    }
 }
