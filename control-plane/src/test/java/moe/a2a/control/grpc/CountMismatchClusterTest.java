@@ -6,21 +6,15 @@ import static moe.a2a.control.grpc.NcclClusterTest.I;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ForwardingCommunicator;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
 import moe.a2a.dispatch.DType;
@@ -33,7 +27,6 @@ import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.ForwardRequest;
-import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.v1.PrepareGroup;
 import moe.a2a.worker.DataPlane;
 import moe.a2a.worker.TcpDataPlane;
@@ -52,46 +45,29 @@ class CountMismatchClusterTest {
     @Test
     void shouldRebuildTheGroupAfterAPeerSendsOtherCountsThanItAnnounced() throws Exception {
         RemoteCluster cluster = NcclClusterTest.remoteCluster(Transport.TCP);
-        String workers = InProcessServerBuilder.generateName();
-        String clients = InProcessServerBuilder.generateName();
         AtomicBoolean lie = new AtomicBoolean();
-        ClusterServer clusterPort =
-                ClusterServer.start(InProcessServerBuilder.forName(workers), cluster);
-        AgentThreads agents = null;
-        try (TcpTransport tcp = new TcpTransport(1);
-                MoeServer server =
-                        MoeServer.start(
-                                InProcessServerBuilder.forName(clients),
-                                cluster,
-                                weights,
-                                new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
-                                new SimpleMeterRegistry(),
-                                true)) {
-            assertThat(server.group()).isSameAs(cluster);
-            ManagedChannel toCluster = InProcessChannelBuilder.forName(workers).build();
-            agents =
-                    new AgentThreads(
-                            toCluster,
-                            2,
-                            r -> {
-                                DataPlane tcpPlane = new TcpDataPlane(tcp, "127.0.0.1", 0, null);
-                                return List.of(r == 1 ? new Lying(tcpPlane, lie) : tcpPlane);
-                            });
-            agents.awaitFormed(cluster, "two TCP workers");
-            ManagedChannel channel = InProcessChannelBuilder.forName(clients).build();
-            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+        try (ServedCluster served =
+                ServedCluster.start(
+                        cluster,
+                        weights,
+                        2,
+                        (tcp, r) -> {
+                            DataPlane tcpPlane = new TcpDataPlane(tcp, "127.0.0.1", 0, null);
+                            return List.of(r == 1 ? new Lying(tcpPlane, lie) : tcpPlane);
+                        })) {
+            served.agents.awaitFormed(cluster, "two TCP workers");
             ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
             SplittableRandom random = new SplittableRandom(5);
             ForwardRequest before =
                     MoeGrpcServiceTest.request(random, 0, 12, DType.FP32, Routing.TOPK);
             NcclClusterTest.assertMatchesReference(
-                    "before", reference, before, stub.forward(before));
+                    "before", reference, before, served.stub.forward(before));
             int rebuilds = cluster.rebuilds();
 
             lie.set(true);
             ForwardRequest lied =
                     MoeGrpcServiceTest.request(random, 0, 12, DType.FP32, Routing.TOPK);
-            assertThatThrownBy(() -> stub.forward(lied))
+            assertThatThrownBy(() -> served.stub.forward(lied))
                     .isInstanceOfSatisfying(
                             StatusRuntimeException.class,
                             e -> {
@@ -102,21 +78,14 @@ class CountMismatchClusterTest {
                                         .contains("counts disagree");
                             });
 
-            agents.awaitFormed(cluster, "the group formed again");
+            served.agents.awaitFormed(cluster, "the group formed again");
             assertThat(cluster.rebuilds()).as("group rebuilds").isGreaterThan(rebuilds);
             for (int i = 0; i < 3; i++) {
                 ForwardRequest after =
                         MoeGrpcServiceTest.request(random, 0, 5 + i, DType.FP32, Routing.TOPK);
                 NcclClusterTest.assertMatchesReference(
-                        "after " + i, reference, after, stub.forward(after));
+                        "after " + i, reference, after, served.stub.forward(after));
             }
-            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-            toCluster.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        } finally {
-            if (agents != null) {
-                agents.close();
-            }
-            clusterPort.close();
         }
     }
 

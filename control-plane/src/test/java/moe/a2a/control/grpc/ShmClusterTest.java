@@ -7,10 +7,6 @@ import static moe.a2a.control.grpc.NcclClusterTest.K;
 import static moe.a2a.control.grpc.NcclClusterTest.WORLD;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.grpc.ManagedChannel;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,7 +17,6 @@ import java.util.function.IntFunction;
 import java.util.stream.Stream;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.shm.ShmFiles;
-import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.cluster.TransportPolicy;
@@ -77,33 +72,10 @@ class ShmClusterTest {
     @Test
     void shmGroupShouldFormAgainWhenAWorkerIsReplaced() throws Exception {
         RemoteCluster cluster = autoCluster();
-        String workers = InProcessServerBuilder.generateName();
-        String clients = InProcessServerBuilder.generateName();
-        ClusterServer clusterPort =
-                ClusterServer.start(InProcessServerBuilder.forName(workers), cluster);
-        AgentThreads agents = null;
-        try (TcpTransport tcp = new TcpTransport(1);
-                MoeServer server =
-                        MoeServer.start(
-                                InProcessServerBuilder.forName(clients),
-                                cluster,
-                                weights,
-                                new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
-                                new SimpleMeterRegistry(),
-                                true)) {
-            assertThat(server.group()).isSameAs(cluster);
-            ManagedChannel toCluster = InProcessChannelBuilder.forName(workers).build();
-            agents =
-                    new AgentThreads(
-                            toCluster,
-                            WORLD,
-                            r ->
-                                    List.of(
-                                            new TcpDataPlane(tcp, "127.0.0.1", 0, null),
-                                            new ShmDataPlane(shm)));
+        try (ServedCluster served = serve(cluster, r -> shm)) {
+            AgentThreads agents = served.agents;
             agents.awaitFormed(cluster, "two workers on shm");
-            ManagedChannel channel = InProcessChannelBuilder.forName(clients).build();
-            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            MoeServiceGrpc.MoeServiceBlockingStub stub = served.stub;
             ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
             SplittableRandom random = new SplittableRandom(31);
             ForwardRequest before =
@@ -119,10 +91,12 @@ class ShmClusterTest {
             assertThat(cluster.healthy()).as("the group broke when rank 1 left").isZero();
             assertThat(cluster.rebuilds()).isPositive();
             agents.add(
-                    toCluster,
+                    served.toCluster,
                     "worker-1-replacement",
                     1,
-                    List.of(new TcpDataPlane(tcp, "127.0.0.1", 0, null), new ShmDataPlane(shm)));
+                    List.of(
+                            new TcpDataPlane(served.tcp, "127.0.0.1", 0, null),
+                            new ShmDataPlane(shm)));
             agents.awaitFormed(cluster, "the group formed again with the replacement");
             assertThat(cluster.transport()).isEqualTo(Transport.SHM);
             for (int i = 0; i < 3; i++) {
@@ -134,13 +108,6 @@ class ShmClusterTest {
             assertThat(shmFiles(shm))
                     .as("only the current group's files: rank r's control and region")
                     .hasSize(2 * WORLD);
-            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-            toCluster.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        } finally {
-            if (agents != null) {
-                agents.close();
-            }
-            clusterPort.close();
         }
         assertThat(shmFiles(shm)).isEmpty();
     }
@@ -151,34 +118,10 @@ class ShmClusterTest {
 
     private void run(IntFunction<Path> dirs, Transport expected, Check serving) throws Exception {
         RemoteCluster cluster = autoCluster();
-        String workers = InProcessServerBuilder.generateName();
-        String clients = InProcessServerBuilder.generateName();
-        ClusterServer clusterPort =
-                ClusterServer.start(InProcessServerBuilder.forName(workers), cluster);
-        AgentThreads agents = null;
-        try (TcpTransport tcp = new TcpTransport(1);
-                MoeServer server =
-                        MoeServer.start(
-                                InProcessServerBuilder.forName(clients),
-                                cluster,
-                                weights,
-                                new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
-                                new SimpleMeterRegistry(),
-                                true)) {
-            assertThat(server.group()).isSameAs(cluster);
-            ManagedChannel toCluster = InProcessChannelBuilder.forName(workers).build();
-            agents =
-                    new AgentThreads(
-                            toCluster,
-                            WORLD,
-                            r ->
-                                    List.of(
-                                            new TcpDataPlane(tcp, "127.0.0.1", 0, null),
-                                            new ShmDataPlane(dirs.apply(r))));
-            agents.awaitFormed(cluster, "two workers offering tcp and shm");
+        try (ServedCluster served = serve(cluster, dirs)) {
+            served.agents.awaitFormed(cluster, "two workers offering tcp and shm");
             assertThat(cluster.transport()).isEqualTo(expected);
-            ManagedChannel channel = InProcessChannelBuilder.forName(clients).build();
-            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
+            MoeServiceGrpc.MoeServiceBlockingStub stub = served.stub;
             assertThat(stub.describeModel(DescribeModelRequest.getDefaultInstance()).getTransport())
                     .isEqualTo(expected.label());
             ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
@@ -197,14 +140,19 @@ class ShmClusterTest {
                 }
             }
             serving.run();
-            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-            toCluster.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        } finally {
-            if (agents != null) {
-                agents.close();
-            }
-            clusterPort.close();
         }
+    }
+
+    /** The cluster served, its workers offering tcp and shm (rank r's files in {@code dirs(r)}). */
+    private ServedCluster serve(RemoteCluster cluster, IntFunction<Path> dirs) throws Exception {
+        return ServedCluster.start(
+                cluster,
+                weights,
+                WORLD,
+                (tcp, r) ->
+                        List.of(
+                                new TcpDataPlane(tcp, "127.0.0.1", 0, null),
+                                new ShmDataPlane(dirs.apply(r))));
     }
 
     private static RemoteCluster autoCluster() {
