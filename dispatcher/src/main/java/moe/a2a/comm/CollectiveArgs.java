@@ -44,4 +44,15 @@ public final class CollectiveArgs {
                     field + ": " + rank + " (expected: in [0, " + size + "))");
         }
     }
+
+    /**
+     * {@code peer} is one of the {@code size} ranks or {@link Communicator#NONE} ({@code field}
+     * names it: to, from).
+     */
+    public static void checkPeer(String field, int peer, int size) {
+        if (peer != Communicator.NONE && (peer < 0 || peer >= size)) {
+            throw new IllegalArgumentException(
+                    field + ": " + peer + " (expected: NONE or in [0, " + size + "))");
+        }
+    }
 }

@@ -2,6 +2,7 @@ package moe.a2a.comm.local;
 
 import java.nio.ByteBuffer;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.InboundSink;
@@ -201,8 +202,8 @@ public final class LocalCommunicator implements Communicator {
             int from,
             int recvBytes,
             InboundSink sink) {
-        checkPeer("to", to);
-        checkPeer("from", from);
+        CollectiveArgs.checkPeer("to", to, group.size());
+        CollectiveArgs.checkPeer("from", from, group.size());
         final long timeoutNs = group.timeoutNs();
         final long deadline = System.nanoTime() + timeoutNs;
         try {
@@ -218,13 +219,6 @@ public final class LocalCommunicator implements Communicator {
         } catch (RuntimeException e) {
             group.fail(e);
             throw e;
-        }
-    }
-
-    private void checkPeer(String field, int peer) {
-        if (peer != NONE && (peer < 0 || peer >= group.size())) {
-            throw new IllegalArgumentException(
-                    field + ": " + peer + " (expected: NONE or in [0, " + group.size() + "))");
         }
     }
 

@@ -27,6 +27,7 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
@@ -570,8 +571,8 @@ public final class ShmCommunicator implements Communicator {
             int from,
             int recvBytes,
             InboundSink sink) {
-        checkPeer("to", to);
-        checkPeer("from", from);
+        CollectiveArgs.checkPeer("to", to, size);
+        CollectiveArgs.checkPeer("from", from, size);
         if (to != NONE && sendBytes < 0) {
             throw new IllegalArgumentException("sendBytes: " + sendBytes + " (expected: >= 0)");
         }
@@ -639,13 +640,6 @@ public final class ShmCommunicator implements Communicator {
         } catch (RuntimeException e) {
             abort(e);
             throw e;
-        }
-    }
-
-    private void checkPeer(String field, int peer) {
-        if (peer != NONE && (peer < 0 || peer >= size)) {
-            throw new IllegalArgumentException(
-                    field + ": " + peer + " (expected: NONE or in [0, " + size + "))");
         }
     }
 

@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.Objects;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.InboundSink;
 
@@ -34,8 +35,8 @@ final class Messages {
             int from,
             int recvBytes,
             InboundSink sink) {
-        checkPeer("to", to);
-        checkPeer("from", from);
+        CollectiveArgs.checkPeer("to", to, size);
+        CollectiveArgs.checkPeer("from", from, size);
         if (to != Communicator.NONE) {
             Objects.requireNonNull(send, "send");
             if (sendOffset < 0 || sendBytes < 0 || sendOffset > send.capacity() - sendBytes) {
@@ -135,12 +136,5 @@ final class Messages {
                         + sentBytes
                         + ", expectedBytes="
                         + expectedBytes);
-    }
-
-    private void checkPeer(String field, int peer) {
-        if (peer != Communicator.NONE && (peer < 0 || peer >= size)) {
-            throw new IllegalArgumentException(
-                    field + ": " + peer + " (expected: NONE or in [0, " + size + "))");
-        }
     }
 }

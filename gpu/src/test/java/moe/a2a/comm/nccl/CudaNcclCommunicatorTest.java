@@ -1,13 +1,7 @@
 package moe.a2a.comm.nccl;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
-import java.util.List;
 import moe.a2a.comm.AbstractCommunicatorTest;
 import moe.a2a.comm.Communicator;
-import moe.a2a.comm.RankThreads;
-import moe.a2a.gpu.GpuLibraries;
-import moe.a2a.gpu.GpuProbe;
 import org.junit.jupiter.api.Tag;
 
 /**
@@ -16,20 +10,9 @@ import org.junit.jupiter.api.Tag;
  */
 @Tag("gpu")
 class CudaNcclCommunicatorTest extends AbstractCommunicatorTest {
-    private static final GpuProbe.Result PROBE = GpuProbe.probe(GpuLibraries.resolve(null, null));
-
     @Override
     protected Communicator[] newGroup(int size, long timeoutNs) throws Exception {
-        assumeTrue(PROBE.usable(), PROBE.describe());
-        assumeTrue(
-                size <= PROBE.devices(),
-                size + " ranks need " + size + " GPUs; " + PROBE.describe());
-        NcclUniqueId id = NcclCommunicator.newUniqueId();
-        // Every rank must be joining at once: ncclCommInitRank waits for the others.
-        List<Communicator> comms =
-                RankThreads.run(
-                        size, rank -> NcclCommunicator.create(id, rank, size, rank, timeoutNs));
-        return comms.toArray(new Communicator[0]);
+        return CudaNcclGroups.create(size, timeoutNs);
     }
 
     @Override

@@ -59,6 +59,16 @@ public final class FakeNcclGroup {
         return new Rank(rank);
     }
 
+    /** A fresh simulated group of {@code size} ranks: its communicators, in rank order. */
+    public static Communicator[] group(int size, long timeoutNs) {
+        FakeNcclGroup group = new FakeNcclGroup(size);
+        Communicator[] comms = new Communicator[size];
+        for (int r = 0; r < size; r++) {
+            comms[r] = group.communicator(r, timeoutNs);
+        }
+        return comms;
+    }
+
     /** {@code rank}'s {@link NcclCommunicator} in this simulated group (host buffers only). */
     public NcclCommunicator communicator(int rank, long timeoutNs) {
         return new NcclCommunicator(backend(rank), NcclWatchdog.system(), timeoutNs);

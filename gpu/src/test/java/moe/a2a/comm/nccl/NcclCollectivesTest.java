@@ -23,12 +23,7 @@ import org.junit.jupiter.api.Test;
 class NcclCollectivesTest extends AbstractCollectivesTest {
     @Override
     protected Communicator[] newGroup(int size, long timeoutNs) {
-        FakeNcclGroup group = new FakeNcclGroup(size);
-        Communicator[] comms = new Communicator[size];
-        for (int r = 0; r < size; r++) {
-            comms[r] = group.communicator(r, timeoutNs);
-        }
-        return comms;
+        return FakeNcclGroup.group(size, timeoutNs);
     }
 
     /** A collective's timeout cannot say which peer is missing: NCCL does not tell. */

@@ -21,12 +21,7 @@ import org.junit.jupiter.api.Test;
 class NcclCommunicatorTest extends AbstractCommunicatorTest {
     @Override
     protected Communicator[] newGroup(int size, long timeoutNs) {
-        FakeNcclGroup group = new FakeNcclGroup(size);
-        Communicator[] comms = new Communicator[size];
-        for (int r = 0; r < size; r++) {
-            comms[r] = group.communicator(r, timeoutNs);
-        }
-        return comms;
+        return FakeNcclGroup.group(size, timeoutNs);
     }
 
     /** NCCL does not say which peer is missing. */
