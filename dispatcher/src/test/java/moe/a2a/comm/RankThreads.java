@@ -13,7 +13,11 @@ import java.util.function.IntFunction;
 public final class RankThreads {
     private RankThreads() {}
 
-    /** Runs {@code task} for ranks {@code 0..n-1} concurrently; rethrows the first failure. */
+    /**
+     * Runs {@code task} for ranks {@code 0..n-1} concurrently and waits for all of them; rethrows
+     * the lowest rank's failure with every other rank's failure attached as suppressed, since the
+     * first rank to fail often makes the others fail too and is not always the lowest.
+     */
     public static <T> List<T> run(int n, IntFunction<T> task) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
@@ -23,15 +27,21 @@ public final class RankThreads {
                 futures.add(pool.submit(() -> task.apply(rank)));
             }
             List<T> results = new ArrayList<>();
+            Exception first = null;
             for (Future<T> f : futures) {
                 try {
                     results.add(f.get(60, TimeUnit.SECONDS));
                 } catch (ExecutionException e) {
-                    if (e.getCause() instanceof Exception cause) {
-                        throw cause;
+                    Exception failure = e.getCause() instanceof Exception cause ? cause : e;
+                    if (first == null) {
+                        first = failure;
+                    } else {
+                        first.addSuppressed(failure);
                     }
-                    throw e;
                 }
+            }
+            if (first != null) {
+                throw first;
             }
             return results;
         } finally {

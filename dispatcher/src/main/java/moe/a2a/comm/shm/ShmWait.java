@@ -5,6 +5,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One rank's wait for its peers, reused from wait to wait: which peers it still waits on, the
@@ -40,6 +41,13 @@ final class ShmWait {
     private long nextCheckNs;
     private int rounds;
 
+    /**
+     * A failure seen by the last pause, thrown by the next one: a peer that delivers its last
+     * segment and then closes or exits can be seen gone before its segment is, so the caller makes
+     * one more pass first.
+     */
+    private @Nullable RuntimeException seen;
+
     ShmWait(int rank, int size, long timeoutNs, Checks checks) {
         this.rank = rank;
         // spinning pays only while every rank has a core of its own; else it takes the peers' time
@@ -71,6 +79,7 @@ final class ShmWait {
         deadline = now + timeoutNs;
         nextCheckNs = now + LIVENESS_CHECK_NS;
         rounds = 0;
+        seen = null;
     }
 
     /** After a pass over the pending peers: backs off unless one of them arrived. */
@@ -85,9 +94,20 @@ final class ShmWait {
     /**
      * Nothing arrived: backs off, and throws when the group is aborted, a pending peer is dead or
      * stalled, or the deadline has passed (an {@link ExchangeTimeoutException} naming the first
-     * pending peer).
+     * pending peer), once a pass made after the failure was seen found the peers still pending.
      */
     void idle() {
+        if (seen != null) {
+            throw seen;
+        }
+        try {
+            check();
+        } catch (RuntimeException e) {
+            seen = e;
+        }
+    }
+
+    private void check() {
         checks.throwIfAborted();
         int round = rounds++;
         if (round < spins) {
