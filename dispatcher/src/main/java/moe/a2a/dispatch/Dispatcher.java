@@ -20,7 +20,7 @@ import moe.a2a.kernels.RowKernels;
  *
  * <p>Off-heap buffers grow to the largest step seen and are reused. Owned by the rank thread.
  */
-public final class Dispatcher {
+public final class Dispatcher implements DispatchPath {
     private static final int VIEW_PARTIALS = 0;
     private static final int VIEW_COMBINE_SEND = 1;
     private static final int VIEW_EXPERT_OUTPUTS = 2;
@@ -140,6 +140,7 @@ public final class Dispatcher {
      * little-endian, from index 0) routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}).
      * Every rank must call this in the same step, possibly with zero tokens.
      */
+    @Override
     public DispatchResult dispatch(
             ByteBuffer tokens, int numTokens, DType dtype, int[] topkIds, float[] topkWeights) {
         final DispatchRowLayout row = rowLayouts[dtype.ordinal()];
@@ -218,6 +219,7 @@ public final class Dispatcher {
      * received token, in receive order, in the dispatch's dtype, each the token's weighted sum over
      * this rank's experts. Valid until the next combine.
      */
+    @Override
     public ByteBuffer combineRows(DispatchHandle handle) {
         combineSend =
                 ensure(
@@ -231,6 +233,7 @@ public final class Dispatcher {
      * source, every token's rows into {@code out} ({@code [T, H]} fp32, off-heap). In-process the
      * source reads the rows where the experts' ranks wrote them. Every rank must call this.
      */
+    @Override
     public void combine(DispatchHandle handle, FloatBuffer out) {
         final int combineRowBytes = handle.rowLayout.combineRowBytes();
         for (int r = 0; r < worldSize; r++) {

@@ -17,11 +17,11 @@ import moe.a2a.comm.RankThreads;
  * the directory. Every group gets a fresh directory, removed (with whatever is in it) by {@link
  * #closeAll}.
  */
-final class ShmTestGroups {
+public final class ShmTestGroups {
     private final List<Communicator[]> groups = new ArrayList<>();
     private final List<Path> dirs = new ArrayList<>();
 
-    Communicator[] open(int size, long timeoutNs) throws Exception {
+    public Communicator[] open(int size, long timeoutNs) throws Exception {
         Path dir = Files.createTempDirectory("shm-test-");
         dirs.add(dir);
         long groupId = ThreadLocalRandom.current().nextLong();
@@ -36,7 +36,7 @@ final class ShmTestGroups {
         return group;
     }
 
-    void closeAll() throws IOException {
+    public void closeAll() throws IOException {
         for (Communicator[] group : groups) {
             for (Communicator c : group) {
                 c.close();

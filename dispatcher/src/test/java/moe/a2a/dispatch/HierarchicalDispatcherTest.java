@@ -1,0 +1,271 @@
+package moe.a2a.dispatch;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.RankThreads;
+import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.comm.shm.ShmTestGroups;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The hierarchical path against a plain reference and against the flat {@link Dispatcher}: values
+ * are small multiples of 1/2 so that every sum is exact in bf16 and in any order, and the expert of
+ * expert {@code e} multiplies by {@code scale(e)}, so every token's output is {@code Σ_k w_k ·
+ * scale(e_k) · x} whatever replica or host computes it.
+ */
+@Timeout(60)
+class HierarchicalDispatcherTest {
+    private static final int HIDDEN = 24;
+    private static final int TOP_K = 4;
+
+    private final ShmTestGroups shm = new ShmTestGroups();
+
+    @AfterEach
+    void close() throws Exception {
+        shm.closeAll();
+    }
+
+    @ParameterizedTest(name = "{0} hosts x {1} ranks, {2} experts, host group over {3}")
+    @CsvSource({"2, 2, 16, local", "3, 2, 12, local", "2, 3, 18, shm", "1, 3, 9, local"})
+    void shouldCombineAsTheReferenceAndTheFlatPathWhileSendingEachTokenOncePerHost(
+            int hosts, int ranksPerHost, int experts, String hostTransport) throws Exception {
+        HostTopology topology = new HostTopology(hosts, ranksPerHost);
+        int n = topology.worldSize();
+        SplittableRandom random = new SplittableRandom(hosts * 31L + ranksPerHost);
+        Placement placement = replicated(random, experts, n);
+        Communicator[] flat = comms(new LocalGroup(n));
+        Communicator[][] rails = new Communicator[ranksPerHost][];
+        for (int l = 0; l < ranksPerHost; l++) {
+            rails[l] = comms(new LocalGroup(hosts));
+        }
+        Communicator[][] hostGroups = new Communicator[hosts][];
+        for (int g = 0; g < hosts; g++) {
+            hostGroups[g] =
+                    hostTransport.equals("shm")
+                            ? shm.open(ranksPerHost, TimeUnit.SECONDS.toNanos(20))
+                            : comms(new LocalGroup(ranksPerHost));
+        }
+        int steps = 3;
+        Step[][] inputs = new Step[steps][n];
+        for (int s = 0; s < steps; s++) {
+            for (int r = 0; r < n; r++) {
+                inputs[s][r] =
+                        Step.random(random, r == 1 && s == 1 ? 0 : 1 + random.nextInt(40), experts);
+            }
+        }
+        List<long[]> bytes =
+                RankThreads.run(
+                        n,
+                        rank -> {
+                            HierarchicalDispatcher hier =
+                                    new HierarchicalDispatcher(
+                                            rails[topology.local(rank)][topology.host(rank)],
+                                            hostGroups[topology.host(rank)][topology.local(rank)],
+                                            topology,
+                                            placement,
+                                            HIDDEN,
+                                            TOP_K);
+                            Dispatcher flatPath =
+                                    new Dispatcher(flat[rank], placement, HIDDEN, TOP_K);
+                            long expectedInterHost = 0;
+                            for (int s = 0; s < steps; s++) {
+                                Step in = inputs[s][rank];
+                                float[] viaHosts = run(hier, in, placement, rank);
+                                float[] viaRanks = run(flatPath, in, placement, rank);
+                                float[] reference = in.reference();
+                                for (int i = 0; i < reference.length; i++) {
+                                    if (viaHosts[i] != reference[i]
+                                            || viaRanks[i] != reference[i]) {
+                                        throw new AssertionError(
+                                                "step "
+                                                        + s
+                                                        + ", rank "
+                                                        + rank
+                                                        + ", element "
+                                                        + i
+                                                        + ": hierarchical "
+                                                        + viaHosts[i]
+                                                        + ", flat "
+                                                        + viaRanks[i]
+                                                        + ", reference "
+                                                        + reference[i]);
+                                    }
+                                }
+                                expectedInterHost +=
+                                        remoteHostVisits(in, placement, topology, rank)
+                                                * (rowBytes() + HIDDEN * 2L);
+                            }
+                            return new long[] {hier.interHostBytes(), expectedInterHost};
+                        });
+        long sent = 0;
+        long expected = 0;
+        for (long[] b : bytes) {
+            sent += b[0];
+            expected += b[1];
+        }
+        assertThat(sent).isEqualTo(expected);
+        if (hosts == 1) {
+            assertThat(sent).isZero();
+        } else {
+            assertThat(sent).isPositive();
+        }
+    }
+
+    @Test
+    void shouldRefuseCommunicatorsThatDoNotMatchTheTopology() {
+        Placement placement = Placement.contiguous(8, 4);
+        HostTopology topology = new HostTopology(2, 2);
+        Communicator rail = new LocalGroup(3).communicator(0);
+        Communicator hostGroup = new LocalGroup(2).communicator(0);
+        assertThatThrownBy(
+                        () ->
+                                new HierarchicalDispatcher(
+                                        rail, hostGroup, topology, placement, HIDDEN, TOP_K))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("rail.size: 3");
+        assertThatThrownBy(() -> new HostTopology(0, 2))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("hosts: 0");
+        assertThatThrownBy(() -> topology.hostPlacement(Placement.contiguous(8, 2), 0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("placement.worldSize: 2");
+    }
+
+    /** One step through {@code path} with the scaling expert; the combined rows. */
+    private static float[] run(DispatchPath path, Step in, Placement placement, int rank) {
+        ByteBuffer tokens =
+                ByteBuffer.allocateDirect(Math.max(1, in.numTokens * HIDDEN * 2))
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < in.numTokens * HIDDEN; i++) {
+            DType.BF16.put(tokens, i * 2, in.values[i]);
+        }
+        DispatchResult result = path.dispatch(tokens, in.numTokens, DType.BF16, in.ids, in.weights);
+        DispatchHandle handle = result.handle();
+        int received = result.numRecvTokens();
+        float[] sums = new float[received * HIDDEN];
+        float[] rowValues = new float[HIDDEN];
+        for (int slot = 0; slot < handle.localExperts(); slot++) {
+            float scale = scale(placement.expertAt(rank, slot));
+            for (int i = handle.expertOffsets(slot); i < handle.expertOffsets(slot + 1); i++) {
+                int j = handle.expertRow(i);
+                result.recvToken(j, rowValues, 0);
+                for (int c = 0; c < HIDDEN; c++) {
+                    sums[j * HIDDEN + c] += handle.expertWeight(i) * scale * rowValues[c];
+                }
+            }
+        }
+        DType.BF16.encode(sums, 0, sums.length, path.combineRows(handle), 0);
+        FloatBuffer out =
+                ByteBuffer.allocateDirect(Math.max(1, in.numTokens * HIDDEN * Float.BYTES))
+                        .order(ByteOrder.nativeOrder())
+                        .asFloatBuffer();
+        path.combine(handle, out);
+        float[] combined = new float[in.numTokens * HIDDEN];
+        out.get(0, combined);
+        return combined;
+    }
+
+    /** 1 or 2: every partial sum stays a small multiple of 1/2. */
+    private static float scale(int expert) {
+        return 1 + expert % 2;
+    }
+
+    /** The tokens' (host, token) pairs with a chosen replica on another host than the source's. */
+    private static long remoteHostVisits(
+            Step in, Placement placement, HostTopology topology, int rank) {
+        DispatchLayout layout = new DispatchLayout(placement, rank);
+        layout.compute(in.ids, in.numTokens, TOP_K);
+        long visits = 0;
+        for (int t = 0; t < in.numTokens; t++) {
+            boolean[] seen = new boolean[topology.hosts()];
+            for (int k = 0; k < TOP_K; k++) {
+                int r = layout.chosenRank(t * TOP_K + k);
+                if (r >= 0 && topology.host(r) != topology.host(rank) && !seen[topology.host(r)]) {
+                    seen[topology.host(r)] = true;
+                    visits++;
+                }
+            }
+        }
+        return visits;
+    }
+
+    private static int rowBytes() {
+        return new DispatchRowLayout(HIDDEN, TOP_K, DType.BF16, DispatchDType.BF16).rowBytes();
+    }
+
+    /** Every expert on one or two ranks, ranks holding different numbers of slots. */
+    private static Placement replicated(SplittableRandom random, int experts, int n) {
+        List<List<Integer>> slots = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            slots.add(new ArrayList<>());
+        }
+        for (int e = 0; e < experts; e++) {
+            int home = e % n;
+            slots.get(home).add(e);
+            if (random.nextInt(3) == 0) {
+                slots.get((home + 1 + random.nextInt(n - 1 == 0 ? 1 : n - 1)) % n).add(e);
+            }
+        }
+        int[][] rankExperts = new int[n][];
+        for (int r = 0; r < n; r++) {
+            rankExperts[r] = slots.get(r).stream().mapToInt(Integer::intValue).toArray();
+        }
+        return Placement.of(Placement.FIRST_VERSION, experts, rankExperts);
+    }
+
+    private static Communicator[] comms(LocalGroup group) {
+        Communicator[] c = new Communicator[group.size()];
+        for (int r = 0; r < c.length; r++) {
+            c[r] = group.communicator(r);
+        }
+        return c;
+    }
+
+    /**
+     * One rank's tokens in a step: values in {-4, -3.5, ..., 4}, weights 1/2 or 1, distinct ids.
+     */
+    private record Step(int numTokens, float[] values, int[] ids, float[] weights) {
+        static Step random(SplittableRandom random, int numTokens, int experts) {
+            float[] values = new float[numTokens * HIDDEN];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = (random.nextInt(17) - 8) / 2f;
+            }
+            float[] weights = new float[numTokens * TOP_K];
+            for (int i = 0; i < weights.length; i++) {
+                weights[i] = random.nextBoolean() ? 0.5f : 1f;
+            }
+            return new Step(
+                    numTokens,
+                    values,
+                    TestRoutings.uniform(random, numTokens, experts, TOP_K),
+                    weights);
+        }
+
+        float[] reference() {
+            float[] out = new float[numTokens * HIDDEN];
+            for (int t = 0; t < numTokens; t++) {
+                float factor = 0;
+                for (int k = 0; k < TOP_K; k++) {
+                    factor += weights[t * TOP_K + k] * scale(ids[t * TOP_K + k]);
+                }
+                for (int c = 0; c < HIDDEN; c++) {
+                    out[t * HIDDEN + c] = factor * values[t * HIDDEN + c];
+                }
+            }
+            return out;
+        }
+    }
+}
