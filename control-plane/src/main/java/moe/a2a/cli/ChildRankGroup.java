@@ -52,6 +52,24 @@ final class ChildRankGroup {
                             + Transport.labels(TRANSPORTS.toArray(Transport[]::new))
                             + ")");
         }
+        return tcp(tcp, rank, n, groupId, InetAddress.getLoopbackAddress(), dir, "rank", timeoutNs);
+    }
+
+    /**
+     * Joins a tcp group as {@code rank} of {@code n}, listening on {@code address}: publishes
+     * {@code <name>-<rank>.addr} (address and port) in the run's folder and waits for every rank's;
+     * the communicator is the caller's to close.
+     */
+    static TcpCommunicator tcp(
+            TcpTransport tcp,
+            int rank,
+            int n,
+            long groupId,
+            InetAddress address,
+            Path dir,
+            String name,
+            long timeoutNs)
+            throws Exception {
         TcpCommunicator comm =
                 TcpCommunicator.bind(
                         tcp,
@@ -59,27 +77,29 @@ final class ChildRankGroup {
                                 rank,
                                 n,
                                 groupId,
-                                new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                                new InetSocketAddress(address, 0),
                                 timeoutNs,
                                 TcpConfig.DEFAULT_MAX_FRAME_BYTES));
         try {
-            Path tmp = dir.resolve("rank-" + rank + ".port.tmp");
-            Files.writeString(tmp, Integer.toString(comm.localAddress().getPort()));
-            Files.move(tmp, dir.resolve("rank-" + rank + ".port"), StandardCopyOption.ATOMIC_MOVE);
+            Path tmp = dir.resolve(name + "-" + rank + ".addr.tmp");
+            Files.writeString(tmp, address.getHostAddress() + " " + comm.localAddress().getPort());
+            Files.move(
+                    tmp, dir.resolve(name + "-" + rank + ".addr"), StandardCopyOption.ATOMIC_MOVE);
             List<InetSocketAddress> peers = new ArrayList<>();
             long deadline = System.nanoTime() + timeoutNs;
             for (int r = 0; r < n; r++) {
-                Path port = dir.resolve("rank-" + r + ".port");
-                while (!Files.exists(port)) {
+                Path published = dir.resolve(name + "-" + r + ".addr");
+                while (!Files.exists(published)) {
                     if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("rank " + r + " never published its port");
+                        throw new IllegalStateException(
+                                name + " rank " + r + " never published its address");
                     }
                     Thread.sleep(20);
                 }
+                String[] hostPort = Files.readString(published).trim().split(" ");
                 peers.add(
                         new InetSocketAddress(
-                                InetAddress.getLoopbackAddress(),
-                                Integer.parseInt(Files.readString(port).trim())));
+                                InetAddress.getByName(hostPort[0]), Integer.parseInt(hostPort[1])));
             }
             comm.connect(peers);
             return comm;
@@ -97,8 +117,15 @@ final class ChildRankGroup {
      */
     static void finish(Communicator comm, Path dir, int rank, int n, long timeoutNs)
             throws Exception {
+        finish(comm::barrier, List.of(comm), dir, rank, n, timeoutNs);
+    }
+
+    /** As {@link #finish(Communicator, Path, int, int, long)}, for a rank of several groups. */
+    static void finish(
+            Runnable barrier, List<Communicator> comms, Path dir, int rank, int n, long timeoutNs)
+            throws Exception {
         try {
-            comm.barrier();
+            barrier.run();
             Files.writeString(dir.resolve("rank-" + rank + ".done"), "");
             long deadline = System.nanoTime() + timeoutNs;
             for (int r = 0; r < n; r++) {
@@ -111,7 +138,9 @@ final class ChildRankGroup {
                 }
             }
         } finally {
-            comm.close();
+            for (Communicator comm : comms) {
+                comm.close();
+            }
         }
     }
 }

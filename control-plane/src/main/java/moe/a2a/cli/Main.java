@@ -24,6 +24,7 @@ import picocli.CommandLine.Mixin;
             BenchCommand.class,
             BenchRankCommand.class,
             BenchCollectiveRankCommand.class,
+            BenchHostRankCommand.class,
             HealthCommand.class,
             DoctorCommand.class,
             EplbCommand.class,

@@ -12,6 +12,7 @@ import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.DispatchPath;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
@@ -49,6 +50,47 @@ public final class DispatcherBench {
             DispatchDType dispatchDType,
             Placement placement) {
         final int me = comm.rank();
+        Dispatcher dispatcher =
+                new Dispatcher(comm, placement, w.hidden(), w.topK(), dispatchDType);
+        return run(
+                w,
+                me,
+                comm::barrier,
+                warmup,
+                iters,
+                dispatcher,
+                new Check() {
+                    @Override
+                    public boolean received(DispatchResult result) {
+                        return receivedRight(w, me, result, dispatchDType, placement);
+                    }
+
+                    @Override
+                    public boolean combined(int[] ids, FloatBuffer out) {
+                        return combinedRight(w, me, ids, out, dispatchDType, placement);
+                    }
+                });
+    }
+
+    /** What the validated first iteration checks: the rows received, then the combined output. */
+    interface Check {
+        boolean received(DispatchResult result);
+
+        boolean combined(int[] ids, FloatBuffer out);
+    }
+
+    /**
+     * The measured loop on {@code path}, for global rank {@code me}; {@code barrier} synchronises
+     * every rank of the workload.
+     */
+    static RankTimes run(
+            BenchWorkload w,
+            int me,
+            Runnable barrier,
+            int warmup,
+            int iters,
+            DispatchPath path,
+            Check check) {
         final int t = w.tokens();
         final int h = w.hidden();
         final int k = w.topK();
@@ -62,7 +104,6 @@ public final class DispatcherBench {
                 DType.BF16.put(tokens, (tok * h + c) * 2, BenchRouting.payload(me, tok, c));
             }
         }
-        Dispatcher dispatcher = new Dispatcher(comm, placement, h, k, dispatchDType);
         FloatBuffer out =
                 ByteBuffer.allocateDirect(t * h * Float.BYTES)
                         .order(ByteOrder.nativeOrder())
@@ -71,13 +112,13 @@ public final class DispatcherBench {
         long[] combineNs = new long[iters];
         boolean ok = true;
         for (int i = 0; i < warmup + iters; i++) {
-            comm.barrier();
+            barrier.run();
             long t0 = System.nanoTime();
-            DispatchResult result = dispatcher.dispatch(tokens, t, DType.BF16, ids, weights);
+            DispatchResult result = path.dispatch(tokens, t, DType.BF16, ids, weights);
             long t1 = System.nanoTime();
-            ByteBuffer back = dispatcher.combineRows(result.handle());
+            ByteBuffer back = path.combineRows(result.handle());
             if (i == 0) {
-                ok = receivedRight(w, me, result, dispatchDType, placement);
+                ok = check.received(result);
                 scaledRows(result, back, me);
             } else {
                 for (int j = 0; j < result.numRecvTokens(); j++) {
@@ -85,23 +126,23 @@ public final class DispatcherBench {
                 }
             }
             // The expert stage is not measured: start combine together, as peers without one do.
-            comm.barrier();
+            barrier.run();
             long t2 = System.nanoTime();
-            dispatcher.combine(result.handle(), out);
+            path.combine(result.handle(), out);
             long t3 = System.nanoTime();
             if (i == 0) {
-                ok &= combinedRight(w, me, ids, out, dispatchDType, placement);
+                ok &= check.combined(ids, out);
             }
             if (i >= warmup) {
                 dispatchNs[i - warmup] = t1 - t0;
                 combineNs[i - warmup] = t3 - t2;
             }
         }
-        return new RankTimes(dispatchNs, combineNs, RankTimes.barriers(comm, iters), ok);
+        return new RankTimes(dispatchNs, combineNs, RankTimes.barriers(barrier, iters), ok);
     }
 
     /** The validation expert: row × (its local weight) × (rank + 1), rounded to bf16. */
-    private static void scaledRows(DispatchResult result, ByteBuffer back, int rank) {
+    static void scaledRows(DispatchResult result, ByteBuffer back, int rank) {
         DispatchHandle handle = result.handle();
         int h = handle.rowLayout().hidden();
         float[] factor = new float[result.numRecvTokens()];

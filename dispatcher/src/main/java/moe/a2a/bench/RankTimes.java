@@ -9,11 +9,16 @@ public record RankTimes(long[] dispatchNs, long[] combineNs, long[] barrierNs, b
 
     /** Times {@code rounds} consecutive empty barriers on {@code comm}. */
     static long[] barriers(moe.a2a.comm.Communicator comm, int rounds) {
+        return barriers(comm::barrier, rounds);
+    }
+
+    /** Times {@code rounds} consecutive empty rounds of {@code barrier}. */
+    static long[] barriers(Runnable barrier, int rounds) {
         long[] ns = new long[rounds];
-        comm.barrier();
+        barrier.run();
         for (int i = 0; i < rounds; i++) {
             long t0 = System.nanoTime();
-            comm.barrier();
+            barrier.run();
             ns[i] = System.nanoTime() - t0;
         }
         return ns;

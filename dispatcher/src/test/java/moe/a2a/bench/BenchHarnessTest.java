@@ -12,6 +12,7 @@ import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.HostTopology;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -121,6 +122,47 @@ class BenchHarnessTest {
                                 DispatcherBench.run(
                                         SMALL, corrupting(second.communicator(rank)), 0, 1));
         assertThat(dispatcher).anyMatch(t -> !t.ok());
+    }
+
+    /**
+     * Two hosts of two ranks: the hierarchical path passes the same validation as the flat one and
+     * sends fewer bytes across hosts; a byte flipped on the rail fails it.
+     */
+    @Test
+    void shouldValidateHierarchicalPathAndSendLessAcrossHosts() throws Exception {
+        HostTopology topology = new HostTopology(2, 2);
+        LocalGroup world = new LocalGroup(4, TimeUnit.SECONDS.toNanos(20));
+        List<HostBench.Result> flat =
+                RankThreads.run(
+                        4,
+                        rank -> HostBench.flat(SKEWED, topology, world.communicator(rank), 1, 2));
+        List<HostBench.Result> hier = hierarchical(topology, false);
+        assertThat(flat).allMatch(r -> r.times().ok());
+        assertThat(hier).allMatch(r -> r.times().ok());
+        long flatBytes = flat.stream().mapToLong(HostBench.Result::interHostBytesPerStep).sum();
+        long hierBytes = hier.stream().mapToLong(HostBench.Result::interHostBytesPerStep).sum();
+        assertThat(hierBytes).isPositive().isLessThan(flatBytes);
+        assertThat(hierarchical(topology, true)).anyMatch(r -> !r.times().ok());
+    }
+
+    private static List<HostBench.Result> hierarchical(HostTopology topology, boolean corrupt)
+            throws Exception {
+        long timeoutNs = TimeUnit.SECONDS.toNanos(20);
+        LocalGroup[] rails = {new LocalGroup(2, timeoutNs), new LocalGroup(2, timeoutNs)};
+        LocalGroup[] hosts = {new LocalGroup(2, timeoutNs), new LocalGroup(2, timeoutNs)};
+        return RankThreads.run(
+                4,
+                rank -> {
+                    Communicator rail =
+                            rails[topology.local(rank)].communicator(topology.host(rank));
+                    return HostBench.hierarchical(
+                            SKEWED,
+                            topology,
+                            corrupt ? corrupting(rail) : rail,
+                            hosts[topology.host(rank)].communicator(topology.local(rank)),
+                            0,
+                            1);
+                });
     }
 
     /** Flips the first received byte of every exchange into a receive buffer on rank 1. */
