@@ -76,6 +76,16 @@ final class ModelOptions {
                             + " ${DEFAULT-VALUE}).")
     String dispatchDType;
 
+    @Option(
+            names = "--micro-batches",
+            defaultValue = "1",
+            paramLabel = "1|2",
+            description =
+                    "2: every rank runs its step as two halves, the exchanges of one beside the"
+                            + " experts of the other (CPU ranks over tcp or in-process; shm runs"
+                            + " one batch) (default: ${DEFAULT-VALUE}).")
+    int microBatches;
+
     /**
      * The weights named by the flags: the checkpoint or file when given, else the seeded generator.
      */
@@ -96,6 +106,14 @@ final class ModelOptions {
      * The served model: the weights' shape, top-k (the flag's, else the checkpoint's), dispatch.
      */
     ModelConfig config(WeightSource source) {
+        if (microBatches < 1 || microBatches > ModelConfig.MAX_MICRO_BATCHES) {
+            throw new IllegalArgumentException(
+                    "--micro-batches: "
+                            + microBatches
+                            + " (expected: 1 or "
+                            + ModelConfig.MAX_MICRO_BATCHES
+                            + ")");
+        }
         int k = topK != null ? topK : source instanceof HfCheckpoint hf ? hf.config().topK() : 2;
         return new ModelConfig(
                 source.experts(),
@@ -103,7 +121,8 @@ final class ModelOptions {
                 source.ffn(),
                 k,
                 source.layers(),
-                DispatchDType.parse("--dispatch-dtype", dispatchDType));
+                DispatchDType.parse("--dispatch-dtype", dispatchDType),
+                microBatches);
     }
 
     /**
@@ -117,7 +136,8 @@ final class ModelOptions {
                         .setFfn(config.ffn())
                         .setTopK(config.topK())
                         .setLayers(config.layers())
-                        .setDispatchDtype(config.dispatchDType().label());
+                        .setDispatchDtype(config.dispatchDType().label())
+                        .setMicroBatches(config.microBatches());
         if (model != null) {
             return b.setModelDir(model.toAbsolutePath().toString()).build();
         }

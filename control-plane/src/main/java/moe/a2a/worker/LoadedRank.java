@@ -75,6 +75,7 @@ record LoadedRank(
                 spec.getLayers(),
                 spec.getDispatchDtype().isEmpty()
                         ? DispatchDType.BF16
-                        : DispatchDType.parse("model.dispatch_dtype", spec.getDispatchDtype()));
+                        : DispatchDType.parse("model.dispatch_dtype", spec.getDispatchDtype()),
+                Math.max(1, spec.getMicroBatches()));
     }
 }

@@ -93,6 +93,15 @@ public final class AsyncCollectives implements AutoCloseable {
     }
 
     /**
+     * Runs {@code exchanges} (calls on this communicator, such as a {@link
+     * moe.a2a.dispatch.Dispatcher}'s dispatch or combine) on the progress thread, in order with the
+     * collectives started before and after it, without blocking.
+     */
+    public CollectiveHandle run(Runnable exchanges) {
+        return submit(exchanges);
+    }
+
+    /**
      * Waits until every collective started so far has finished, well or not; afterwards the caller
      * may use the communicator directly. Failures are reported by their own handles.
      */

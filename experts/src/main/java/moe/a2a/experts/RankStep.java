@@ -3,7 +3,6 @@ package moe.a2a.experts;
 import java.nio.ByteBuffer;
 import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
-import moe.a2a.dispatch.DispatchLayout;
 
 /**
  * One rank's step, the same skeleton on every device: route the home tokens (the model's gate or
@@ -33,14 +32,16 @@ public final class RankStep {
      * What the device did with a step.
      *
      * @param output {@code [T, H]} in the step's dtype, little-endian; valid until the next step
-     * @param layout the layout its dispatch routed by
+     * @param tokensPerRank tokens sent to each rank in dispatch
+     * @param tokensPerExpert token×k assignments per expert
      * @param recvRowsFrom rows received from each rank in dispatch
      * @param dispatchRowBytes bytes of one row sent in dispatch (payload and routing)
      * @param combineRowBytes bytes of one row returned in combine
      */
     public record Computed(
             ByteBuffer output,
-            DispatchLayout layout,
+            long[] tokensPerRank,
+            long[] tokensPerExpert,
             long[] recvRowsFrom,
             int recvTokens,
             int dispatchRowBytes,
@@ -76,7 +77,7 @@ public final class RankStep {
         long t1 = System.nanoTime();
         Computed c = compute.run(layer, dtype, tokens, numTokens, ids, router.weights());
 
-        long[] perRank = c.layout().tokensPerRankCopy();
+        long[] perRank = c.tokensPerRank();
         long[] sent = new long[perRank.length];
         long[] received = new long[perRank.length];
         for (int r = 0; r < perRank.length; r++) {
@@ -89,7 +90,7 @@ public final class RankStep {
         return new RankStepResult(
                 c.output(),
                 perRank,
-                c.layout().tokensPerExpertCopy(),
+                c.tokensPerExpert(),
                 capacity.droppedPerExpert(),
                 c.recvTokens(),
                 sent,

@@ -11,7 +11,6 @@ import java.util.concurrent.Future;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
-import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
@@ -32,6 +31,8 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
     private final RankStep step;
     private final RankStep.Compute onHost = this::compute;
     private @Nullable Dispatcher dispatcher;
+    private @Nullable MicroBatchStep microBatches;
+    private final DispatchCounts counts = new DispatchCounts();
     private FloatBuffer expertOutputs = Buffers.floats(0);
     private FloatBuffer combined = Buffers.floats(0);
     private FloatBuffer homeTokens = Buffers.floats(0);
@@ -52,10 +53,29 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
         this.step = new RankStep(weights, model, rank);
     }
 
+    /**
+     * {@inheritDoc} With two micro-batches ({@link ModelConfig#microBatches}) on a transport that
+     * receives in place (shared memory) the step runs as one batch, on every rank of the group
+     * alike: the second half's rows would land where the first half's still are.
+     */
     @Override
     public void rebind(Communicator comm) {
-        this.dispatcher =
-                new Dispatcher(comm, first, model.hidden(), model.topK(), model.dispatchDType());
+        closeMicroBatches();
+        this.dispatcher = newDispatcher(comm);
+        if (model.microBatches() == 2 && !comm.receivesInPlace()) {
+            this.microBatches = new MicroBatchStep(dispatcher, newDispatcher(comm), experts, model);
+        }
+    }
+
+    private Dispatcher newDispatcher(Communicator comm) {
+        return new Dispatcher(comm, first, model.hidden(), model.topK(), model.dispatchDType());
+    }
+
+    private void closeMicroBatches() {
+        if (microBatches != null) {
+            microBatches.close();
+            microBatches = null;
+        }
     }
 
     @Override
@@ -87,12 +107,16 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
             throw new IllegalStateException("rank has no communicator yet: call rebind first");
         }
         dispatcher.use(experts.layer(layer).placement());
+        if (microBatches != null) {
+            microBatches.second().use(experts.layer(layer).placement());
+        }
         return step.run(layer, dtype, tokens, numTokens, routing, capacity, onHost);
     }
 
-    /** Stops the shared-expert thread, if one was started. */
+    /** Stops the shared-expert thread and the micro-batches' progress thread, if started. */
     @Override
     public void close() {
+        closeMicroBatches();
         if (sharedThread != null) {
             sharedThread.shutdownNow();
         }
@@ -138,13 +162,32 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
             final FloatBuffer x = homeTokens;
             shared = sharedThread().submit(() -> experts.forwardShared(layer, x, numTokens));
         }
-        DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, ids, weights);
-        long t1 = System.nanoTime();
-        expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
-        experts.forward(layer, result, expertOutputs);
-        long t2 = System.nanoTime();
         combined = Buffers.ensure(combined, (long) numTokens * hidden);
-        dispatcher.combine(expertOutputs, result.handle(), combined);
+        counts.clear(dispatcher.communicator().size(), model.experts());
+        long dispatchNs;
+        long expertNs;
+        long combineNs;
+        if (microBatches != null) {
+            long started = System.nanoTime();
+            MicroBatchStep.Times times =
+                    microBatches.run(
+                            layer, dtype, tokens, numTokens, ids, weights, combined, counts);
+            dispatchNs = (started - t0) + times.dispatchNs();
+            expertNs = times.expertNs();
+            combineNs = times.combineNs();
+        } else {
+            DispatchResult result = dispatcher.dispatch(tokens, numTokens, dtype, ids, weights);
+            long t1 = System.nanoTime();
+            expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
+            experts.forward(layer, result, expertOutputs);
+            long t2 = System.nanoTime();
+            dispatcher.combine(expertOutputs, result.handle(), combined);
+            counts.add(result.handle());
+            dispatchNs = t1 - t0;
+            expertNs = t2 - t1;
+            combineNs = System.nanoTime() - t2;
+        }
+        long t3 = System.nanoTime();
         if (shared != null) {
             await(shared);
             experts.addShared(combined, numTokens);
@@ -159,22 +202,16 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
                 MemorySegment.ofBuffer(output),
                 0,
                 numTokens * hidden);
-        long t3 = System.nanoTime();
-        DispatchHandle handle = result.handle();
-        long[] recvRowsFrom = new long[dispatcher.communicator().size()];
-        for (int r = 0; r < recvRowsFrom.length; r++) {
-            recvRowsFrom[r] = handle.recvRowsFrom(r);
-        }
-        // Dispatch moves full rows (payload, slots, weights); combine returns tokens only.
         return new RankStep.Computed(
                 output,
-                handle.layout(),
-                recvRowsFrom,
-                result.numRecvTokens(),
-                handle.rowLayout().rowBytes(),
-                handle.rowLayout().combineRowBytes(),
-                t1 - t0,
-                t2 - t1,
-                t3 - t2);
+                counts.tokensPerRank,
+                counts.tokensPerExpert,
+                counts.recvRowsFrom,
+                counts.recvTokens,
+                counts.dispatchRowBytes,
+                counts.combineRowBytes,
+                dispatchNs,
+                expertNs,
+                combineNs + (System.nanoTime() - t3));
     }
 }

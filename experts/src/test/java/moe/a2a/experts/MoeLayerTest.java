@@ -4,8 +4,12 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import moe.a2a.comm.Communicator;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.comm.shm.ShmTestGroups;
 import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
@@ -15,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /** The distributed layer (ranks as threads) against the single-process reference. */
@@ -67,6 +72,38 @@ class MoeLayerTest {
         runAndCompare(4, model, weights, DType.FP32, Routing.TOPK, 3, 5);
     }
 
+    /**
+     * Two micro-batches: the halves' exchanges on the progress thread beside the other half's
+     * experts; over shared memory (which receives in place) the step runs as one batch. Either way
+     * the answers are the reference's, with ranks of 0, 1 and many tokens.
+     */
+    @ParameterizedTest(name = "N={0} {1} maxT={2} over {3}")
+    @CsvSource({"2, BF16, 9, local", "4, FP32, 9, local", "4, FP32, 1, local", "3, FP16, 9, shm"})
+    void shouldMatchReferenceWhenTheStepRunsAsTwoMicroBatches(
+            int n, DType dtype, int maxTokens, String transport) throws Exception {
+        long seed = 31L * n + dtype.ordinal() + maxTokens;
+        ModelConfig model = new ModelConfig(8, HIDDEN, FFN, 2, LAYERS).withMicroBatches(2);
+        WeightSource weights = new SeededWeights(seed, 8, HIDDEN, FFN, LAYERS);
+        ShmTestGroups shm = new ShmTestGroups();
+        try {
+            Communicator[] comms =
+                    transport.equals("shm") ? shm.open(n, TimeUnit.SECONDS.toNanos(20)) : null;
+            LocalGroup group = new LocalGroup(n);
+            run(
+                    n,
+                    model,
+                    weights,
+                    weights,
+                    dtype,
+                    Routing.TOPK,
+                    maxTokens,
+                    seed,
+                    rank -> comms != null ? comms[rank] : group.communicator(rank));
+        } finally {
+            shm.closeAll();
+        }
+    }
+
     static void runAndCompare(
             int n,
             ModelConfig model,
@@ -101,8 +138,31 @@ class MoeLayerTest {
             int maxTokens,
             long seed)
             throws Exception {
-        Placement placement = Placement.contiguous(model.experts(), n);
         LocalGroup group = new LocalGroup(n);
+        run(
+                n,
+                model,
+                weights,
+                referenceWeights,
+                dtype,
+                routing,
+                maxTokens,
+                seed,
+                group::communicator);
+    }
+
+    private static void run(
+            int n,
+            ModelConfig model,
+            WeightSource weights,
+            WeightSource referenceWeights,
+            DType dtype,
+            Routing routing,
+            int maxTokens,
+            long seed,
+            IntFunction<Communicator> comms)
+            throws Exception {
+        Placement placement = Placement.contiguous(model.experts(), n);
         SplittableRandom random = new SplittableRandom(seed);
         ReferenceMoeLayer reference = new ReferenceMoeLayer(referenceWeights);
         int steps = 2;
@@ -119,8 +179,7 @@ class MoeLayerTest {
                         n,
                         rank -> {
                             RankWorker worker =
-                                    new RankWorker(
-                                            model, weights, placement, group.communicator(rank));
+                                    new RankWorker(model, weights, placement, comms.apply(rank));
                             float[][] out = new float[steps][];
                             for (int s = 0; s < steps; s++) {
                                 Input in = inputs[s][rank];

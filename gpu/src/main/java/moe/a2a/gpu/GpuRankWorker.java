@@ -68,6 +68,13 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
      */
     public GpuRankWorker(
             ModelConfig model, WeightSource weights, Placement placement, int rank, int device) {
+        if (model.microBatches() != 1) {
+            throw new IllegalArgumentException(
+                    "micro-batches: "
+                            + model.microBatches()
+                            + " (expected: 1 on GPU ranks; the overlapped step runs on the CPU"
+                            + " transports)");
+        }
         if (model.dispatchDType() != DispatchDType.BF16) {
             throw new IllegalArgumentException(
                     "dispatch dtype: "
@@ -205,7 +212,8 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         // dispatch sends each row with its routes; combine returns bf16 rows only
         return new RankStep.Computed(
                 output,
-                gpu.layout(),
+                gpu.layout().tokensPerRankCopy(),
+                gpu.layout().tokensPerExpertCopy(),
                 recvRowsFrom,
                 gpu.numReceived(),
                 rowBytes + gpu.routeRowBytes(),

@@ -1,0 +1,42 @@
+package moe.a2a.experts;
+
+import moe.a2a.dispatch.DispatchHandle;
+import moe.a2a.dispatch.DispatchLayout;
+
+/**
+ * What a step's dispatches routed, sent and received, summed over its micro-batches: the counts
+ * {@link RankStep.Computed} reports. Fresh arrays per step (the step's result keeps them). Owned by
+ * the rank thread.
+ */
+final class DispatchCounts {
+    long[] tokensPerRank = new long[0];
+    long[] tokensPerExpert = new long[0];
+    long[] recvRowsFrom = new long[0];
+    int recvTokens;
+    int dispatchRowBytes;
+    int combineRowBytes;
+
+    void clear(int worldSize, int experts) {
+        tokensPerRank = new long[worldSize];
+        tokensPerExpert = new long[experts];
+        recvRowsFrom = new long[worldSize];
+        recvTokens = 0;
+    }
+
+    /**
+     * Adds one dispatch: dispatch moves full rows (payload, slots, weights), combine tokens only.
+     */
+    void add(DispatchHandle handle) {
+        DispatchLayout layout = handle.layout();
+        for (int r = 0; r < tokensPerRank.length; r++) {
+            tokensPerRank[r] += layout.tokensPerRank(r);
+            recvRowsFrom[r] += handle.recvRowsFrom(r);
+        }
+        for (int e = 0; e < tokensPerExpert.length; e++) {
+            tokensPerExpert[e] += layout.tokensPerExpert(e);
+        }
+        recvTokens += handle.numRecvTokens();
+        dispatchRowBytes = handle.rowLayout().rowBytes();
+        combineRowBytes = handle.rowLayout().combineRowBytes();
+    }
+}
