@@ -90,6 +90,12 @@ final class ControlPlaneCommand implements Callable<Integer> {
                             + config.dispatchDType().label()
                             + " (expected: bf16 with --transport nccl; FP8 dispatch runs on tcp)");
         }
+        if (transport == Transport.NCCL && config.microBatches() != 1) {
+            throw new IllegalArgumentException(
+                    "--micro-batches: "
+                            + config.microBatches()
+                            + " (expected: 1 with --transport nccl; micro-batches run on tcp)");
+        }
         if (transport == Transport.NCCL && server.rebalanceEvery != 0) {
             throw new IllegalArgumentException(
                     "--rebalance-every: "

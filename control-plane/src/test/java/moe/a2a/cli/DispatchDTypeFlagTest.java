@@ -7,7 +7,10 @@ import java.io.StringWriter;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
-/** {@code --dispatch-dtype} is refused in one line where FP8 cannot run, before anything starts. */
+/**
+ * {@code --dispatch-dtype} and {@code --micro-batches} are refused in one line where they cannot
+ * run, before anything starts.
+ */
 class DispatchDTypeFlagTest {
 
     @Test
@@ -41,6 +44,29 @@ class DispatchDTypeFlagTest {
                                 "0"))
                 .startsWith(
                         "moe-a2a control-plane: --dispatch-dtype: fp8 (expected: bf16 with --transport nccl");
+    }
+
+    @Test
+    void shouldRefuseMicroBatchesOutOfRangeOrOnNccl() {
+        assertThat(run("serve", "--micro-batches", "3", "--port", "0", "--metrics-port", "0"))
+                .isEqualTo("moe-a2a serve: --micro-batches: 3 (expected: 1 or 2)");
+        assertThat(
+                        run(
+                                "control-plane",
+                                "--transport",
+                                "nccl",
+                                "--micro-batches",
+                                "2",
+                                "--hidden",
+                                "8",
+                                "--ffn",
+                                "8",
+                                "--port",
+                                "0",
+                                "--metrics-port",
+                                "0"))
+                .startsWith(
+                        "moe-a2a control-plane: --micro-batches: 2 (expected: 1 with --transport nccl");
     }
 
     /** Runs the CLI; returns its error output, after checking that it failed. */
