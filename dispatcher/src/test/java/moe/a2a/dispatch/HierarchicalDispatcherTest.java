@@ -38,10 +38,17 @@ class HierarchicalDispatcherTest {
         shm.closeAll();
     }
 
-    @ParameterizedTest(name = "{0} hosts x {1} ranks, {2} experts, host group over {3}")
-    @CsvSource({"2, 2, 16, local", "3, 2, 12, local", "2, 3, 18, shm", "1, 3, 9, local"})
+    @ParameterizedTest(name = "{0} hosts x {1} ranks, {2} experts, {4}, host group over {3}")
+    @CsvSource({
+        "2, 2, 16, local, BF16",
+        "3, 2, 12, local, FP32",
+        "2, 3, 18, shm, FP16",
+        "1, 3, 9, local, BF16",
+        "4, 1, 8, local, BF16"
+    })
     void shouldCombineAsTheReferenceAndTheFlatPathWhileSendingEachTokenOncePerHost(
-            int hosts, int ranksPerHost, int experts, String hostTransport) throws Exception {
+            int hosts, int ranksPerHost, int experts, String hostTransport, DType dtype)
+            throws Exception {
         HostTopology topology = new HostTopology(hosts, ranksPerHost);
         int n = topology.worldSize();
         SplittableRandom random = new SplittableRandom(hosts * 31L + ranksPerHost);
@@ -83,8 +90,8 @@ class HierarchicalDispatcherTest {
                             long expectedInterHost = 0;
                             for (int s = 0; s < steps; s++) {
                                 Step in = inputs[s][rank];
-                                float[] viaHosts = run(hier, in, placement, rank);
-                                float[] viaRanks = run(flatPath, in, placement, rank);
+                                float[] viaHosts = run(hier, in, placement, rank, dtype);
+                                float[] viaRanks = run(flatPath, in, placement, rank, dtype);
                                 float[] reference = in.reference();
                                 for (int i = 0; i < reference.length; i++) {
                                     if (viaHosts[i] != reference[i]
@@ -106,7 +113,8 @@ class HierarchicalDispatcherTest {
                                 }
                                 expectedInterHost +=
                                         remoteHostVisits(in, placement, topology, rank)
-                                                * (rowBytes() + HIDDEN * 2L);
+                                                * (rowBytes(dtype)
+                                                        + (long) HIDDEN * dtype.sizeBytes());
                             }
                             return new long[] {hier.interHostBytes(), expectedInterHost};
                         });
@@ -145,14 +153,16 @@ class HierarchicalDispatcherTest {
     }
 
     /** One step through {@code path} with the scaling expert; the combined rows. */
-    private static float[] run(DispatchPath path, Step in, Placement placement, int rank) {
+    private static float[] run(
+            DispatchPath path, Step in, Placement placement, int rank, DType dtype) {
+        int size = dtype.sizeBytes();
         ByteBuffer tokens =
-                ByteBuffer.allocateDirect(Math.max(1, in.numTokens * HIDDEN * 2))
+                ByteBuffer.allocateDirect(Math.max(1, in.numTokens * HIDDEN * size))
                         .order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; i < in.numTokens * HIDDEN; i++) {
-            DType.BF16.put(tokens, i * 2, in.values[i]);
+            dtype.put(tokens, i * size, in.values[i]);
         }
-        DispatchResult result = path.dispatch(tokens, in.numTokens, DType.BF16, in.ids, in.weights);
+        DispatchResult result = path.dispatch(tokens, in.numTokens, dtype, in.ids, in.weights);
         DispatchHandle handle = result.handle();
         int received = result.numRecvTokens();
         float[] sums = new float[received * HIDDEN];
@@ -167,7 +177,7 @@ class HierarchicalDispatcherTest {
                 }
             }
         }
-        DType.BF16.encode(sums, 0, sums.length, path.combineRows(handle), 0);
+        dtype.encode(sums, 0, sums.length, path.combineRows(handle), 0);
         FloatBuffer out =
                 ByteBuffer.allocateDirect(Math.max(1, in.numTokens * HIDDEN * Float.BYTES))
                         .order(ByteOrder.nativeOrder())
@@ -202,8 +212,8 @@ class HierarchicalDispatcherTest {
         return visits;
     }
 
-    private static int rowBytes() {
-        return new DispatchRowLayout(HIDDEN, TOP_K, DType.BF16, DispatchDType.BF16).rowBytes();
+    private static int rowBytes(DType dtype) {
+        return new DispatchRowLayout(HIDDEN, TOP_K, dtype, DispatchDType.BF16).rowBytes();
     }
 
     /** Every expert on one or two ranks, ranks holding different numbers of slots. */
@@ -247,11 +257,13 @@ class HierarchicalDispatcherTest {
             for (int i = 0; i < weights.length; i++) {
                 weights[i] = random.nextBoolean() ? 0.5f : 1f;
             }
-            return new Step(
-                    numTokens,
-                    values,
-                    TestRoutings.uniform(random, numTokens, experts, TOP_K),
-                    weights);
+            int[] ids = TestRoutings.uniform(random, numTokens, experts, TOP_K);
+            for (int i = 0; i < ids.length; i++) {
+                if (random.nextInt(10) == 0) {
+                    ids[i] = CapacityFilter.DROPPED;
+                }
+            }
+            return new Step(numTokens, values, ids, weights);
         }
 
         float[] reference() {
@@ -259,7 +271,8 @@ class HierarchicalDispatcherTest {
             for (int t = 0; t < numTokens; t++) {
                 float factor = 0;
                 for (int k = 0; k < TOP_K; k++) {
-                    factor += weights[t * TOP_K + k] * scale(ids[t * TOP_K + k]);
+                    int e = ids[t * TOP_K + k];
+                    factor += e == CapacityFilter.DROPPED ? 0 : weights[t * TOP_K + k] * scale(e);
                 }
                 for (int c = 0; c < HIDDEN; c++) {
                     out[t * HIDDEN + c] = factor * values[t * HIDDEN + c];
