@@ -17,7 +17,7 @@ def launch(dir_):
     for path in sorted(glob.glob(os.path.join(dir_, "rank-*.json"))):
         with open(path) as f:
             ranks.append(json.load(f))
-    if len(ranks) != 4:
+    if not ranks or len(ranks) != len(glob.glob(os.path.join(dir_, "rank-*.log"))):
         return None
     iters = len(ranks[0]["dispatch_ns"])
     total = [max(r["dispatch_ns"][i] + r["combine_ns"][i] for r in ranks) for i in range(iters)]

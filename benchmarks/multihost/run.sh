@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # run.sh: two hosts on one machine, each a network namespace joined to the other by a veth pair
 # (only the namespaces' own addresses, nothing outside), the link shaped by tc where the kernel
-# allows it; two ranks per host. Runs the canonical workloads with every token sent flat (rank to
-# rank over tcp) and hierarchically (once per host over tcp, then over shared memory inside the
-# host), interleaved launch by launch, and reports step time and inter-host bytes: as the
-# dispatcher counts them and as the kernel counted them on the veth link (report.py).
+# allows it; the workload's ranks split evenly over the two hosts. Runs the canonical workloads
+# with every token sent flat (rank to rank over tcp) and hierarchically (once per host over tcp,
+# then over shared memory inside the host), interleaved launch by launch, and reports step time
+# and inter-host bytes: as the dispatcher counts them and as the kernel counted them on the veth
+# link (report.py).
 #
 # usage: sudo benchmarks/multihost/run.sh [--out DIR] [--workloads decode,prefill] [--iters N] [--warmup N]
 # environment: REPEATS (launches of each mode, default 3), RATE (tc rate, default 10gbit; "" for
@@ -17,7 +18,7 @@ OUT="" WORKLOADS=decode,prefill ITERS=20 WARMUP=5
 REPEATS=${REPEATS:-3} RATE=${RATE-10gbit} DELAY=${DELAY-100us}
 NS=(moe-a2a-h0 moe-a2a-h1) DEV=(moe-a2a-v0 moe-a2a-v1) ADDR=(10.77.0.1 10.77.0.2)
 
-usage() { sed -n '9,11p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '10,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case $1 in
     -h|--help) usage 0 ;;
@@ -69,6 +70,15 @@ done
 echo "run: link ${ADDR[0]} <-> ${ADDR[1]}: $SHAPE"
 echo "$SHAPE" > "$OUT/link.txt"
 
+# the canonical workloads' rank counts (moe-a2a's BenchWorkload)
+ranks() {
+  case $1 in
+    prefill-n2) echo 2 ;;
+    prefill-n8) echo 8 ;;
+    *) echo 4 ;;
+  esac
+}
+
 tx_bytes() { ip netns exec "${NS[$1]}" cat "/sys/class/net/${DEV[$1]}/statistics/tx_bytes"; }
 
 launch=0
@@ -81,8 +91,9 @@ for rep in $(seq 1 "$REPEATS"); do
       rm -rf "$dir" && mkdir -p "$dir"
       before=$(( $(tx_bytes 0) + $(tx_bytes 1) ))
       pids=()
-      for rank in 0 1 2 3; do
-        h=$((rank / 2))
+      n=$(ranks "$wl")
+      for rank in $(seq 0 $((n - 1))); do
+        h=$((rank / (n / 2)))
         ip netns exec "${NS[$h]}" "$ROOT/bin/moe-a2a" bench-host-rank --workload "$wl" \
           --rank "$rank" --hosts 2 --mode "$mode" --address "${ADDR[$h]}" --dir "$dir" \
           --group-id "$((launch * 1000))" --iters "$ITERS" --warmup "$WARMUP" \
