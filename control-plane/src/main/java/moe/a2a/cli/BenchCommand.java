@@ -3,18 +3,13 @@ package moe.a2a.cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.bench.BenchPlacement;
 import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchRouting;
-import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.Collective;
@@ -23,7 +18,6 @@ import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.control.metrics.Imbalance;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchDType;
@@ -68,16 +62,6 @@ final class BenchCommand implements Callable<Integer> {
                             + " also nccl (one process per GPU) (default: ${DEFAULT-VALUE}).")
     List<Transport> transports;
 
-    /** The transports bench runs here (GPU checks: scripts/gpu-check.sh). */
-    static final class BenchTransports implements Iterable<String> {
-        static final List<Transport> ALL = List.of(Transport.LOCAL, Transport.TCP, Transport.SHM);
-
-        @Override
-        public Iterator<String> iterator() {
-            return ALL.stream().map(Transport::label).iterator();
-        }
-    }
-
     /** The transports {@code bench --collective} runs here. */
     static final List<Transport> COLLECTIVE_TRANSPORTS =
             List.of(Transport.LOCAL, Transport.TCP, Transport.SHM, Transport.NCCL);
@@ -105,6 +89,16 @@ final class BenchCommand implements Callable<Integer> {
             description =
                     "R extra expert slots, placed by the planner of moe-a2a eplb for each workload's own expert loads (replicas with shares; experts + R a multiple of the ranks); dispatcher scope, here only (default: ${DEFAULT-VALUE}).")
     int redundantExperts;
+
+    @Option(
+            names = "--expert-ffn",
+            defaultValue = "0",
+            paramLabel = "I",
+            description =
+                    "Run real experts (seeded SwiGLU, intermediate size I, fp32) between dispatch"
+                            + " and combine, timed, and report the communication share; dispatcher"
+                            + " scope, --transport local; 0: none (default: ${DEFAULT-VALUE}).")
+    int expertFfn;
 
     @Option(
             names = "--iters",
@@ -260,6 +254,17 @@ final class BenchCommand implements Callable<Integer> {
                                 + "; the NCCL path is checked by scripts/gpu-check.sh)");
             }
         }
+        if (expertFfn < 0
+                || expertFfn > 0
+                        && (target != null
+                                || scope == BenchScope.TRANSPORT
+                                || !transports.equals(List.of(Transport.LOCAL)))) {
+            throw new IllegalArgumentException(
+                    "--expert-ffn: "
+                            + expertFfn
+                            + " (expected: 0, or > 0 with --transport local and the dispatcher"
+                            + " scope)");
+        }
         if (target != null) {
             return RemoteBench.run(
                     connection,
@@ -334,7 +339,14 @@ final class BenchCommand implements Callable<Integer> {
                 int runIters = iters > 0 ? iters : w.defaultIters();
                 List<RankTimes> times =
                         transport == Transport.LOCAL
-                                ? runLocal(w, runWarmup, runIters, dispatchDType)
+                                ? LocalBenchRanks.run(
+                                        w,
+                                        scope,
+                                        runWarmup,
+                                        runIters,
+                                        dispatchDType,
+                                        redundantExperts,
+                                        expertFfn)
                                 : runProcesses(w, transport, runWarmup, runIters, dispatchDType);
                 done++;
                 clearProgress();
@@ -366,6 +378,14 @@ final class BenchCommand implements Callable<Integer> {
                             "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
                             100 * r.aggGbps() / loopback);
                 }
+                if (r.hasExperts()) {
+                    System.out.printf(
+                            Locale.ROOT,
+                            "  experts (I = %d) p50 %.0fus: communication share %.3f%n",
+                            expertFfn,
+                            r.expertP50Us(),
+                            r.communicationShare());
+                }
                 if (redundantExperts != 0) {
                     System.out.printf(
                             Locale.ROOT,
@@ -394,7 +414,12 @@ final class BenchCommand implements Callable<Integer> {
      */
     private int collectives() throws Exception {
         for (String flag :
-                List.of("--workload", "--scope", "--dispatch-dtype", "--redundant-experts")) {
+                List.of(
+                        "--workload",
+                        "--scope",
+                        "--dispatch-dtype",
+                        "--redundant-experts",
+                        "--expert-ffn")) {
             if (matched(flag)) {
                 throw new IllegalArgumentException(
                         flag + ": not with --collective (workloads and collectives run apart)");
@@ -556,37 +581,6 @@ final class BenchCommand implements Callable<Integer> {
 
     private boolean matched(String flag) {
         return spec != null && spec.commandLine().getParseResult().hasMatchedOption(flag);
-    }
-
-    private List<RankTimes> runLocal(
-            BenchWorkload w, int runWarmup, int runIters, DispatchDType dispatchDType)
-            throws Exception {
-        LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(120));
-        ExecutorService pool = Executors.newFixedThreadPool(w.worldSize());
-        try {
-            List<Future<RankTimes>> ranks = new ArrayList<>();
-            for (int r = 0; r < w.worldSize(); r++) {
-                final int rank = r;
-                ranks.add(
-                        pool.submit(
-                                () ->
-                                        BenchRun.rank(
-                                                w,
-                                                scope,
-                                                group.communicator(rank),
-                                                runWarmup,
-                                                runIters,
-                                                dispatchDType,
-                                                redundantExperts)));
-            }
-            List<RankTimes> out = new ArrayList<>();
-            for (Future<RankTimes> f : ranks) {
-                out.add(f.get());
-            }
-            return out;
-        } finally {
-            pool.shutdownNow();
-        }
     }
 
     /**

@@ -8,8 +8,8 @@ import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
 /**
- * {@code --dispatch-dtype} and {@code --micro-batches} are refused in one line where they cannot
- * run, before anything starts.
+ * {@code --dispatch-dtype}, {@code --micro-batches} and {@code --expert-ffn} are refused in one
+ * line where they cannot run, before anything starts.
  */
 class DispatchDTypeFlagTest {
 
@@ -67,6 +67,22 @@ class DispatchDTypeFlagTest {
                                 "0"))
                 .startsWith(
                         "moe-a2a control-plane: --micro-batches: 2 (expected: 1 with --transport nccl");
+    }
+
+    @Test
+    void shouldRefuseAnExpertStageWhereItCannotRun() {
+        assertThat(run("bench", "--expert-ffn", "8", "--transport", "tcp"))
+                .isEqualTo(
+                        "moe-a2a bench: --expert-ffn: 8 (expected: 0, or > 0 with --transport local"
+                                + " and the dispatcher scope)");
+        assertThat(run("bench", "--expert-ffn", "8", "--scope", "TRANSPORT"))
+                .startsWith("moe-a2a bench: --expert-ffn: 8 (expected:");
+        assertThat(run("bench", "--expert-ffn", "-1"))
+                .startsWith("moe-a2a bench: --expert-ffn: -1");
+        assertThat(run("bench", "--collective", "allreduce", "--expert-ffn", "8"))
+                .isEqualTo(
+                        "moe-a2a bench: --expert-ffn: not with --collective (workloads and"
+                                + " collectives run apart)");
     }
 
     /** Runs the CLI; returns its error output, after checking that it failed. */

@@ -29,7 +29,9 @@ public record BenchReport(
         double copyBoundUs,
         double barrierP50Us,
         DispatchDType dispatchDType,
-        boolean ok) {
+        boolean ok,
+        double expertP50Us,
+        double communicationShare) {
     private static final Gson GSON = new Gson();
 
     /** A report of bf16 dispatch. */
@@ -47,7 +49,10 @@ public record BenchReport(
      * The report of one run. {@code rows} is the traffic as placed (bytes per rank, copy bound);
      * the fingerprint is always the workload's own, of its contiguous placement, so that it names
      * the routing. {@code bytes_per_rank} keeps the shared definition (bf16 rows) for every
-     * dispatch dtype, so that rows compare with the peers'.
+     * dispatch dtype, so that rows compare with the peers'. With an expert stage ({@link
+     * ExpertStage}) the communication share is the exchanges' time over the step's, from the p50s
+     * of each iteration's slowest rank: {@code (dispatch + combine) / (dispatch + experts +
+     * combine)}.
      */
     public static BenchReport of(
             BenchWorkload w,
@@ -62,6 +67,7 @@ public record BenchReport(
         long[] combine = new long[iters];
         long[] total = new long[iters];
         long[] barrier = new long[ranks.get(0).barrierNs().length];
+        long[] experts = new long[ranks.get(0).expertNs().length];
         boolean ok = true;
         for (RankTimes r : ranks) {
             ok &= r.ok();
@@ -73,6 +79,9 @@ public record BenchReport(
             for (int i = 0; i < barrier.length; i++) {
                 barrier[i] = Math.max(barrier[i], r.barrierNs()[i]);
             }
+            for (int i = 0; i < experts.length; i++) {
+                experts[i] = Math.max(experts[i], r.expertNs()[i]);
+            }
         }
         long offRank = 0;
         for (int src = 0; src < rows.length; src++) {
@@ -82,6 +91,8 @@ public record BenchReport(
         }
         long bytesPerRank = offRank / rows.length;
         double totalP50 = percentileUs(total, 50);
+        double expertP50 = experts.length == 0 ? Double.NaN : percentileUs(experts, 50);
+        double exchanges = percentileUs(dispatch, 50) + percentileUs(combine, 50);
         double algbw = 2.0 * bytesPerRank / (totalP50 * 1e-6) / 1e9;
         double copyBoundUs = 2.0 * offRank / (memcpyGbps * 1e9) * 1e6;
         return new BenchReport(
@@ -101,7 +112,14 @@ public record BenchReport(
                 copyBoundUs,
                 percentileUs(barrier, 50),
                 dispatchDType,
-                ok);
+                ok,
+                expertP50,
+                exchanges / (exchanges + expertP50));
+    }
+
+    /** Whether the run timed an expert stage, so that it has a communication share. */
+    public boolean hasExperts() {
+        return !Double.isNaN(expertP50Us);
     }
 
     /**
@@ -148,6 +166,10 @@ public record BenchReport(
         o.addProperty("dispatch_dtype", dispatchDType.label());
         o.addProperty("redundant_experts", redundantExperts);
         o.addProperty("ok", ok);
+        if (hasExperts()) {
+            o.addProperty("expert_us_p50", Math.round(expertP50Us));
+            o.addProperty("communication_share", round3(communicationShare));
+        }
         o.addProperty("scope", scope.name().toLowerCase(Locale.ROOT));
         return GSON.toJson(o);
     }

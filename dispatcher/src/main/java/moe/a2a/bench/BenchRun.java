@@ -2,6 +2,7 @@ package moe.a2a.bench;
 
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DispatchDType;
+import org.jspecify.annotations.Nullable;
 
 /** One rank's part of a benchmark workload in the chosen scope, on a live communicator. */
 public final class BenchRun {
@@ -36,6 +37,24 @@ public final class BenchRun {
             int iters,
             DispatchDType dispatchDType,
             int redundant) {
+        return rank(w, scope, comm, warmup, iters, dispatchDType, redundant, null);
+    }
+
+    /** With {@code experts} timed between dispatch and combine (dispatcher scope only). */
+    public static RankTimes rank(
+            BenchWorkload w,
+            BenchScope scope,
+            Communicator comm,
+            int warmup,
+            int iters,
+            DispatchDType dispatchDType,
+            int redundant,
+            @Nullable ExpertStage experts) {
+        if (scope == BenchScope.TRANSPORT && experts != null) {
+            throw new IllegalArgumentException(
+                    "experts: an expert stage (expected: none with --scope TRANSPORT, which times"
+                            + " the exchanges alone)");
+        }
         if (scope == BenchScope.TRANSPORT) {
             if (redundant != 0) {
                 throw new IllegalArgumentException(
@@ -47,6 +66,6 @@ public final class BenchRun {
             return TransportBench.run(w, comm, BenchRouting.rows(w), warmup, iters);
         }
         return DispatcherBench.run(
-                w, comm, warmup, iters, dispatchDType, BenchPlacement.of(w, redundant));
+                w, comm, warmup, iters, dispatchDType, BenchPlacement.of(w, redundant), experts);
     }
 }

@@ -18,6 +18,7 @@ import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.RowKernels;
 import moe.a2a.kernels.ScalarKernels;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One rank's part of the dispatcher benchmark: the real {@link Dispatcher} on a workload. Dispatch
@@ -49,6 +50,21 @@ public final class DispatcherBench {
             int iters,
             DispatchDType dispatchDType,
             Placement placement) {
+        return run(w, comm, warmup, iters, dispatchDType, placement, null);
+    }
+
+    /**
+     * As {@link #run(BenchWorkload, Communicator, int, int, DispatchDType, Placement)}, with {@code
+     * experts} timed between dispatch and combine in every iteration but the validated first.
+     */
+    public static RankTimes run(
+            BenchWorkload w,
+            Communicator comm,
+            int warmup,
+            int iters,
+            DispatchDType dispatchDType,
+            Placement placement,
+            @Nullable ExpertStage experts) {
         final int me = comm.rank();
         Dispatcher dispatcher =
                 new Dispatcher(comm, placement, w.hidden(), w.topK(), dispatchDType);
@@ -59,6 +75,7 @@ public final class DispatcherBench {
                 warmup,
                 iters,
                 dispatcher,
+                experts,
                 new Check() {
                     @Override
                     public boolean received(DispatchResult result) {
@@ -90,6 +107,7 @@ public final class DispatcherBench {
             int warmup,
             int iters,
             DispatchPath path,
+            @Nullable ExpertStage experts,
             Check check) {
         final int t = w.tokens();
         final int h = w.hidden();
@@ -110,6 +128,7 @@ public final class DispatcherBench {
                         .asFloatBuffer();
         long[] dispatchNs = new long[iters];
         long[] combineNs = new long[iters];
+        long[] expertNs = new long[experts == null ? 0 : iters];
         boolean ok = true;
         for (int i = 0; i < warmup + iters; i++) {
             barrier.run();
@@ -117,14 +136,18 @@ public final class DispatcherBench {
             DispatchResult result = path.dispatch(tokens, t, DType.BF16, ids, weights);
             long t1 = System.nanoTime();
             ByteBuffer back = path.combineRows(result.handle());
+            long e0 = System.nanoTime();
             if (i == 0) {
                 ok = check.received(result);
                 scaledRows(result, back, me);
+            } else if (experts != null) {
+                experts.run(result, back);
             } else {
                 for (int j = 0; j < result.numRecvTokens(); j++) {
                     result.copyRecvToken(j, back, j * w.rowBytes());
                 }
             }
+            long e1 = System.nanoTime();
             // The expert stage is not measured: start combine together, as peers without one do.
             barrier.run();
             long t2 = System.nanoTime();
@@ -136,9 +159,13 @@ public final class DispatcherBench {
             if (i >= warmup) {
                 dispatchNs[i - warmup] = t1 - t0;
                 combineNs[i - warmup] = t3 - t2;
+                if (experts != null) {
+                    expertNs[i - warmup] = e1 - e0;
+                }
             }
         }
-        return new RankTimes(dispatchNs, combineNs, RankTimes.barriers(barrier, iters), ok);
+        return new RankTimes(
+                dispatchNs, combineNs, RankTimes.barriers(barrier, iters), ok, expertNs);
     }
 
     /** The validation expert: row × (its local weight) × (rank + 1), rounded to bf16. */

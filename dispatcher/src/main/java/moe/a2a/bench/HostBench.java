@@ -61,6 +61,7 @@ public final class HostBench {
                         warmup,
                         iters,
                         path,
+                        null,
                         new DispatcherBench.Check() {
                             @Override
                             public boolean received(DispatchResult result) {

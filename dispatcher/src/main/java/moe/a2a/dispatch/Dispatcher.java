@@ -1,6 +1,5 @@
 package moe.a2a.dispatch;
 
-import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -8,7 +7,6 @@ import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
-import moe.a2a.kernels.RowKernels;
 
 /**
  * One rank's data path: {@link #dispatch} sends each token once to every rank hosting one of its
@@ -21,10 +19,6 @@ import moe.a2a.kernels.RowKernels;
  * <p>Off-heap buffers grow to the largest step seen and are reused. Owned by the rank thread.
  */
 public final class Dispatcher implements DispatchPath {
-    private static final int VIEW_PARTIALS = 0;
-    private static final int VIEW_COMBINE_SEND = 1;
-    private static final int VIEW_EXPERT_OUTPUTS = 2;
-
     private final Communicator comm;
     private Placement placement;
     private final int hidden;
@@ -42,7 +36,7 @@ public final class Dispatcher implements DispatchPath {
     private final int[] slotCursor;
     private final RowPacker packer;
     private final RowReducer reducer;
-    private final SegmentViews views = new SegmentViews(3);
+    private final ExpertSums sums = new ExpertSums();
     private final Fp8Quantizer quantizer;
 
     /** Where the last dispatch's rows are: {@link #ownRecvBuffer}, or the transport's memory. */
@@ -52,7 +46,6 @@ public final class Dispatcher implements DispatchPath {
     private ByteBuffer ownRecvBuffer = allocate(0);
 
     private ByteBuffer combineSend = allocate(0);
-    private ByteBuffer partials = allocate(0);
     private long nextStep;
 
     /** A dispatcher whose rows travel as the tokens came ({@link DispatchDType#BF16}). */
@@ -190,27 +183,7 @@ public final class Dispatcher implements DispatchPath {
      * rank must call this.
      */
     public void combine(FloatBuffer expertOutputs, DispatchHandle handle, FloatBuffer out) {
-        final int numRecv = handle.numRecvTokens;
-        final long partialBytes = (long) numRecv * hidden * Float.BYTES;
-        partials = ensure(partials, partialBytes);
-        final int total = handle.expertOffsets[handle.expertOffsets.length - 1];
-        final MemorySegment outputs = views.of(VIEW_EXPERT_OUTPUTS, expertOutputs);
-        final MemorySegment sums = views.of(VIEW_PARTIALS, partials);
-        sums.asSlice(0, partialBytes).fill((byte) 0);
-        final long rowBytes = (long) hidden * Float.BYTES;
-        for (int i = 0; i < total; i++) {
-            RowKernels.axpy(
-                    handle.expertWeights[i],
-                    outputs,
-                    i * rowBytes,
-                    sums,
-                    handle.expertRows[i] * rowBytes,
-                    hidden);
-        }
-        final ByteBuffer rows = combineRows(handle);
-        handle.rowLayout
-                .dtype()
-                .encode(sums, 0, views.of(VIEW_COMBINE_SEND, rows), 0, numRecv * hidden);
+        sums.write(expertOutputs, handle, combineRows(handle));
         combine(handle, out);
     }
 

@@ -1,0 +1,47 @@
+package moe.a2a.dispatch;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
+import moe.a2a.kernels.RowKernels;
+
+/**
+ * The first half of combine, where the experts ran: each received token's weighted sum over this
+ * rank's experts, summed in fp32 and written once in the dispatch's dtype as the row combine sends
+ * back. Its scratch grows to the largest step seen and is reused. Owned by the rank thread.
+ */
+public final class ExpertSums {
+    private static final int VIEW_PARTIALS = 0;
+    private static final int VIEW_ROWS = 1;
+    private static final int VIEW_EXPERT_OUTPUTS = 2;
+
+    private final SegmentViews views = new SegmentViews(3);
+    private ByteBuffer partials = Dispatcher.allocate(0);
+
+    /**
+     * Writes into {@code rows} one row per received token of {@code handle}, in receive order:
+     * {@code Σ weight × output} over the expert rows of {@code expertOutputs} ({@code
+     * [numExpertRows, H]} fp32 in the handle's grouped order) that belong to it.
+     */
+    public void write(FloatBuffer expertOutputs, DispatchHandle handle, ByteBuffer rows) {
+        final int hidden = handle.rowLayout().hidden();
+        final int numRecv = handle.numRecvTokens;
+        final long partialBytes = (long) numRecv * hidden * Float.BYTES;
+        partials = Dispatcher.ensure(partials, partialBytes);
+        final int total = handle.expertOffsets[handle.expertOffsets.length - 1];
+        final MemorySegment outputs = views.of(VIEW_EXPERT_OUTPUTS, expertOutputs);
+        final MemorySegment sums = views.of(VIEW_PARTIALS, partials);
+        sums.asSlice(0, partialBytes).fill((byte) 0);
+        final long rowBytes = (long) hidden * Float.BYTES;
+        for (int i = 0; i < total; i++) {
+            RowKernels.axpy(
+                    handle.expertWeights[i],
+                    outputs,
+                    i * rowBytes,
+                    sums,
+                    handle.expertRows[i] * rowBytes,
+                    hidden);
+        }
+        handle.rowLayout().dtype().encode(sums, 0, views.of(VIEW_ROWS, rows), 0, numRecv * hidden);
+    }
+}

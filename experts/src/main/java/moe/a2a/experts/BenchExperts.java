@@ -1,0 +1,38 @@
+package moe.a2a.experts;
+
+import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
+import moe.a2a.bench.ExpertStage;
+import moe.a2a.dispatch.DispatchResult;
+import moe.a2a.dispatch.ExpertSums;
+import moe.a2a.dispatch.Placement;
+
+/**
+ * The dispatcher benchmark's expert stage ({@code bench --expert-ffn I}): this rank's experts of a
+ * seeded model of the workload's shape with intermediate size {@code I}, run as a served step runs
+ * them (SwiGLU per local slot on its rows, fp32), then each received token's weighted sum written
+ * as its combine row. Owned by the rank thread.
+ */
+public final class BenchExperts implements ExpertStage {
+    private final ExpertBank bank;
+    private final ExpertSums sums = new ExpertSums();
+    private final int hidden;
+    private FloatBuffer outputs = Buffers.floats(0);
+
+    /** Loads {@code rank}'s slots of {@code placement}: {@code 3 × hidden × ffn} floats each. */
+    public BenchExperts(Placement placement, int rank, int hidden, int ffn, long seed) {
+        this.hidden = hidden;
+        this.bank =
+                new ExpertBank(
+                        new SeededWeights(seed, placement.numExperts(), hidden, ffn, 1),
+                        placement,
+                        rank);
+    }
+
+    @Override
+    public void run(DispatchResult result, ByteBuffer back) {
+        outputs = Buffers.ensure(outputs, (long) result.numExpertRows() * hidden);
+        bank.forward(0, result, outputs);
+        sums.write(outputs, result.handle(), back);
+    }
+}
