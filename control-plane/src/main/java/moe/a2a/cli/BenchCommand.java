@@ -97,7 +97,7 @@ final class BenchCommand implements Callable<Integer> {
             description =
                     "Run real experts (seeded SwiGLU, intermediate size I, fp32) between dispatch"
                             + " and combine, timed, and report the communication share; dispatcher"
-                            + " scope, --transport local; 0: none (default: ${DEFAULT-VALUE}).")
+                            + " scope, not with --target; 0: none (default: ${DEFAULT-VALUE}).")
     int expertFfn;
 
     @Option(
@@ -254,16 +254,12 @@ final class BenchCommand implements Callable<Integer> {
                                 + "; the NCCL path is checked by scripts/gpu-check.sh)");
             }
         }
-        if (expertFfn < 0
-                || expertFfn > 0
-                        && (target != null
-                                || scope == BenchScope.TRANSPORT
-                                || !transports.equals(List.of(Transport.LOCAL)))) {
+        if (expertFfn < 0 || expertFfn > 0 && (target != null || scope == BenchScope.TRANSPORT)) {
             throw new IllegalArgumentException(
                     "--expert-ffn: "
                             + expertFfn
-                            + " (expected: 0, or > 0 with --transport local and the dispatcher"
-                            + " scope)");
+                            + " (expected: 0, or > 0 with the dispatcher scope, not with"
+                            + " --target)");
         }
         if (target != null) {
             return RemoteBench.run(
@@ -629,7 +625,9 @@ final class BenchCommand implements Callable<Integer> {
                                                 "--dispatch-dtype",
                                                 dispatchDType.label(),
                                                 "--redundant-experts",
-                                                Integer.toString(redundantExperts)))
+                                                Integer.toString(redundantExperts),
+                                                "--expert-ffn",
+                                                Integer.toString(expertFfn)))
                                 .redirectErrorStream(true)
                                 .redirectOutput(dir.resolve("rank-" + r + ".log").toFile())
                                 .start());

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import moe.a2a.bench.BenchPlacement;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
@@ -16,6 +17,7 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.experts.BenchExperts;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -58,6 +60,9 @@ final class BenchRankCommand implements Callable<Integer> {
     @Option(names = "--redundant-experts", defaultValue = "0")
     int redundantExperts;
 
+    @Option(names = "--expert-ffn", defaultValue = "0")
+    int expertFfn;
+
     @Override
     public Integer call() throws Exception {
         BenchWorkload w = BenchWorkload.named(workload);
@@ -74,22 +79,37 @@ final class BenchRankCommand implements Callable<Integer> {
                             warmup,
                             iters,
                             DispatchDType.parse("--dispatch-dtype", dispatchDType),
-                            redundantExperts);
-            Path out = dir.resolve("rank-" + rank + ".times.tmp");
-            Files.writeString(
-                    out,
-                    times.ok()
-                            + "\n"
-                            + join(times.dispatchNs())
-                            + "\n"
-                            + join(times.combineNs())
-                            + "\n"
-                            + join(times.barrierNs())
-                            + "\n");
-            Files.move(out, dir.resolve("rank-" + rank + ".times"), StandardCopyOption.ATOMIC_MOVE);
+                            redundantExperts,
+                            expertFfn == 0
+                                    ? null
+                                    : new BenchExperts(
+                                            BenchPlacement.of(w, redundantExperts),
+                                            rank,
+                                            w.hidden(),
+                                            expertFfn,
+                                            w.seed()));
+            write(times, dir.resolve("rank-" + rank + ".times"));
             ChildRankGroup.finish(comm, dir, rank, n, timeoutNs);
         }
         return 0;
+    }
+
+    /** Writes {@code times} for the parent to {@link #read}, atomically. */
+    static void write(RankTimes times, Path file) throws Exception {
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.writeString(
+                tmp,
+                times.ok()
+                        + "\n"
+                        + join(times.dispatchNs())
+                        + "\n"
+                        + join(times.combineNs())
+                        + "\n"
+                        + join(times.barrierNs())
+                        + "\n"
+                        + join(times.expertNs())
+                        + "\n");
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
     }
 
     static RankTimes read(Path file) throws Exception {
@@ -98,7 +118,8 @@ final class BenchRankCommand implements Callable<Integer> {
                 parse(lines.get(1)),
                 parse(lines.get(2)),
                 parse(lines.get(3)),
-                Boolean.parseBoolean(lines.get(0)));
+                Boolean.parseBoolean(lines.get(0)),
+                parse(lines.get(4)));
     }
 
     private static String join(long[] values) {
@@ -106,6 +127,8 @@ final class BenchRankCommand implements Callable<Integer> {
     }
 
     private static long[] parse(String line) {
-        return Arrays.stream(line.trim().split(" ")).mapToLong(Long::parseLong).toArray();
+        return line.isBlank()
+                ? new long[0]
+                : Arrays.stream(line.trim().split(" ")).mapToLong(Long::parseLong).toArray();
     }
 }

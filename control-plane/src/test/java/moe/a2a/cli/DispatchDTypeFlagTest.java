@@ -71,11 +71,11 @@ class DispatchDTypeFlagTest {
 
     @Test
     void shouldRefuseAnExpertStageWhereItCannotRun() {
-        assertThat(run("bench", "--expert-ffn", "8", "--transport", "tcp"))
-                .isEqualTo(
-                        "moe-a2a bench: --expert-ffn: 8 (expected: 0, or > 0 with --transport local"
-                                + " and the dispatcher scope)");
         assertThat(run("bench", "--expert-ffn", "8", "--scope", "TRANSPORT"))
+                .isEqualTo(
+                        "moe-a2a bench: --expert-ffn: 8 (expected: 0, or > 0 with the dispatcher"
+                                + " scope, not with --target)");
+        assertThat(run("bench", "--expert-ffn", "8", "--target", "127.0.0.1:1"))
                 .startsWith("moe-a2a bench: --expert-ffn: 8 (expected:");
         assertThat(run("bench", "--expert-ffn", "-1"))
                 .startsWith("moe-a2a bench: --expert-ffn: -1");
