@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
-import moe.a2a.bench.BenchPlacement;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
@@ -80,14 +79,7 @@ final class BenchRankCommand implements Callable<Integer> {
                             iters,
                             DispatchDType.parse("--dispatch-dtype", dispatchDType),
                             redundantExperts,
-                            expertFfn == 0
-                                    ? null
-                                    : new BenchExperts(
-                                            BenchPlacement.of(w, redundantExperts),
-                                            rank,
-                                            w.hidden(),
-                                            expertFfn,
-                                            w.seed()));
+                            BenchExperts.of(w, redundantExperts, rank, expertFfn));
             write(times, dir.resolve("rank-" + rank + ".times"));
             ChildRankGroup.finish(comm, dir, rank, n, timeoutNs);
         }

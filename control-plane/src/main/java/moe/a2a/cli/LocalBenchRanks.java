@@ -6,7 +6,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.bench.BenchPlacement;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
@@ -49,15 +48,8 @@ final class LocalBenchRanks {
                                                 iters,
                                                 dispatchDType,
                                                 redundantExperts,
-                                                expertFfn == 0
-                                                        ? null
-                                                        : new BenchExperts(
-                                                                BenchPlacement.of(
-                                                                        w, redundantExperts),
-                                                                rank,
-                                                                w.hidden(),
-                                                                expertFfn,
-                                                                w.seed()))));
+                                                BenchExperts.of(
+                                                        w, redundantExperts, rank, expertFfn))));
             }
             List<RankTimes> out = new ArrayList<>();
             for (Future<RankTimes> f : ranks) {

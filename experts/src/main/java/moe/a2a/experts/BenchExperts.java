@@ -2,10 +2,13 @@ package moe.a2a.experts;
 
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
+import moe.a2a.bench.BenchPlacement;
+import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.ExpertStage;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.ExpertSums;
 import moe.a2a.dispatch.Placement;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The dispatcher benchmark's expert stage ({@code bench --expert-ffn I}): this rank's experts of a
@@ -27,6 +30,19 @@ public final class BenchExperts implements ExpertStage {
                         new SeededWeights(seed, placement.numExperts(), hidden, ffn, 1),
                         placement,
                         rank);
+    }
+
+    /**
+     * {@code rank}'s experts for workload {@code w} as the benchmark places it (with {@code
+     * redundantExperts} extra slots), of intermediate size {@code ffn}; null for {@code ffn == 0},
+     * a run without an expert stage.
+     */
+    public static @Nullable ExpertStage of(
+            BenchWorkload w, int redundantExperts, int rank, int ffn) {
+        return ffn == 0
+                ? null
+                : new BenchExperts(
+                        BenchPlacement.of(w, redundantExperts), rank, w.hidden(), ffn, w.seed());
     }
 
     @Override
