@@ -5,6 +5,7 @@ import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.RankWorker;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
@@ -36,10 +37,13 @@ public interface DataPlane extends AutoCloseable {
     Communicator form(FormGroup form);
 
     /**
-     * The runtime of {@code rank} on this data plane: the CPU one, or one that keeps rows on the
-     * GPU.
+     * The runtime of {@code rank} on this data plane: the CPU one ({@link RankWorker}) unless the
+     * data plane keeps rows on the GPU.
      */
-    RankRuntime runtime(ModelConfig model, WeightSource weights, Placement placement, int rank);
+    default RankRuntime runtime(
+            ModelConfig model, WeightSource weights, Placement placement, int rank) {
+        return new RankWorker(model, weights, placement, rank);
+    }
 
     /** Forgets an epoch that was bound but not formed. */
     void drop();

@@ -9,11 +9,6 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.shm.ShmCommunicator;
 import moe.a2a.comm.shm.ShmConfig;
-import moe.a2a.dispatch.Placement;
-import moe.a2a.experts.ModelConfig;
-import moe.a2a.experts.RankRuntime;
-import moe.a2a.experts.RankWorker;
-import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.Join;
@@ -151,12 +146,6 @@ public final class ShmDataPlane implements DataPlane {
         }
         drop();
         return ShmCommunicator.open(config);
-    }
-
-    @Override
-    public RankRuntime runtime(
-            ModelConfig model, WeightSource weights, Placement placement, int rank) {
-        return new RankWorker(model, weights, placement, rank);
     }
 
     @Override

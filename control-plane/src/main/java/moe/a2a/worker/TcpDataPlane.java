@@ -11,11 +11,6 @@ import moe.a2a.comm.tcp.DataPlaneTls;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
-import moe.a2a.dispatch.Placement;
-import moe.a2a.experts.ModelConfig;
-import moe.a2a.experts.RankRuntime;
-import moe.a2a.experts.RankWorker;
-import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.PrepareGroup;
@@ -90,12 +85,6 @@ public final class TcpDataPlane implements DataPlane {
         bound = null;
         comm.connect(addresses);
         return comm;
-    }
-
-    @Override
-    public RankRuntime runtime(
-            ModelConfig model, WeightSource weights, Placement placement, int rank) {
-        return new RankWorker(model, weights, placement, rank);
     }
 
     @Override

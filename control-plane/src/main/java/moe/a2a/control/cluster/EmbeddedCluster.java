@@ -200,80 +200,64 @@ public final class EmbeddedCluster implements RankGroup {
             int[] counts,
             RoutingInput[] routing,
             int[] capacities) {
-        if (group.isBroken()) {
-            rebuild();
-        }
-        final LocalGroup g = group;
         final int outBytes = model.hidden() * dtype.sizeBytes();
-        List<CompletableFuture<RankStepResult>> parts = new ArrayList<>(workers.length);
-        for (int r = 0; r < workers.length; r++) {
-            final int rank = r;
-            parts.add(
-                    CompletableFuture.supplyAsync(
-                            () -> {
-                                try {
-                                    RankStepResult result =
-                                            workers[rank].step(
-                                                    layer,
-                                                    dtype,
-                                                    tokens[rank],
-                                                    counts[rank],
-                                                    routing[rank],
-                                                    capacities[rank]);
-                                    return withOwnOutput(result, counts[rank] * outBytes);
-                                } catch (RuntimeException | Error e) {
-                                    g.communicator(rank).abort(e);
-                                    throw e;
-                                }
-                            },
-                            rankThreads[r]));
-        }
+        List<CompletableFuture<RankStepResult>> parts =
+                onEveryRank(
+                        (g, rank) -> {
+                            RankStepResult result =
+                                    workers[rank].step(
+                                            layer,
+                                            dtype,
+                                            tokens[rank],
+                                            counts[rank],
+                                            routing[rank],
+                                            capacities[rank]);
+                            return withOwnOutput(result, counts[rank] * outBytes);
+                        });
         return RankResults.all(parts, layer);
     }
 
     @Override
     public CompletableFuture<List<RankTimes>> bench(
             BenchWorkload workload, BenchScope scope, int warmup, int iters) {
-        if (group.isBroken()) {
-            rebuild();
-        }
-        final LocalGroup g = group;
-        List<CompletableFuture<RankTimes>> parts = new ArrayList<>();
-        for (int r = 0; r < workers.length; r++) {
-            final int rank = r;
-            parts.add(
-                    CompletableFuture.supplyAsync(
-                            () -> {
-                                try {
-                                    return BenchRun.rank(
-                                            workload, scope, g.communicator(rank), warmup, iters);
-                                } catch (RuntimeException | Error e) {
-                                    g.communicator(rank).abort(e);
-                                    throw e;
-                                }
-                            },
-                            rankThreads[r]));
-        }
-        return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
-                .thenApply(ignored -> parts.stream().map(CompletableFuture::join).toList());
+        return all(
+                onEveryRank(
+                        (g, rank) ->
+                                BenchRun.rank(
+                                        workload, scope, g.communicator(rank), warmup, iters)));
     }
 
     @Override
     public CompletableFuture<List<CollectiveTimes>> benchCollective(
             CollectiveCase c, int warmup, int iters) {
+        return all(
+                onEveryRank(
+                        (g, rank) -> CollectiveBench.rank(c, g.communicator(rank), warmup, iters)));
+    }
+
+    /** What a rank runs on its thread, with the group of this run. */
+    @FunctionalInterface
+    private interface RankTask<T> {
+        T run(LocalGroup group, int rank);
+    }
+
+    /**
+     * Runs {@code task} for every rank on its rank thread, a broken group replaced first; a rank
+     * that fails aborts the group, so that its peers fail too instead of waiting.
+     */
+    private <T> List<CompletableFuture<T>> onEveryRank(RankTask<T> task) {
         if (group.isBroken()) {
             rebuild();
         }
         final LocalGroup g = group;
-        List<CompletableFuture<CollectiveTimes>> parts = new ArrayList<>();
+        List<CompletableFuture<T>> parts = new ArrayList<>(workers.length);
         for (int r = 0; r < workers.length; r++) {
             final int rank = r;
             parts.add(
                     CompletableFuture.supplyAsync(
                             () -> {
                                 try {
-                                    return CollectiveBench.rank(
-                                            c, g.communicator(rank), warmup, iters);
+                                    return task.run(g, rank);
                                 } catch (RuntimeException | Error e) {
                                     g.communicator(rank).abort(e);
                                     throw e;
@@ -281,6 +265,10 @@ public final class EmbeddedCluster implements RankGroup {
                             },
                             rankThreads[r]));
         }
+        return parts;
+    }
+
+    private static <T> CompletableFuture<List<T>> all(List<CompletableFuture<T>> parts) {
         return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
                 .thenApply(ignored -> parts.stream().map(CompletableFuture::join).toList());
     }

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangeErrors;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.InboundSink;
 import moe.a2a.comm.SegmentReader;
@@ -129,7 +130,7 @@ public final class LocalCommunicator implements Communicator {
         try {
             for (int src = 0; src < n; src++) {
                 if (group.sendLengths[src][rank] != recvCounts[src]) {
-                    throw LocalGroup.countMismatch(
+                    throw ExchangeErrors.countMismatch(
                             src, rank, group.sendLengths[src][rank], recvCounts[src]);
                 }
                 readSegments[src] = group.sendBuffers[src];
@@ -171,7 +172,7 @@ public final class LocalCommunicator implements Communicator {
                 final long len = sendCounts[dst];
                 final long expected = group.recvLengths[dst][rank];
                 if (len != expected) {
-                    throw LocalGroup.countMismatch(rank, dst, len, expected);
+                    throw ExchangeErrors.countMismatch(rank, dst, len, expected);
                 }
                 writeTargets[dst] = group.recvBuffers[dst];
                 writeOffsets[dst] = group.recvOffsets[dst][rank];

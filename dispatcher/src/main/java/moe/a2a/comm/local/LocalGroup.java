@@ -1,7 +1,6 @@
 package moe.a2a.comm.local;
 
 import java.nio.ByteBuffer;
-import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 
 /**
@@ -114,17 +113,5 @@ public final class LocalGroup {
 
     long timeoutNs() {
         return timeoutNs;
-    }
-
-    static A2aException countMismatch(int src, int dst, long sent, long expected) {
-        return new A2aException(
-                "all-to-all-v counts disagree: src="
-                        + src
-                        + ", dst="
-                        + dst
-                        + ", sentBytes="
-                        + sent
-                        + ", expectedBytes="
-                        + expected);
     }
 }

@@ -5,6 +5,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangeErrors;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.InboundSink;
@@ -73,15 +74,7 @@ final class LocalMailbox {
                 waitLocked(dst, src, deadline, timeoutNs);
             }
             if (bytes != expected) {
-                throw new A2aException(
-                        "point-to-point lengths disagree: src="
-                                + src
-                                + ", dst="
-                                + dst
-                                + ", sentBytes="
-                                + bytes
-                                + ", expectedBytes="
-                                + expected);
+                throw ExchangeErrors.lengthMismatch(src, dst, bytes, expected);
             }
             from = buf;
             at = offset;

@@ -29,6 +29,7 @@ import java.util.concurrent.locks.LockSupport;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangeErrors;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.InboundSink;
@@ -403,7 +404,7 @@ public final class ShmCommunicator implements Communicator {
                 }
             }
             if (sendCounts[rank] != recvCounts[rank]) {
-                throw ShmErrors.countMismatch(rank, rank, sendCounts[rank], recvCounts[rank]);
+                throw ExchangeErrors.countMismatch(rank, rank, sendCounts[rank], recvCounts[rank]);
             }
             if (writer != null) {
                 ByteBuffer self = inPlace ? regions.view() : recv;
@@ -516,7 +517,7 @@ public final class ShmCommunicator implements Communicator {
         long expected = peer.get(WORD, at + A2A_EXPECT);
         if (expected != bytes) {
             exchangeDone(dst, k, bytes);
-            throw ShmErrors.countMismatch(rank, dst, bytes, expected);
+            throw ExchangeErrors.countMismatch(rank, dst, bytes, expected);
         }
         return true;
     }
@@ -539,7 +540,7 @@ public final class ShmCommunicator implements Communicator {
                 if (pending[src] && (long) LONG.getAcquire(own, at + A2A_DONE) == k) {
                     long sent = own.get(WORD, at + A2A_SENT);
                     if (sent != recvCounts[src]) {
-                        throw ShmErrors.countMismatch(src, rank, sent, recvCounts[src]);
+                        throw ExchangeErrors.countMismatch(src, rank, sent, recvCounts[src]);
                     }
                     if (recv != null && sent > 0) {
                         recv.put(
@@ -592,7 +593,7 @@ public final class ShmCommunicator implements Communicator {
         try {
             if (to == rank) {
                 if (sendBytes != recvBytes) {
-                    throw ShmErrors.lengthMismatch(rank, rank, sendBytes, recvBytes);
+                    throw ExchangeErrors.lengthMismatch(rank, rank, sendBytes, recvBytes);
                 }
                 sink.accept(send, sendOffset, sendBytes);
                 return;
@@ -622,7 +623,7 @@ public final class ShmCommunicator implements Communicator {
                 peer.set(WORD, at + P2P_SENT, sendBytes);
                 LONG.setRelease(peer, at + P2P_DONE, outgoing);
                 if (expected != sendBytes) {
-                    throw ShmErrors.lengthMismatch(rank, to, sendBytes, expected);
+                    throw ExchangeErrors.lengthMismatch(rank, to, sendBytes, expected);
                 }
             }
             if (from != NONE) {
@@ -633,7 +634,7 @@ public final class ShmCommunicator implements Communicator {
                 }
                 long sent = own.get(WORD, at + P2P_SENT);
                 if (sent != recvBytes) {
-                    throw ShmErrors.lengthMismatch(from, rank, sent, recvBytes);
+                    throw ExchangeErrors.lengthMismatch(from, rank, sent, recvBytes);
                 }
                 sink.accept(regions.view(), (int) DATA_AT, recvBytes);
             }

@@ -1,6 +1,7 @@
 package moe.a2a.comm.shm;
 
 import java.nio.file.Path;
+import moe.a2a.comm.CollectiveArgs;
 
 /**
  * One rank's settings for a shared-memory group. Immutable and validated when built.
@@ -54,10 +55,7 @@ public record ShmConfig(
         if (size <= 0) {
             throw new IllegalArgumentException("size: " + size + " (expected: > 0)");
         }
-        if (rank < 0 || rank >= size) {
-            throw new IllegalArgumentException(
-                    "rank: " + rank + " (expected: in [0, " + size + "))");
-        }
+        CollectiveArgs.checkRank("rank", rank, size);
         if (timeoutNs <= 0) {
             throw new IllegalArgumentException("timeoutNs: " + timeoutNs + " (expected: > 0)");
         }

@@ -7,6 +7,7 @@ import java.util.Objects;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangeErrors;
 import moe.a2a.comm.InboundSink;
 
 /**
@@ -121,20 +122,8 @@ final class Messages {
     private void deliver(
             ByteBuffer buf, int offset, int sentBytes, int expectedBytes, InboundSink sink) {
         if (sentBytes != expectedBytes) {
-            throw lengthsDisagree(rank, rank, sentBytes, expectedBytes);
+            throw ExchangeErrors.lengthMismatch(rank, rank, sentBytes, expectedBytes);
         }
         sink.accept(buf, offset, expectedBytes);
-    }
-
-    static A2aException lengthsDisagree(int src, int dst, long sentBytes, long expectedBytes) {
-        return new A2aException(
-                "point-to-point lengths disagree: src="
-                        + src
-                        + ", dst="
-                        + dst
-                        + ", sentBytes="
-                        + sentBytes
-                        + ", expectedBytes="
-                        + expectedBytes);
     }
 }

@@ -3,6 +3,7 @@ package moe.a2a.comm.tcp;
 import io.netty.buffer.ByteBuf;
 import java.nio.ByteBuffer;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangeErrors;
 import moe.a2a.comm.ExchangePhase;
 
 /**
@@ -81,7 +82,7 @@ final class ReceiveRegions {
         ByteBuf payload = frame.payload();
         int len = payload.readableBytes();
         if (len != expected) {
-            throw Messages.lengthsDisagree(peer, me, len, expected);
+            throw ExchangeErrors.lengthMismatch(peer, me, len, expected);
         }
         payload.getBytes(payload.readerIndex(), dst.slice(offset, len));
         copiedBytes += expected;
@@ -109,15 +110,7 @@ final class ReceiveRegions {
         ByteBuf payload = frame.payload();
         int len = payload.readableBytes();
         if (len != expected) {
-            throw new A2aException(
-                    "all-to-all-v counts disagree: src="
-                            + p
-                            + ", dst="
-                            + me
-                            + ", sentBytes="
-                            + len
-                            + ", expectedBytes="
-                            + expected);
+            throw ExchangeErrors.countMismatch(p, me, len, expected);
         }
         payload.getBytes(payload.readerIndex(), recv.slice((int) offset, len));
         copiedBytes += expected;

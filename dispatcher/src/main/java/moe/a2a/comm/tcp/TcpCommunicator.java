@@ -18,6 +18,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangeErrors;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.InboundSink;
@@ -341,16 +342,7 @@ public final class TcpCommunicator implements Communicator {
                             + recv.capacity());
         }
         if (sendCounts[me] != recvCounts[me]) {
-            fail(
-                    new A2aException(
-                            "all-to-all-v counts disagree: src="
-                                    + me
-                                    + ", dst="
-                                    + me
-                                    + ", sentBytes="
-                                    + sendCounts[me]
-                                    + ", expectedBytes="
-                                    + recvCounts[me]));
+            fail(ExchangeErrors.countMismatch(me, me, sendCounts[me], recvCounts[me]));
         }
         for (int p = 0; p < n; p++) {
             if (p != me) {

@@ -1,6 +1,7 @@
 package moe.a2a.comm.tcp;
 
 import java.net.InetSocketAddress;
+import moe.a2a.comm.CollectiveArgs;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -42,10 +43,7 @@ public record TcpConfig(
         if (size <= 0) {
             throw new IllegalArgumentException("size: " + size + " (expected: > 0)");
         }
-        if (rank < 0 || rank >= size) {
-            throw new IllegalArgumentException(
-                    "rank: " + rank + " (expected: in [0, " + size + "))");
-        }
+        CollectiveArgs.checkRank("rank", rank, size);
         if (timeoutNs <= 0) {
             throw new IllegalArgumentException("timeoutNs: " + timeoutNs + " (expected: > 0)");
         }
