@@ -83,7 +83,7 @@ final class BenchHostRankCommand implements Callable<Integer> {
                             + n
                             + " ranks)");
         }
-        HostTopology topology = new HostTopology(hosts, n / hosts);
+        HostTopology topology = HostTopology.contiguous(hosts, n / hosts);
         InetAddress bind = InetAddress.getByName(address);
         long timeoutNs = TimeUnit.SECONDS.toNanos(120);
         try (TcpTransport tcp = new TcpTransport(1)) {

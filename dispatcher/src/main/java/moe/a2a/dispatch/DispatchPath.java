@@ -10,6 +10,31 @@ import java.nio.FloatBuffer;
  */
 public interface DispatchPath {
     /**
+     * Routes the next dispatches by {@code next}: another layer's placement, or one the coordinator
+     * moved experts in. Its world size and this rank's number of slots are the ones in use.
+     *
+     * @throws IllegalArgumentException when {@code next} has another world size or number of slots
+     *     on this rank
+     */
+    void use(Placement next);
+
+    /** The ranks of the whole group. */
+    int worldSize();
+
+    /**
+     * How the last dispatch routed this rank's tokens over the whole group: tokens per rank and per
+     * expert, whichever way the rows travelled.
+     */
+    DispatchLayout layout();
+
+    /**
+     * Adds to {@code sentTo} and {@code receivedFrom} (one entry per rank of the group) the rows
+     * the dispatch of {@code handle} sent to and received from each rank, as they crossed the data
+     * plane; its combine moves as many rows back the other way.
+     */
+    void countRows(DispatchHandle handle, long[] sentTo, long[] receivedFrom);
+
+    /**
      * Dispatches {@code numTokens} tokens ({@code [T, H]} rows of {@code dtype}, little-endian)
      * routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}); returns this rank's rows
      * grouped by local expert.

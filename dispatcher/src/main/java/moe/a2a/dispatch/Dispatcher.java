@@ -93,6 +93,25 @@ public final class Dispatcher implements DispatchPath {
         return comm;
     }
 
+    @Override
+    public int worldSize() {
+        return worldSize;
+    }
+
+    @Override
+    public DispatchLayout layout() {
+        return layout;
+    }
+
+    /** {@inheritDoc} Flat: every rank's rows go straight to it. */
+    @Override
+    public void countRows(DispatchHandle handle, long[] sentTo, long[] receivedFrom) {
+        for (int r = 0; r < worldSize; r++) {
+            sentTo[r] += handle.layout().tokensPerRank(r);
+            receivedFrom[r] += handle.recvRowsFrom(r);
+        }
+    }
+
     /** The placement the next dispatch routes by. */
     public Placement placement() {
         return placement;
@@ -105,6 +124,7 @@ public final class Dispatcher implements DispatchPath {
      * @throws IllegalArgumentException when {@code next} has another world size, expert count or
      *     number of slots on this rank
      */
+    @Override
     public void use(Placement next) {
         if (next == placement) {
             return;

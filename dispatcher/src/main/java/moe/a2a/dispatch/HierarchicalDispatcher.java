@@ -38,8 +38,10 @@ public final class HierarchicalDispatcher implements DispatchPath {
     private final int hidden;
     private final int topK;
     private final int host;
+    private final int local;
     private final DispatchLayout layout;
-    private final int[] hostSlotBase;
+    private Placement placement;
+    private int[] hostSlotBase;
     private final Dispatcher hostDispatcher;
     private final DispatchRowLayout[] rowLayouts = new DispatchRowLayout[DType.values().length];
     private final SegmentViews views = new SegmentViews(4);
@@ -100,7 +102,9 @@ public final class HierarchicalDispatcher implements DispatchPath {
         this.hidden = hidden;
         this.topK = topK;
         this.host = rail.rank();
-        int rank = topology.rank(host, hostGroup.rank());
+        this.local = hostGroup.rank();
+        this.placement = placement;
+        int rank = topology.rank(host, local);
         this.layout = new DispatchLayout(placement, rank);
         this.hostSlotBase = topology.hostSlotBase(placement);
         this.hostDispatcher =
@@ -123,6 +127,52 @@ public final class HierarchicalDispatcher implements DispatchPath {
     /** Bytes this rank has sent to other hosts, rows of dispatch and combine, since it was made. */
     public long interHostBytes() {
         return interHostBytes;
+    }
+
+    /**
+     * {@inheritDoc} The host group routes by the host's share of {@code next} ({@link
+     * HostTopology#hostPlacement}).
+     */
+    @Override
+    public void use(Placement next) {
+        if (next == placement) {
+            return;
+        }
+        int[] base = topology.hostSlotBase(next);
+        hostDispatcher.use(topology.hostPlacement(next, host));
+        layout.use(next);
+        hostSlotBase = base;
+        placement = next;
+    }
+
+    @Override
+    public int worldSize() {
+        return topology.worldSize();
+    }
+
+    @Override
+    public DispatchLayout layout() {
+        return layout;
+    }
+
+    /**
+     * {@inheritDoc} The rows inside the host go to and come from this host's ranks (forwarded ones
+     * among them); the forwarded rows go to and come from the rail's peers.
+     */
+    @Override
+    public void countRows(DispatchHandle handle, long[] sentTo, long[] receivedFrom) {
+        for (int l = 0; l < topology.ranksPerHost(); l++) {
+            int peer = topology.rank(host, l);
+            sentTo[peer] += handle.layout().tokensPerRank(l);
+            receivedFrom[peer] += handle.recvRowsFrom(l);
+        }
+        for (int h = 0; h < topology.hosts(); h++) {
+            if (h != host) {
+                int peer = topology.rank(h, local);
+                sentTo[peer] += forwardRows[h];
+                receivedFrom[peer] += forwardedRows[h];
+            }
+        }
     }
 
     @Override

@@ -130,7 +130,7 @@ class BenchHarnessTest {
      */
     @Test
     void shouldValidateHierarchicalPathAndSendLessAcrossHosts() throws Exception {
-        HostTopology topology = new HostTopology(2, 2);
+        HostTopology topology = HostTopology.contiguous(2, 2);
         LocalGroup world = new LocalGroup(4, TimeUnit.SECONDS.toNanos(20));
         List<HostBench.Result> flat =
                 RankThreads.run(

@@ -38,21 +38,29 @@ class HierarchicalDispatcherTest {
         shm.closeAll();
     }
 
-    @ParameterizedTest(name = "{0} hosts x {1} ranks, {2} experts, {4}, host group over {3}")
+    @ParameterizedTest(name = "{0} hosts x {1} ranks ({5}), {2} experts, {4}, host group over {3}")
     @CsvSource({
-        "2, 2, 16, local, BF16",
-        "3, 2, 12, local, FP32",
-        "2, 3, 18, shm, FP16",
-        "1, 3, 9, local, BF16",
-        "4, 1, 8, local, BF16"
+        "2, 2, 16, local, BF16, contiguous",
+        "2, 2, 16, local, BF16, interleaved",
+        "3, 2, 12, local, FP32, contiguous",
+        "2, 3, 18, shm, FP16, interleaved",
+        "1, 3, 9, local, BF16, contiguous",
+        "4, 1, 8, local, BF16, contiguous"
     })
     void shouldCombineAsTheReferenceAndTheFlatPathWhileSendingEachTokenOncePerHost(
-            int hosts, int ranksPerHost, int experts, String hostTransport, DType dtype)
+            int hosts,
+            int ranksPerHost,
+            int experts,
+            String hostTransport,
+            DType dtype,
+            String ranks)
             throws Exception {
-        HostTopology topology = new HostTopology(hosts, ranksPerHost);
+        HostTopology topology = topology(hosts, ranksPerHost, ranks.equals("interleaved"));
         int n = topology.worldSize();
         SplittableRandom random = new SplittableRandom(hosts * 31L + ranksPerHost);
-        Placement placement = replicated(random, experts, n);
+        Placement first = replicated(random, experts, n);
+        // odd steps route by a placement of the same slots holding other experts, as after a move
+        Placement moved = relabelled(random, first);
         Communicator[] flat = comms(new LocalGroup(n));
         Communicator[][] rails = new Communicator[ranksPerHost][];
         for (int l = 0; l < ranksPerHost; l++) {
@@ -73,7 +81,7 @@ class HierarchicalDispatcherTest {
                         Step.random(random, r == 1 && s == 1 ? 0 : 1 + random.nextInt(40), experts);
             }
         }
-        List<long[]> bytes =
+        List<RankCounts> counts =
                 RankThreads.run(
                         n,
                         rank -> {
@@ -82,16 +90,20 @@ class HierarchicalDispatcherTest {
                                             rails[topology.local(rank)][topology.host(rank)],
                                             hostGroups[topology.host(rank)][topology.local(rank)],
                                             topology,
-                                            placement,
+                                            first,
                                             HIDDEN,
                                             TOP_K);
-                            Dispatcher flatPath =
-                                    new Dispatcher(flat[rank], placement, HIDDEN, TOP_K);
-                            long expectedInterHost = 0;
+                            Dispatcher flatPath = new Dispatcher(flat[rank], first, HIDDEN, TOP_K);
+                            RankCounts c = new RankCounts(n);
                             for (int s = 0; s < steps; s++) {
                                 Step in = inputs[s][rank];
-                                float[] viaHosts = run(hier, in, placement, rank, dtype);
-                                float[] viaRanks = run(flatPath, in, placement, rank, dtype);
+                                Placement placement = s % 2 == 0 ? first : moved;
+                                hier.use(placement);
+                                flatPath.use(placement);
+                                float[] viaHosts =
+                                        run(hier, in, placement, rank, dtype, c.hierRows);
+                                float[] viaRanks =
+                                        run(flatPath, in, placement, rank, dtype, c.flatRows);
                                 float[] reference = in.reference();
                                 for (int i = 0; i < reference.length; i++) {
                                     if (viaHosts[i] != reference[i]
@@ -111,18 +123,31 @@ class HierarchicalDispatcherTest {
                                                         + reference[i]);
                                     }
                                 }
-                                expectedInterHost +=
+                                for (int r = 0; r < n; r++) {
+                                    if (hier.layout().tokensPerRank(r)
+                                            != flatPath.layout().tokensPerRank(r)) {
+                                        throw new AssertionError(
+                                                "step "
+                                                        + s
+                                                        + ", rank "
+                                                        + rank
+                                                        + ": routed to "
+                                                        + r);
+                                    }
+                                }
+                                c.expectedInterHost +=
                                         remoteHostVisits(in, placement, topology, rank)
                                                 * (rowBytes(dtype)
                                                         + (long) HIDDEN * dtype.sizeBytes());
                             }
-                            return new long[] {hier.interHostBytes(), expectedInterHost};
+                            c.interHost = hier.interHostBytes();
+                            return c;
                         });
         long sent = 0;
         long expected = 0;
-        for (long[] b : bytes) {
-            sent += b[0];
-            expected += b[1];
+        for (RankCounts c : counts) {
+            sent += c.interHost;
+            expected += c.expectedInterHost;
         }
         assertThat(sent).isEqualTo(expected);
         if (hosts == 1) {
@@ -130,12 +155,29 @@ class HierarchicalDispatcherTest {
         } else {
             assertThat(sent).isPositive();
         }
+        for (int r = 0; r < n; r++) {
+            for (int p = 0; p < n; p++) {
+                String pair = "rows from rank " + r + " to rank " + p;
+                assertThat(counts.get(r).flatRows[0][p])
+                        .as("flat " + pair)
+                        .isEqualTo(counts.get(p).flatRows[1][r]);
+                assertThat(counts.get(r).hierRows[0][p])
+                        .as("hierarchical " + pair)
+                        .isEqualTo(counts.get(p).hierRows[1][r]);
+                if (topology.host(r) != topology.host(p)
+                        && topology.local(r) != topology.local(p)) {
+                    assertThat(counts.get(r).hierRows[0][p])
+                            .as("hierarchical " + pair + ": neither its host nor its rail")
+                            .isZero();
+                }
+            }
+        }
     }
 
     @Test
     void shouldRefuseCommunicatorsThatDoNotMatchTheTopology() {
         Placement placement = Placement.contiguous(8, 4);
-        HostTopology topology = new HostTopology(2, 2);
+        HostTopology topology = HostTopology.contiguous(2, 2);
         Communicator rail = new LocalGroup(3).communicator(0);
         Communicator hostGroup = new LocalGroup(2).communicator(0);
         assertThatThrownBy(
@@ -144,17 +186,27 @@ class HierarchicalDispatcherTest {
                                         rail, hostGroup, topology, placement, HIDDEN, TOP_K))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("rail.size: 3");
-        assertThatThrownBy(() -> new HostTopology(0, 2))
+        assertThatThrownBy(() -> HostTopology.contiguous(0, 2))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("hosts: 0");
+        assertThatThrownBy(() -> HostTopology.of(new int[] {0, 1, 1}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("hostOf: [0, 1, 1]")
+                .hasMessageContaining("host 1 has 2, host 0 has 1");
+        assertThatThrownBy(() -> HostTopology.of(new int[] {0, 2}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("host 1 has 0");
         assertThatThrownBy(() -> topology.hostPlacement(Placement.contiguous(8, 2), 0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("placement.worldSize: 2");
     }
 
-    /** One step through {@code path} with the scaling expert; the combined rows. */
+    /**
+     * One step through {@code path} with the scaling expert; the combined rows. Adds the rows it
+     * counts to {@code rows} ({@code [sent to, received from]}).
+     */
     private static float[] run(
-            DispatchPath path, Step in, Placement placement, int rank, DType dtype) {
+            DispatchPath path, Step in, Placement placement, int rank, DType dtype, long[][] rows) {
         int size = dtype.sizeBytes();
         ByteBuffer tokens =
                 ByteBuffer.allocateDirect(Math.max(1, in.numTokens * HIDDEN * size))
@@ -164,6 +216,7 @@ class HierarchicalDispatcherTest {
         }
         DispatchResult result = path.dispatch(tokens, in.numTokens, dtype, in.ids, in.weights);
         DispatchHandle handle = result.handle();
+        path.countRows(handle, rows[0], rows[1]);
         int received = result.numRecvTokens();
         float[] sums = new float[received * HIDDEN];
         float[] rowValues = new float[HIDDEN];
@@ -210,6 +263,56 @@ class HierarchicalDispatcherTest {
             }
         }
         return visits;
+    }
+
+    /**
+     * A topology of {@code hosts × ranksPerHost}, consecutive ranks on each host or dealt round.
+     */
+    private static HostTopology topology(int hosts, int ranksPerHost, boolean interleaved) {
+        if (!interleaved) {
+            return HostTopology.contiguous(hosts, ranksPerHost);
+        }
+        int[] hostOf = new int[hosts * ranksPerHost];
+        for (int r = 0; r < hostOf.length; r++) {
+            hostOf[r] = r % hosts;
+        }
+        return HostTopology.of(hostOf);
+    }
+
+    /** {@code placement}'s slots with the experts renamed by a random permutation. */
+    private static Placement relabelled(SplittableRandom random, Placement placement) {
+        int experts = placement.numExperts();
+        int[] rename = new int[experts];
+        for (int e = 0; e < experts; e++) {
+            rename[e] = e;
+        }
+        for (int e = experts - 1; e > 0; e--) {
+            int j = random.nextInt(e + 1);
+            int t = rename[e];
+            rename[e] = rename[j];
+            rename[j] = t;
+        }
+        int[][] rankExperts = new int[placement.worldSize()][];
+        for (int r = 0; r < rankExperts.length; r++) {
+            rankExperts[r] = new int[placement.localExperts(r)];
+            for (int s = 0; s < rankExperts[r].length; s++) {
+                rankExperts[r][s] = rename[placement.expertAt(r, s)];
+            }
+        }
+        return Placement.of(placement.version() + 1, experts, rankExperts);
+    }
+
+    /** What one rank's steps sent: inter-host bytes, and rows per peer of each path. */
+    private static final class RankCounts {
+        final long[][] hierRows;
+        final long[][] flatRows;
+        long interHost;
+        long expectedInterHost;
+
+        RankCounts(int n) {
+            hierRows = new long[2][n];
+            flatRows = new long[2][n];
+        }
     }
 
     private static int rowBytes(DType dtype) {

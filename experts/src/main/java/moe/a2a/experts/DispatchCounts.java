@@ -2,6 +2,7 @@ package moe.a2a.experts;
 
 import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.DispatchPath;
 
 /**
  * What a step's dispatches routed, sent and received, summed over its micro-batches: the counts
@@ -10,6 +11,7 @@ import moe.a2a.dispatch.DispatchLayout;
  */
 final class DispatchCounts {
     long[] tokensPerRank = new long[0];
+    long[] sentRowsTo = new long[0];
     long[] tokensPerExpert = new long[0];
     long[] recvRowsFrom = new long[0];
     int recvTokens;
@@ -18,20 +20,22 @@ final class DispatchCounts {
 
     void clear(int worldSize, int experts) {
         tokensPerRank = new long[worldSize];
+        sentRowsTo = new long[worldSize];
         tokensPerExpert = new long[experts];
         recvRowsFrom = new long[worldSize];
         recvTokens = 0;
     }
 
     /**
-     * Adds one dispatch: dispatch moves full rows (payload, slots, weights), combine tokens only.
+     * Adds one dispatch of {@code path}: dispatch moves full rows (payload, slots, weights),
+     * combine tokens only.
      */
-    void add(DispatchHandle handle) {
-        DispatchLayout layout = handle.layout();
+    void add(DispatchPath path, DispatchHandle handle) {
+        DispatchLayout layout = path.layout();
         for (int r = 0; r < tokensPerRank.length; r++) {
             tokensPerRank[r] += layout.tokensPerRank(r);
-            recvRowsFrom[r] += handle.recvRowsFrom(r);
         }
+        path.countRows(handle, sentRowsTo, recvRowsFrom);
         for (int e = 0; e < tokensPerExpert.length; e++) {
             tokensPerExpert[e] += layout.tokensPerExpert(e);
         }

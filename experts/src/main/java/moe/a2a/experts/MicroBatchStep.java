@@ -106,8 +106,8 @@ final class MicroBatchStep implements AutoCloseable {
             second.combine(
                     secondOutputs, secondResult.handle(), combined.slice(a * hidden, b * hidden));
             long t5 = System.nanoTime();
-            counts.add(firstResult.handle());
-            counts.add(secondResult.handle());
+            counts.add(first, firstResult.handle());
+            counts.add(second, secondResult.handle());
             return new Times((t1 - t0) + (t3 - t2), (t2 - t1) + (t4 - t3), t5 - t4);
         } catch (RuntimeException e) {
             // the progress thread may still hold the communicator: leave it only once it is done

@@ -3,6 +3,7 @@ package moe.a2a.experts;
 import java.nio.ByteBuffer;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.HostTopology;
 import moe.a2a.dispatch.Placement;
 
 /**
@@ -12,6 +13,18 @@ import moe.a2a.dispatch.Placement;
 public interface RankRuntime {
     /** Continues on a new communicator (same rank), as when the old group broke. */
     void rebind(Communicator comm);
+
+    /**
+     * Continues on a group across hosts (same rank): the rail (this rank's peers of the same local
+     * index on every host, its rank this rank's host) and the host group (this host's ranks, its
+     * rank this rank's local index), placed by {@code topology}.
+     *
+     * @throws UnsupportedOperationException when this runtime exchanges on one flat group only
+     */
+    default void rebind(Communicator rail, Communicator hostGroup, HostTopology topology) {
+        throw new UnsupportedOperationException(
+                getClass().getSimpleName() + " exchanges on one flat group only");
+    }
 
     /** The placement the next step of {@code layer} routes by. */
     Placement placement(int layer);

@@ -32,7 +32,10 @@ public final class RankStep {
      * What the device did with a step.
      *
      * @param output {@code [T, H]} in the step's dtype, little-endian; valid until the next step
-     * @param tokensPerRank tokens sent to each rank in dispatch
+     * @param tokensPerRank tokens routed to each rank in dispatch (to its experts)
+     * @param sentRowsTo rows sent to each rank in dispatch, as they crossed the data plane: the
+     *     tokens routed there on a flat path; on a hierarchical one, rows for its host's ranks and
+     *     forwards to its rail's peers
      * @param tokensPerExpert token×k assignments per expert
      * @param recvRowsFrom rows received from each rank in dispatch
      * @param dispatchRowBytes bytes of one row sent in dispatch (payload and routing)
@@ -41,6 +44,7 @@ public final class RankStep {
     public record Computed(
             ByteBuffer output,
             long[] tokensPerRank,
+            long[] sentRowsTo,
             long[] tokensPerExpert,
             long[] recvRowsFrom,
             int recvTokens,
@@ -78,13 +82,14 @@ public final class RankStep {
         Computed c = compute.run(layer, dtype, tokens, numTokens, ids, router.weights());
 
         long[] perRank = c.tokensPerRank();
+        long[] out = c.sentRowsTo();
         long[] sent = new long[perRank.length];
         long[] received = new long[perRank.length];
         for (int r = 0; r < perRank.length; r++) {
             if (r != rank) {
                 long in = c.recvRowsFrom()[r];
-                sent[r] = perRank[r] * c.dispatchRowBytes() + in * c.combineRowBytes();
-                received[r] = in * c.dispatchRowBytes() + perRank[r] * c.combineRowBytes();
+                sent[r] = out[r] * c.dispatchRowBytes() + in * c.combineRowBytes();
+                received[r] = in * c.dispatchRowBytes() + out[r] * c.combineRowBytes();
             }
         }
         return new RankStepResult(

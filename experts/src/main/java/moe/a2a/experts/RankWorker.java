@@ -11,8 +11,13 @@ import java.util.concurrent.Future;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DType;
+import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchPath;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
+import moe.a2a.dispatch.ExpertSums;
+import moe.a2a.dispatch.HierarchicalDispatcher;
+import moe.a2a.dispatch.HostTopology;
 import moe.a2a.dispatch.Placement;
 import org.jspecify.annotations.Nullable;
 
@@ -21,18 +26,21 @@ import org.jspecify.annotations.Nullable;
  * placement, the local experts on what arrived, combine back, and the output encoded in the step's
  * dtype. A layer's shared expert runs on the rank's own tokens on a thread of its own, beside the
  * dispatch, the routed experts and the combine; its output is added before encoding. Every rank of
- * the group must run every step, with zero tokens if it has none. Owned by the rank thread, except
- * {@link #stage}.
+ * the group must run every step, with zero tokens if it has none. The exchanges run flat on one
+ * group ({@link Dispatcher}) or across hosts on a rail and a host group ({@link
+ * HierarchicalDispatcher}). Owned by the rank thread, except {@link #stage}.
  */
 public final class RankWorker implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
+    private final int rank;
     private final Placement first;
     private final ExpertBank experts;
     private final RankStep step;
     private final RankStep.Compute onHost = this::compute;
-    private @Nullable Dispatcher dispatcher;
+    private @Nullable DispatchPath dispatcher;
     private @Nullable MicroBatchStep microBatches;
     private final DispatchCounts counts = new DispatchCounts();
+    private final ExpertSums sums = new ExpertSums();
     private FloatBuffer expertOutputs = Buffers.floats(0);
     private FloatBuffer combined = Buffers.floats(0);
     private FloatBuffer homeTokens = Buffers.floats(0);
@@ -48,6 +56,7 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
     /** Loads {@code rank}'s experts; {@link #rebind} must give it a communicator before a step. */
     public RankWorker(ModelConfig model, WeightSource weights, Placement placement, int rank) {
         this.model = model;
+        this.rank = rank;
         this.first = placement;
         this.experts = new ExpertBank(weights, placement, rank);
         this.step = new RankStep(weights, model, rank);
@@ -61,10 +70,34 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
     @Override
     public void rebind(Communicator comm) {
         closeMicroBatches();
-        this.dispatcher = newDispatcher(comm);
+        Dispatcher flat = newDispatcher(comm);
+        this.dispatcher = flat;
         if (model.microBatches() == 2 && !comm.receivesInPlace()) {
-            this.microBatches = new MicroBatchStep(dispatcher, newDispatcher(comm), experts, model);
+            this.microBatches = new MicroBatchStep(flat, newDispatcher(comm), experts, model);
         }
+    }
+
+    /**
+     * {@inheritDoc} The step runs as one batch (with two micro-batches, as over shared memory: the
+     * host group receives in place); rows travel as the tokens came.
+     *
+     * @throws IllegalArgumentException when the model dispatches in FP8, which this path does not
+     *     offer
+     */
+    @Override
+    public void rebind(Communicator rail, Communicator hostGroup, HostTopology topology) {
+        if (model.dispatchDType() != DispatchDType.BF16) {
+            throw new IllegalArgumentException(
+                    "model.dispatch_dtype: "
+                            + model.dispatchDType()
+                            + " (expected: "
+                            + DispatchDType.BF16
+                            + " on a group across hosts: rows cross hosts as the tokens came)");
+        }
+        closeMicroBatches();
+        this.dispatcher =
+                new HierarchicalDispatcher(
+                        rail, hostGroup, topology, first, model.hidden(), model.topK());
     }
 
     private Dispatcher newDispatcher(Communicator comm) {
@@ -102,7 +135,7 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
             int numTokens,
             RoutingInput routing,
             int capacity) {
-        final Dispatcher dispatcher = this.dispatcher;
+        final DispatchPath dispatcher = this.dispatcher;
         if (dispatcher == null) {
             throw new IllegalStateException("rank has no communicator yet: call rebind first");
         }
@@ -125,7 +158,6 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
     /** The thread that runs shared experts beside the rank thread, started on first use. */
     private ExecutorService sharedThread() {
         if (sharedThread == null) {
-            final int rank = dispatcher.communicator().rank();
             sharedThread =
                     Executors.newSingleThreadExecutor(
                             r -> {
@@ -151,7 +183,7 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
     /** Dispatch, experts and combine on the host, rows in off-heap buffers. */
     private RankStep.Computed compute(
             int layer, DType dtype, ByteBuffer tokens, int numTokens, int[] ids, float[] weights) {
-        final Dispatcher dispatcher = this.dispatcher;
+        final DispatchPath dispatcher = this.dispatcher;
         final int hidden = model.hidden();
         long t0 = System.nanoTime();
         // the shared expert needs only the rank's own tokens: it runs beside the exchanges
@@ -163,7 +195,7 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
             shared = sharedThread().submit(() -> experts.forwardShared(layer, x, numTokens));
         }
         combined = Buffers.ensure(combined, (long) numTokens * hidden);
-        counts.clear(dispatcher.communicator().size(), model.experts());
+        counts.clear(dispatcher.worldSize(), model.experts());
         long dispatchNs;
         long expertNs;
         long combineNs;
@@ -181,8 +213,9 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
             expertOutputs = Buffers.ensure(expertOutputs, (long) result.numExpertRows() * hidden);
             experts.forward(layer, result, expertOutputs);
             long t2 = System.nanoTime();
-            dispatcher.combine(expertOutputs, result.handle(), combined);
-            counts.add(result.handle());
+            sums.write(expertOutputs, result.handle(), dispatcher.combineRows(result.handle()));
+            dispatcher.combine(result.handle(), combined);
+            counts.add(dispatcher, result.handle());
             dispatchNs = t1 - t0;
             expertNs = t2 - t1;
             combineNs = System.nanoTime() - t2;
@@ -205,6 +238,7 @@ public final class RankWorker implements RankRuntime, AutoCloseable {
         return new RankStep.Computed(
                 output,
                 counts.tokensPerRank,
+                counts.sentRowsTo,
                 counts.tokensPerExpert,
                 counts.recvRowsFrom,
                 counts.recvTokens,

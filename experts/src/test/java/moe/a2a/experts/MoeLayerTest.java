@@ -5,7 +5,6 @@ import java.nio.ByteOrder;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.function.IntFunction;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
@@ -13,6 +12,7 @@ import moe.a2a.comm.shm.ShmTestGroups;
 import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
+import moe.a2a.dispatch.HostTopology;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.TestRoutings;
 import org.junit.jupiter.api.Test;
@@ -98,7 +98,8 @@ class MoeLayerTest {
                     Routing.TOPK,
                     maxTokens,
                     seed,
-                    rank -> comms != null ? comms[rank] : group.communicator(rank));
+                    (worker, rank) ->
+                            worker.rebind(comms != null ? comms[rank] : group.communicator(rank)));
         } finally {
             shm.closeAll();
         }
@@ -148,7 +149,77 @@ class MoeLayerTest {
                 routing,
                 maxTokens,
                 seed,
-                group::communicator);
+                (worker, rank) -> worker.rebind(group.communicator(rank)));
+    }
+
+    /**
+     * Ranks on several hosts: the exchanges cross hosts once per token and host over the rails and
+     * fan out in each host's group ({@code moe.a2a.dispatch.HierarchicalDispatcher}); ranks dealt
+     * to hosts round, as a cluster's workers join, and the host groups over shared memory in one
+     * case.
+     */
+    @ParameterizedTest(name = "{0} hosts x {1} ranks, {2} {3}, host groups over {4}")
+    @CsvSource({
+        "2, 2, FP32, TOPK, local",
+        "2, 2, BF16, LOGITS, shm",
+        "3, 2, FP32, MODEL_GATE, local",
+        "2, 3, FP16, TOPK, local"
+    })
+    void shouldMatchReferenceWhenRanksExchangeAcrossHosts(
+            int hosts, int ranksPerHost, DType dtype, Routing routing, String hostTransport)
+            throws Exception {
+        int n = hosts * ranksPerHost;
+        long seed = 41L * hosts + ranksPerHost + dtype.ordinal() * 7L;
+        ModelConfig model = new ModelConfig(12, HIDDEN, FFN, 3, LAYERS);
+        WeightSource weights = new SeededWeights(seed, 12, HIDDEN, FFN, LAYERS);
+        int[] hostOf = new int[n];
+        for (int r = 0; r < n; r++) {
+            hostOf[r] = r % hosts;
+        }
+        HostTopology topology = HostTopology.of(hostOf);
+        Communicator[][] rails = new Communicator[ranksPerHost][hosts];
+        for (int l = 0; l < ranksPerHost; l++) {
+            LocalGroup rail = new LocalGroup(hosts);
+            for (int g = 0; g < hosts; g++) {
+                rails[l][g] = rail.communicator(g);
+            }
+        }
+        ShmTestGroups shm = new ShmTestGroups();
+        try {
+            Communicator[][] hostGroups = new Communicator[hosts][];
+            for (int g = 0; g < hosts; g++) {
+                if (hostTransport.equals("shm")) {
+                    hostGroups[g] = shm.open(ranksPerHost, TimeUnit.SECONDS.toNanos(20));
+                } else {
+                    LocalGroup group = new LocalGroup(ranksPerHost);
+                    hostGroups[g] = new Communicator[ranksPerHost];
+                    for (int l = 0; l < ranksPerHost; l++) {
+                        hostGroups[g][l] = group.communicator(l);
+                    }
+                }
+            }
+            run(
+                    n,
+                    model,
+                    weights,
+                    weights,
+                    dtype,
+                    routing,
+                    9,
+                    seed,
+                    (worker, rank) -> {
+                        int g = topology.host(rank);
+                        int l = topology.local(rank);
+                        worker.rebind(rails[l][g], hostGroups[g][l], topology);
+                    });
+        } finally {
+            shm.closeAll();
+        }
+    }
+
+    /** Gives a rank's worker its communicators. */
+    private interface Binding {
+        void bind(RankWorker worker, int rank);
     }
 
     private static void run(
@@ -160,7 +231,7 @@ class MoeLayerTest {
             Routing routing,
             int maxTokens,
             long seed,
-            IntFunction<Communicator> comms)
+            Binding binding)
             throws Exception {
         Placement placement = Placement.contiguous(model.experts(), n);
         SplittableRandom random = new SplittableRandom(seed);
@@ -178,8 +249,8 @@ class MoeLayerTest {
                 RankThreads.run(
                         n,
                         rank -> {
-                            RankWorker worker =
-                                    new RankWorker(model, weights, placement, comms.apply(rank));
+                            RankWorker worker = new RankWorker(model, weights, placement, rank);
+                            binding.bind(worker, rank);
                             float[][] out = new float[steps][];
                             for (int s = 0; s < steps; s++) {
                                 Input in = inputs[s][rank];

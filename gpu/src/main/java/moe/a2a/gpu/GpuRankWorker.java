@@ -213,6 +213,7 @@ public final class GpuRankWorker implements RankRuntime, AutoCloseable {
         return new RankStep.Computed(
                 output,
                 gpu.layout().tokensPerRankCopy(),
+                gpu.layout().tokensPerRankCopy(),
                 gpu.layout().tokensPerExpertCopy(),
                 recvRowsFrom,
                 gpu.numReceived(),
