@@ -6,6 +6,7 @@ import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.CollectiveBench;
+import moe.a2a.bench.HostBench;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Communicator;
 import moe.a2a.control.metrics.StepStatsSnapshot;
@@ -17,6 +18,7 @@ import moe.a2a.v1.BenchRankResult;
 import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.StepTask;
 import moe.a2a.v1.WorkerMessage;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Runs a worker's share of steps and benchmark runs on its formed group, answers each on the
@@ -32,7 +34,7 @@ final class RankTasks {
     void step(
             StepTask task,
             LoadedRank loaded,
-            Communicator comm,
+            FormedGroup group,
             int worldSize,
             SessionSender sender) {
         try {
@@ -82,17 +84,31 @@ final class RankTasks {
                                     r.combineNs()),
                             NO_QUEUE);
         } catch (RuntimeException e) {
-            comm.abort(e);
+            group.abort(e);
             sender.send(TaskCodec.stepFailure(task.getStepId(), e.getMessage()));
             loaded.metrics().onStepFailed(e, task.getNumTokens());
         }
     }
 
-    /** Runs this rank's part of one benchmark run: a workload, or a collective case. */
-    void bench(BenchTask task, Communicator comm, SessionSender sender) {
+    /**
+     * Runs this rank's part of one benchmark run: a workload, or a collective case. A group across
+     * hosts runs the dispatcher scope only, on the hierarchical path.
+     */
+    void bench(BenchTask task, FormedGroup group, SessionSender sender) {
         BenchRankResult out;
+        Communicator comm = group.main();
+        String refused = group.acrossHosts() ? refusedAcrossHosts(task) : null;
+        if (refused != null) {
+            sender.send(
+                    WorkerMessage.newBuilder()
+                            .setBenchResult(TaskCodec.benchFailure(task.getBenchId(), refused))
+                            .build());
+            return;
+        }
         try {
-            if (task.hasCollective()) {
+            if (group.acrossHosts()) {
+                out = TaskCodec.benchResult(task.getBenchId(), acrossHosts(task, group).times());
+            } else if (task.hasCollective()) {
                 out =
                         TaskCodec.collectiveBenchResult(
                                 task.getBenchId(),
@@ -113,9 +129,31 @@ final class RankTasks {
             }
         } catch (RuntimeException | OutOfMemoryError e) {
             // a collective case's buffers may not fit this rank's direct memory: say so, and live
-            comm.abort(e);
+            group.abort(e);
             out = TaskCodec.benchFailure(task.getBenchId(), String.valueOf(e.getMessage()));
         }
         sender.send(WorkerMessage.newBuilder().setBenchResult(out).build());
+    }
+
+    /**
+     * A group across hosts runs the dispatcher scope of a workload, on the hierarchical path; the
+     * reason it cannot run {@code task}, or null.
+     */
+    private static @Nullable String refusedAcrossHosts(BenchTask task) {
+        if (task.hasCollective() || !task.getScope().equals(BenchScope.DISPATCHER.name())) {
+            return "bench: a group across hosts runs the dispatcher scope of a workload only (a"
+                    + " collective or the transport scope needs one flat group: --transport tcp)";
+        }
+        return null;
+    }
+
+    private static HostBench.Result acrossHosts(BenchTask task, FormedGroup group) {
+        return HostBench.hierarchical(
+                BenchWorkload.named(task.getWorkload()),
+                group.topology(),
+                group.main(),
+                group.hostGroup(),
+                task.getWarmup(),
+                task.getIters());
     }
 }

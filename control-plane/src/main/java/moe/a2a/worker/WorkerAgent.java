@@ -44,6 +44,7 @@ import moe.a2a.v1.PrepareGroup;
 import moe.a2a.v1.StagePlacement;
 import moe.a2a.v1.StepTask;
 import moe.a2a.v1.WorkerMessage;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -131,12 +132,15 @@ public final class WorkerAgent implements AutoCloseable {
     private LoadedRank loaded;
     private int worldSize;
     private DataPlane plane;
-    private Communicator comm;
+    private @Nullable FormedGroup group;
     private long commEpoch = -1;
     private long boundEpoch = -1;
 
     /** The ranks of the group being formed, when it is not every rank (a lost rank's peers). */
     private int[] groupRanks = new int[0];
+
+    /** How the group being formed binds when it spans hosts, else null. */
+    private @Nullable HostGroupsPlane acrossHosts;
 
     /**
      * @param dataPlanes the transports this worker can run; the control plane picks one
@@ -406,8 +410,24 @@ public final class WorkerAgent implements AutoCloseable {
             usePlane(Transport.parse("prepare.transport", prepare.getTransport()));
         }
         groupRanks = prepare.getMembersList().stream().mapToInt(r -> r).toArray();
+        acrossHosts = null;
         Bound bound;
-        if (groupRanks.length == 0) {
+        if (prepare.getMemberHostsCount() > 0) {
+            if (groupRanks.length > 0) {
+                throw new IllegalArgumentException(
+                        "prepare.members: "
+                                + Arrays.toString(groupRanks)
+                                + " (expected: none, every rank, with prepare.member_hosts)");
+            }
+            acrossHosts =
+                    new HostGroupsPlane(
+                            offered(Transport.TCP, "the rails across hosts"),
+                            offered(Transport.SHM, "the group inside this host"),
+                            prepare,
+                            rank,
+                            worldSize);
+            bound = acrossHosts.bind(prepare);
+        } else if (groupRanks.length == 0) {
             bound = plane.bind(rank, worldSize, prepare);
         } else {
             int member = Arrays.binarySearch(groupRanks, rank);
@@ -423,6 +443,22 @@ public final class WorkerAgent implements AutoCloseable {
         }
         boundEpoch = prepare.getEpoch();
         sender.send(WorkerMessage.newBuilder().setBound(bound).build());
+    }
+
+    /** The data plane of {@code transport} that this worker offered, needed for {@code what}. */
+    private DataPlane offered(Transport transport, String what) {
+        DataPlane offered = dataPlanes.get(transport);
+        if (offered == null) {
+            throw new A2aException(
+                    "prepare.member_hosts: a group across hosts runs "
+                            + what
+                            + " over "
+                            + transport
+                            + " (this worker offered "
+                            + dataPlanes.keySet()
+                            + ")");
+        }
+        return offered;
     }
 
     /**
@@ -464,18 +500,25 @@ public final class WorkerAgent implements AutoCloseable {
         }
         long epoch = form.getEpoch();
         boundEpoch = -1;
-        comm = plane.form(form);
-        if (groupRanks.length > 0) {
-            comm = new SparseCommunicator(comm, groupRanks, worldSize);
+        if (acrossHosts != null) {
+            group = acrossHosts.form(form);
+            acrossHosts = null;
+        } else {
+            Communicator comm = plane.form(form);
+            if (groupRanks.length > 0) {
+                comm = new SparseCommunicator(comm, groupRanks, worldSize);
+            }
+            group = FormedGroup.flat(comm);
         }
         commEpoch = epoch;
-        loaded.runtime().rebind(comm);
+        group.bindTo(loaded.runtime());
         LOG.info(
-                "group epoch {} connected: rank {} of {}{}",
+                "group epoch {} connected: rank {} of {}{}{}",
                 epoch,
                 rank,
                 worldSize,
-                groupRanks.length > 0 ? ", with ranks " + Arrays.toString(groupRanks) : "");
+                groupRanks.length > 0 ? ", with ranks " + Arrays.toString(groupRanks) : "",
+                group.describe());
         sender.send(
                 WorkerMessage.newBuilder()
                         .setReady(GroupReady.newBuilder().setEpoch(epoch))
@@ -483,18 +526,18 @@ public final class WorkerAgent implements AutoCloseable {
     }
 
     private void step(StepTask task, SessionSender sender) {
-        if (comm == null || task.getEpoch() != commEpoch) {
+        if (group == null || task.getEpoch() != commEpoch) {
             sender.send(
                     TaskCodec.stepFailure(
                             task.getStepId(),
                             "rank " + rank + " is not in group epoch " + task.getEpoch()));
             return;
         }
-        tasks.step(task, loaded, comm, worldSize, sender);
+        tasks.step(task, loaded, group, worldSize, sender);
     }
 
     private void bench(BenchTask task, SessionSender sender) {
-        if (comm == null) {
+        if (group == null) {
             sender.send(
                     WorkerMessage.newBuilder()
                             .setBenchResult(
@@ -503,18 +546,23 @@ public final class WorkerAgent implements AutoCloseable {
                             .build());
             return;
         }
-        tasks.bench(task, comm, sender);
+        tasks.bench(task, group, sender);
     }
 
     private void dropGroup(String reason) {
         if (boundEpoch >= 0) {
-            plane.drop();
+            if (acrossHosts != null) {
+                acrossHosts.drop();
+                acrossHosts = null;
+            } else {
+                plane.drop();
+            }
             boundEpoch = -1;
         }
-        if (comm != null) {
-            comm.abort(new A2aException(reason));
-            comm.close();
-            comm = null;
+        if (group != null) {
+            group.abort(new A2aException(reason));
+            group.close();
+            group = null;
             commEpoch = -1;
         }
     }

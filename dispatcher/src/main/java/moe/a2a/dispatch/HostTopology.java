@@ -158,6 +158,6 @@ public final class HostTopology {
 
     @Override
     public String toString() {
-        return hosts() + " hosts × " + ranksPerHost() + " ranks " + Arrays.toString(ranksOf);
+        return hosts() + " hosts × " + ranksPerHost() + " ranks " + Arrays.deepToString(ranksOf);
     }
 }

@@ -43,7 +43,7 @@ final class GroupFormation {
     private long formStartNanos;
 
     /** The data plane of this epoch's group. */
-    private Transport transport = Transport.TCP;
+    private GroupPlan plan = GroupPlan.flat(Transport.TCP, "before the first epoch");
 
     GroupFormation(Membership members, int worldSize, long exchangeTimeoutNs) {
         this.members = members;
@@ -56,19 +56,24 @@ final class GroupFormation {
         return epoch;
     }
 
-    /** The data plane of the current epoch's group. */
+    /** The transport of the current epoch's group (its rails' when it spans hosts). */
     Transport transport() {
-        return transport;
+        return plan.transport();
+    }
+
+    /** The data plane of the current epoch's group. */
+    GroupPlan plan() {
+        return plan;
     }
 
     /**
      * Starts the next epoch of a group of {@code ranks} (ascending; every rank, or the ranks left
-     * after a loss), with none bound or ready yet, over {@code transport}, and sends them
+     * after a loss), with none bound or ready yet, on {@code plan}'s data plane, and sends them
      * PrepareGroup.
      */
-    void prepare(int[] ranks, Transport transport) {
+    void prepare(int[] ranks, GroupPlan plan) {
         epoch++;
-        this.transport = transport;
+        this.plan = plan;
         groupRanks = ranks.clone();
         Arrays.fill(bound, null);
         ncclUniqueId = null;
@@ -81,7 +86,8 @@ final class GroupFormation {
                         .setEpoch(epoch)
                         .setGroupId(random.nextLong())
                         .setExchangeTimeoutMs(TimeUnit.NANOSECONDS.toMillis(exchangeTimeoutNs))
-                        .setTransport(transport.label())
+                        .setTransport(plan.transport().label())
+                        .addAllMemberHosts(Arrays.stream(plan.memberHosts()).boxed().toList())
                         .addAllMembers(
                                 groupRanks.length == bound.length
                                         ? List.of()
@@ -99,7 +105,7 @@ final class GroupFormation {
         if (epoch == 0 || b.getEpoch() != epoch || bound[rank] != null) {
             return null;
         }
-        if (transport == Transport.NCCL && rank == 0) {
+        if (plan.transport() == Transport.NCCL && rank == 0) {
             if (b.getNcclUniqueId().size() != NCCL_UNIQUE_ID_BYTES) {
                 return "rank 0's bound.nccl_unique_id: "
                         + b.getNcclUniqueId().size()

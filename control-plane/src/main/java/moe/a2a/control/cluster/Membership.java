@@ -4,11 +4,13 @@ import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.ControlMessage;
@@ -197,41 +199,102 @@ final class Membership {
 
     /**
      * The transport of a group of {@code members}: the fixed one, or under auto shm when every
-     * member offers it from one shared-memory domain, else tcp.
+     * member offers it from one shared-memory domain, else tcp (across hosts or not).
      */
     Transport pick(int[] members) {
-        if (!policy.auto()) {
-            return policy.required();
-        }
-        return shmDomainOf(members) != null ? Transport.SHM : Transport.TCP;
+        return plan(members).transport();
     }
 
-    /** The domain every member offers shm from, or null when they do not share one. */
-    @Nullable String shmDomainOf(int[] members) {
-        String domain = null;
-        for (int r : members) {
-            WorkerSession s = ranks[r];
+    /**
+     * The data plane of a group of {@code members}: the fixed transport; or under auto, shm when
+     * every member offers it from one shared-memory domain; a group across hosts when the group
+     * holds every rank, every member offers shm, and two or more domains hold the same number of
+     * ranks, at least two, each (with FP8 dispatch, which that path does not offer, flat tcp); else
+     * flat tcp.
+     */
+    GroupPlan plan(int[] members) {
+        if (!policy.auto()) {
+            return GroupPlan.flat(policy.required(), "--transport " + policy.required());
+        }
+        List<String> domains = new ArrayList<>();
+        int[] hostOf = new int[members.length];
+        for (int i = 0; i < members.length; i++) {
+            WorkerSession s = ranks[members[i]];
             if (s == null || !s.offersShm()) {
-                return null;
+                return GroupPlan.flat(
+                        Transport.TCP, whyTcp(members, "not every member offers shm"));
             }
-            if (domain == null) {
-                domain = s.shmDomain;
-            } else if (!domain.equals(s.shmDomain)) {
-                return null;
+            int d = domains.indexOf(s.shmDomain);
+            if (d < 0) {
+                d = domains.size();
+                domains.add(s.shmDomain);
             }
+            hostOf[i] = d;
         }
-        return domain;
+        if (domains.size() == 1) {
+            return GroupPlan.flat(
+                    Transport.SHM,
+                    "auto: every member on " + ranks[members[0]].hostName() + ", one shm domain");
+        }
+        int[] count = new int[domains.size()];
+        for (int d : hostOf) {
+            count[d]++;
+        }
+        String blocker = null;
+        if (members.length != ranks.length) {
+            blocker = "the group lacks lost ranks";
+        } else if (Arrays.stream(count).anyMatch(c -> c != count[0])) {
+            blocker = "the hosts hold different numbers of ranks " + Arrays.toString(count);
+        } else if (count[0] < 2) {
+            blocker = "one rank a host";
+        } else if (!dispatchesAsTokensCame()) {
+            blocker = "dispatch dtype " + spec.getDispatchDtype();
+        }
+        if (blocker != null) {
+            return GroupPlan.flat(Transport.TCP, whyTcp(members, "not across hosts: " + blocker));
+        }
+        return new GroupPlan(
+                Transport.TCP,
+                hostOf,
+                "auto: "
+                        + domains.size()
+                        + " hosts of "
+                        + count[0]
+                        + " ranks each, tcp rails between them, shm inside each ("
+                        + hostsOf(members, hostOf)
+                        + ")");
     }
 
-    /** Why auto picked {@code transport} for {@code members}, for the log. */
-    String whyPicked(int[] members, Transport transport) {
-        if (!policy.auto()) {
-            return "--transport " + transport;
+    /** Whether token rows travel in dispatch as the request sent them (not FP8). */
+    private boolean dispatchesAsTokensCame() {
+        return spec.getDispatchDtype().isEmpty()
+                || DispatchDType.parse("model.dispatch_dtype", spec.getDispatchDtype())
+                        == DispatchDType.BF16;
+    }
+
+    /** Each host's ranks, for the log. */
+    private String hostsOf(int[] members, int[] hostOf) {
+        StringBuilder out = new StringBuilder();
+        for (int g = 0; g <= Arrays.stream(hostOf).max().getAsInt(); g++) {
+            if (g > 0) {
+                out.append("; ");
+            }
+            out.append("host ").append(g).append(" ranks");
+            String host = null;
+            for (int i = 0; i < members.length; i++) {
+                if (hostOf[i] == g) {
+                    out.append(' ').append(members[i]);
+                    host = ranks[members[i]].hostName();
+                }
+            }
+            out.append(" on ").append(host);
         }
-        if (transport == Transport.SHM) {
-            return "auto: every member on " + ranks[members[0]].hostName() + ", one shm domain";
-        }
-        StringBuilder out = new StringBuilder("auto: not one shm domain (");
+        return out.toString();
+    }
+
+    /** Why auto picked flat tcp for {@code members}, for the log. */
+    private String whyTcp(int[] members, String reason) {
+        StringBuilder out = new StringBuilder("auto: ").append(reason).append(" (");
         for (int i = 0; i < members.length; i++) {
             WorkerSession s = ranks[members[i]];
             if (i > 0) {

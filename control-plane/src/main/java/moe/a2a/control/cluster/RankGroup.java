@@ -86,6 +86,14 @@ public interface RankGroup extends AutoCloseable {
     Transport transport();
 
     /**
+     * The hosts the group spans when its ranks exchange across hosts hierarchically (tcp between
+     * hosts, shm inside each), as DescribeModel reports it; 0 for one flat group.
+     */
+    default int hosts() {
+        return 0;
+    }
+
+    /**
      * Starts one step: rank {@code r} routes and sends {@code counts[r]} tokens from {@code
      * tokens[r]} (which must stay untouched until the step completes), keeping at most {@code
      * capacities[r]} of its pairs per expert ({@code CapacityFilter.UNLIMITED}: all). Steps run in

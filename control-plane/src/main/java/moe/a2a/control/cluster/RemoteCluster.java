@@ -244,6 +244,17 @@ public final class RemoteCluster implements RankGroup {
         }
     }
 
+    /**
+     * The hosts the current (or last) epoch's group spans, tcp between them and shm inside each; 0
+     * for one flat group.
+     */
+    @Override
+    public int hosts() {
+        synchronized (lock) {
+            return formation.plan().hosts();
+        }
+    }
+
     /** The transport policy this cluster was started with. */
     public TransportPolicy policy() {
         return policy;
@@ -519,14 +530,14 @@ public final class RemoteCluster implements RankGroup {
 
     private void prepareLocked(int[] ranks) {
         groupRanks = ranks.clone();
-        Transport transport = membership.pick(ranks);
-        formation.prepare(ranks, transport);
+        GroupPlan plan = membership.plan(ranks);
+        formation.prepare(ranks, plan);
         LOG.info(
                 "forming group: epoch={}, ranks={}, transport={} ({})",
                 formation.epoch(),
                 Arrays.toString(ranks),
-                transport,
-                membership.whyPicked(ranks, transport));
+                plan,
+                plan.why());
     }
 
     /**

@@ -11,6 +11,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ForwardJob;
@@ -53,6 +54,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     private final ModelInfo info;
 
     private final Supplier<Transport> transport;
+    private final IntSupplier hosts;
 
     public MoeGrpcService(
             ModelConfig model,
@@ -61,12 +63,13 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             StepScheduler scheduler,
             Transport transport,
             double capacityFactor) {
-        this(model, weights, placements, scheduler, () -> transport, capacityFactor);
+        this(model, weights, placements, scheduler, () -> transport, () -> 0, capacityFactor);
     }
 
     /**
      * @param transport the group's data plane now, as DescribeModel reports it (a cluster on
      *     --transport auto picks it each time its group forms)
+     * @param hosts the hosts the group spans when it runs across hosts, else 0
      */
     public MoeGrpcService(
             ModelConfig model,
@@ -74,8 +77,10 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
             LayerPlacements placements,
             StepScheduler scheduler,
             Supplier<Transport> transport,
+            IntSupplier hosts,
             double capacityFactor) {
         this.transport = transport;
+        this.hosts = hosts;
         this.model = model;
         this.placements = placements;
         this.scheduler = scheduler;
@@ -202,7 +207,8 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         ModelInfo.Builder now =
                 info.toBuilder()
                         .setPlacementVersion(placements.newestVersion())
-                        .setTransport(transport.get().label());
+                        .setTransport(transport.get().label())
+                        .setHosts(hosts.getAsInt());
         for (Placement p : placements.all()) {
             now.addPlacementVersions(p.version());
         }

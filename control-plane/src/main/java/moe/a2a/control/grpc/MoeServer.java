@@ -133,6 +133,7 @@ public final class MoeServer implements AutoCloseable {
                                                     group.placements(),
                                                     scheduler,
                                                     group::transport,
+                                                    group::hosts,
                                                     settings.capacityFactor())),
                                     new AdmissionGate(scheduler)))
                     .addService(MalformedMessages.guard(new BenchGrpcService(group, scheduler)))

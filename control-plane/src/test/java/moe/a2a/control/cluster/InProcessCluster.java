@@ -13,7 +13,10 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.v1.ClusterServiceGrpc;
 import moe.a2a.v1.ModelSpec;
 
-/** A two-rank {@link RemoteCluster} behind an in-process ClusterService, for membership tests. */
+/**
+ * A {@link RemoteCluster} of two ranks (or as many as asked) behind an in-process ClusterService,
+ * for membership tests.
+ */
 final class InProcessCluster implements AutoCloseable {
     static final String FINGERPRINT = "experts=4,hidden=8,ffn=8,topK=2,layers=1,weights=seeded:1";
 
@@ -26,9 +29,18 @@ final class InProcessCluster implements AutoCloseable {
     }
 
     InProcessCluster(TransportPolicy transport) throws IOException {
+        this(transport, 2, "");
+    }
+
+    /**
+     * @param dispatchDType the model's dispatch dtype, as {@code ModelSpec.dispatch_dtype}
+     */
+    InProcessCluster(TransportPolicy transport, int worldSize, String dispatchDType)
+            throws IOException {
         ModelConfig model = new ModelConfig(4, 8, 8, 2, 1);
         ModelSpec spec =
                 ModelSpec.newBuilder()
+                        .setDispatchDtype(dispatchDType)
                         .setExperts(4)
                         .setHidden(8)
                         .setFfn(8)
@@ -41,7 +53,7 @@ final class InProcessCluster implements AutoCloseable {
                         model,
                         spec,
                         FINGERPRINT,
-                        Placement.contiguous(model.experts(), 2),
+                        Placement.contiguous(model.experts(), worldSize),
                         transport,
                         TimeUnit.SECONDS.toNanos(5),
                         TimeUnit.SECONDS.toNanos(30),

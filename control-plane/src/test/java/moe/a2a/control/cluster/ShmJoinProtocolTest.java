@@ -10,9 +10,12 @@ import moe.a2a.v1.Bound;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.GroupReady;
 import moe.a2a.v1.Join;
+import moe.a2a.v1.PrepareGroup;
 import moe.a2a.v1.WorkerMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * How the control plane picks the data plane from what workers report: under auto, shm for workers
@@ -66,6 +69,91 @@ class ShmJoinProtocolTest {
             assertThat(a.next().getPrepare().getTransport()).isEqualTo("tcp");
             assertThat(b.next().getPrepare().getTransport()).isEqualTo("tcp");
             assertThat(fixture.cluster.transport()).isEqualTo(Transport.TCP);
+        }
+    }
+
+    @Test
+    void autoShouldFormAGroupAcrossHostsWhenHostsHoldEqualRanks() throws Exception {
+        try (InProcessCluster fixture = new InProcessCluster(TransportPolicy.AUTO, 4, "")) {
+            // ranks dealt to hosts as workers join: host 0 holds ranks 0 and 2, host 1 ranks 1, 3
+            Session[] s = {
+                join(fixture, "a", 0, "box-1", HOST_A, true),
+                join(fixture, "b", 1, "box-2", HOST_B, true),
+                join(fixture, "c", 2, "box-1", HOST_A, true),
+                join(fixture, "d", 3, "box-2", HOST_B, true)
+            };
+            for (Session w : s) {
+                assertThat(w.next().hasAccepted()).isTrue();
+            }
+            long epoch = 0;
+            for (Session w : s) {
+                PrepareGroup prepare = w.next().getPrepare();
+                assertThat(prepare.getTransport()).isEqualTo("tcp");
+                assertThat(prepare.getMemberHostsList()).containsExactly(0, 1, 0, 1);
+                assertThat(prepare.getMembersList()).isEmpty();
+                epoch = prepare.getEpoch();
+            }
+            for (int r = 0; r < s.length; r++) {
+                s[r].requests.onNext(
+                        WorkerMessage.newBuilder()
+                                .setBound(
+                                        Bound.newBuilder()
+                                                .setEpoch(epoch)
+                                                .setDataAddress("10.0.0." + r + ":7000"))
+                                .build());
+            }
+            for (Session w : s) {
+                assertThat(w.next().getForm().getPeersList())
+                        .as("every rank's rail address, in rank order")
+                        .containsExactly(
+                                "10.0.0.0:7000", "10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000");
+            }
+            for (Session w : s) {
+                w.requests.onNext(ready(epoch));
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (fixture.cluster.healthy() < 4 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertThat(fixture.cluster.healthy()).isEqualTo(4);
+            assertThat(fixture.cluster.transport()).isEqualTo(Transport.TCP);
+            assertThat(fixture.cluster.hosts()).isEqualTo(2);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({
+        "three ranks on one host and one on the other, AAAB, true, ''",
+        "one rank a host, ABCD, true, ''",
+        "a worker without shm, ABAB, false, ''",
+        "FP8 dispatch, ABAB, true, fp8"
+    })
+    void autoShouldFormOneFlatTcpGroupWhenHostsCannotSplitTheRanksEvenly(
+            String why, String hosts, boolean lastOffersShm, String dispatchDType)
+            throws Exception {
+        try (InProcessCluster fixture =
+                new InProcessCluster(TransportPolicy.AUTO, 4, dispatchDType)) {
+            Session[] s = new Session[4];
+            for (int r = 0; r < 4; r++) {
+                String domain = "boot=" + hosts.charAt(r) + ",pidns=pid:[1],dir=42:7";
+                s[r] =
+                        join(
+                                fixture,
+                                "w" + r,
+                                r,
+                                "box-" + hosts.charAt(r),
+                                domain,
+                                r < 3 || lastOffersShm);
+            }
+            for (Session w : s) {
+                w.next();
+            }
+            for (Session w : s) {
+                PrepareGroup prepare = w.next().getPrepare();
+                assertThat(prepare.getTransport()).isEqualTo("tcp");
+                assertThat(prepare.getMemberHostsList()).as(why).isEmpty();
+            }
+            assertThat(fixture.cluster.hosts()).isZero();
         }
     }
 

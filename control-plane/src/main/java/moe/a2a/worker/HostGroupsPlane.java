@@ -1,0 +1,121 @@
+package moe.a2a.worker;
+
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Communicator;
+import moe.a2a.dispatch.HostTopology;
+import moe.a2a.v1.Bound;
+import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.PrepareGroup;
+
+/**
+ * How a worker joins a group across hosts ({@code PrepareGroup.member_hosts}): its rail over tcp
+ * (rank: its host; size: the hosts) and its host group over shm (rank: its local index; size: the
+ * host's ranks), bound and formed together. Each rail and each host group gets a group id of its
+ * own, derived from the epoch's, so that a connection or file of one never passes for another's.
+ * Used by the worker's data-plane thread only.
+ */
+final class HostGroupsPlane {
+    /** Spreads the salts of {@link #groupId} over the whole id. */
+    private static final long GOLDEN = 0x9E3779B97F4A7C15L;
+
+    private final DataPlane rail;
+    private final DataPlane host;
+    private final HostTopology topology;
+    private final int rank;
+
+    /**
+     * @param rail the worker's tcp data plane
+     * @param host the worker's shm data plane
+     * @throws IllegalArgumentException naming {@code prepare.member_hosts} when it is not a
+     *     topology of {@code worldSize} ranks
+     */
+    HostGroupsPlane(DataPlane rail, DataPlane host, PrepareGroup prepare, int rank, int worldSize) {
+        if (prepare.getMemberHostsCount() != worldSize) {
+            throw new IllegalArgumentException(
+                    "prepare.member_hosts: "
+                            + prepare.getMemberHostsCount()
+                            + " hosts (expected: "
+                            + worldSize
+                            + ", one per rank)");
+        }
+        try {
+            this.topology =
+                    HostTopology.of(
+                            prepare.getMemberHostsList().stream().mapToInt(h -> h).toArray());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("prepare.member_hosts: " + e.getMessage(), e);
+        }
+        this.rail = rail;
+        this.host = host;
+        this.rank = rank;
+    }
+
+    HostTopology topology() {
+        return topology;
+    }
+
+    /** Binds the rail and the host group; the Bound carries the rail's address. */
+    Bound bind(PrepareGroup prepare) {
+        int g = topology.host(rank);
+        int l = topology.local(rank);
+        Bound bound =
+                rail.bind(
+                        g,
+                        topology.hosts(),
+                        prepare.toBuilder().setGroupId(groupId(prepare, 2L * l + 1)).build());
+        try {
+            host.bind(
+                    l,
+                    topology.ranksPerHost(),
+                    prepare.toBuilder().setGroupId(groupId(prepare, 2L * g + 2)).build());
+        } catch (RuntimeException e) {
+            rail.drop();
+            throw e;
+        }
+        return bound;
+    }
+
+    /** Connects the rail to the rail addresses among {@code form}'s peers, then the host group. */
+    FormedGroup form(FormGroup form) {
+        if (form.getPeersCount() != topology.worldSize()) {
+            throw new A2aException(
+                    "form.peers: "
+                            + form.getPeersCount()
+                            + " (expected: "
+                            + topology.worldSize()
+                            + ", one rail address per rank)");
+        }
+        int l = topology.local(rank);
+        FormGroup.Builder railForm = FormGroup.newBuilder().setEpoch(form.getEpoch());
+        for (int g = 0; g < topology.hosts(); g++) {
+            railForm.addPeers(form.getPeers(topology.rank(g, l)));
+        }
+        Communicator railComm;
+        try {
+            railComm = rail.form(railForm.build());
+        } catch (RuntimeException e) {
+            host.drop();
+            throw e;
+        }
+        try {
+            return new FormedGroup(railComm, host.form(form), topology);
+        } catch (RuntimeException e) {
+            railComm.abort(e);
+            railComm.close();
+            throw e;
+        }
+    }
+
+    /** Forgets a bound epoch that was not formed. */
+    void drop() {
+        try {
+            rail.drop();
+        } finally {
+            host.drop();
+        }
+    }
+
+    private static long groupId(PrepareGroup prepare, long salt) {
+        return prepare.getGroupId() ^ (salt * GOLDEN);
+    }
+}
