@@ -31,6 +31,12 @@ final class Membership {
     private final LayerPlacements placements;
     private final @Nullable WorkerSession[] ranks;
 
+    /**
+     * Under auto: whether the cluster's workers run on GPUs (over NCCL). The first worker to join a
+     * cluster that holds no rank decides: it does when it offers nccl.
+     */
+    private boolean onGpus;
+
     Membership(
             ModelSpec spec,
             String fingerprint,
@@ -69,7 +75,10 @@ final class Membership {
             }
         }
         Set<Transport> offered = offered(join);
-        Transport required = policy.required();
+        if (policy.auto() && heldRanks().length == 0) {
+            onGpus = offered.contains(Transport.NCCL);
+        }
+        Transport required = required();
         if (!offered.contains(required)) {
             throw Status.FAILED_PRECONDITION
                     .withDescription(
@@ -77,10 +86,14 @@ final class Membership {
                                     + offered
                                     + " (expected: "
                                     + required
-                                    + (policy.auto()
-                                            ? ", this cluster's data plane across hosts (it runs"
-                                                    + " --transport auto)"
-                                            : ", this cluster's data plane")
+                                    + (!policy.auto()
+                                            ? ", this cluster's data plane"
+                                            : onGpus
+                                                    ? ", this cluster's data plane: it runs"
+                                                            + " --transport auto and its workers"
+                                                            + " are on GPUs"
+                                                    : ", this cluster's data plane across hosts"
+                                                            + " (it runs --transport auto)")
                                     + ")"
                                     + (join.getGpuProbe().isEmpty()
                                             ? ""
@@ -191,10 +204,15 @@ final class Membership {
      * group would run if it formed with the sessions held now.
      */
     private Transport expected(WorkerSession session) {
-        if (!policy.auto()) {
-            return policy.required();
+        if (!policy.auto() || onGpus) {
+            return required();
         }
         return pick(heldRanks()) == Transport.SHM ? Transport.SHM : Transport.TCP;
+    }
+
+    /** What a worker must offer to be admitted: the fixed transport; under auto nccl on GPUs. */
+    private Transport required() {
+        return policy.auto() && onGpus ? Transport.NCCL : policy.required();
     }
 
     /**
@@ -206,15 +224,21 @@ final class Membership {
     }
 
     /**
-     * The data plane of a group of {@code members}: the fixed transport; or under auto, shm when
-     * every member offers it from one shared-memory domain; a group across hosts when the group
-     * holds every rank, every member offers shm, and two or more domains hold the same number of
-     * ranks, at least two, each (with FP8 dispatch, which that path does not offer, flat tcp); else
-     * flat tcp.
+     * The data plane of a group of {@code members}: the fixed transport; or under auto, nccl when
+     * the workers are on GPUs (every member offers it: it was required); shm when every member
+     * offers it from one shared-memory domain; a group across hosts when the group holds every
+     * rank, every member offers shm, and two or more domains hold the same number of ranks, at
+     * least two, each (with FP8 dispatch, which that path does not offer, flat tcp); else flat tcp.
      */
     GroupPlan plan(int[] members) {
         if (!policy.auto()) {
             return GroupPlan.flat(policy.required(), "--transport " + policy.required());
+        }
+        if (onGpus) {
+            return GroupPlan.flat(
+                    Transport.NCCL,
+                    "auto: the workers are on GPUs (the first to join offered nccl, as every"
+                            + " member must)");
         }
         List<String> domains = new ArrayList<>();
         int[] hostOf = new int[members.length];

@@ -547,7 +547,7 @@ public final class RemoteCluster implements RankGroup {
      */
     private void degradeLocked(String reason) {
         int[] held = membership.heldRanks();
-        if (policy.fixed() == Transport.NCCL || held.length == 0) {
+        if (formation.transport() == Transport.NCCL || held.length == 0) {
             return;
         }
         boolean[] lost = new boolean[worldSize];

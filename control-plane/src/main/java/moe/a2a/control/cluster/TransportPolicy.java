@@ -7,9 +7,11 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Which data plane a {@link RemoteCluster}'s workers run: one fixed transport ({@link
- * RemoteCluster#TRANSPORTS}), or {@link #AUTO}: per group epoch, shm when every member offers it
- * from one shared-memory domain (one host, one pid namespace, one shm directory), else tcp. NCCL is
- * only ever fixed.
+ * RemoteCluster#TRANSPORTS}), or {@link #AUTO}: nccl when the workers are on GPUs (the first to
+ * join an empty cluster offered nccl; every later one must); otherwise per group epoch shm when
+ * every member offers it from one shared-memory domain (one host, one pid namespace, one shm
+ * directory), a group across hosts (tcp between hosts, shm inside each) when several domains hold
+ * the same number of ranks, else tcp ({@code Membership.plan}).
  *
  * @param fixed the transport every epoch runs, or null for auto
  */
@@ -17,7 +19,7 @@ public record TransportPolicy(@Nullable Transport fixed) {
     /** How the CLI names {@link #AUTO}. */
     public static final String AUTO_LABEL = "auto";
 
-    /** shm for a group of one shared-memory domain, tcp otherwise. */
+    /** nccl on GPUs; else shm on one host, tcp between hosts and shm inside each, or tcp. */
     public static final TransportPolicy AUTO = new TransportPolicy(null);
 
     public TransportPolicy {
@@ -75,7 +77,10 @@ public record TransportPolicy(@Nullable Transport fixed) {
         return fixed == null;
     }
 
-    /** The transport a worker must offer to be admitted: the fixed one, tcp under auto. */
+    /**
+     * The transport a worker must offer to be admitted: the fixed one; tcp under auto (nccl once
+     * the cluster's workers are on GPUs, which {@code Membership} decides).
+     */
     Transport required() {
         return fixed != null ? fixed : Transport.TCP;
     }

@@ -87,6 +87,41 @@ class NcclJoinProtocolTest {
         assertThat(again.getPrepare().getEpoch()).as("the group forms again").isEqualTo(epoch + 1);
     }
 
+    @Test
+    void autoShouldRunNcclWhenTheFirstWorkerOffersItAndRefuseOneWithoutIt() throws Exception {
+        fixture.close();
+        fixture = new InProcessCluster(TransportPolicy.AUTO);
+        cluster = fixture.cluster;
+        Session a = join("gpu-a", 0, true, "");
+        assertThat(a.next().getAccepted().getTransport()).isEqualTo("nccl");
+        Session cpu = join("cpu-box", 1, false, "no GPU data plane: /dev/nvidiactl does not exist");
+        Status refused = cpu.end.get(5, TimeUnit.SECONDS);
+        assertThat(refused.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+        assertThat(refused.getDescription())
+                .contains("join.transports: [tcp] (expected: nccl")
+                .contains("its workers are on GPUs")
+                .contains("the worker's GPU probe: no GPU data plane");
+        Session b = join("gpu-b", 1, true, "");
+        assertThat(b.next().getAccepted().getTransport()).isEqualTo("nccl");
+        assertThat(a.next().getPrepare().getTransport()).isEqualTo("nccl");
+        assertThat(b.next().getPrepare().getTransport()).isEqualTo("nccl");
+    }
+
+    @Test
+    void autoShouldRunTcpWhenTheFirstWorkerHasNoGpu() throws Exception {
+        fixture.close();
+        fixture = new InProcessCluster(TransportPolicy.AUTO);
+        cluster = fixture.cluster;
+        Session cpu = join("cpu-box", 0, false, "");
+        assertThat(cpu.next().getAccepted().getTransport()).isEqualTo("tcp");
+        Session gpu = join("gpu-b", 1, true, "");
+        assertThat(gpu.next().getAccepted().getTransport())
+                .as("a GPU worker serves a CPU cluster over tcp")
+                .isEqualTo("tcp");
+        assertThat(cpu.next().getPrepare().getTransport()).isEqualTo("tcp");
+        assertThat(gpu.next().getPrepare().getTransport()).isEqualTo("tcp");
+    }
+
     private static WorkerMessage bound(long epoch, byte[] id) {
         return WorkerMessage.newBuilder()
                 .setBound(
