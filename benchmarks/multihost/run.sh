@@ -16,7 +16,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 OUT="" WORKLOADS=decode,prefill ITERS=20 WARMUP=5
 REPEATS=${REPEATS:-3} RATE=${RATE-10gbit} DELAY=${DELAY-100us}
-NS=(moe-a2a-h0 moe-a2a-h1) DEV=(moe-a2a-v0 moe-a2a-v1) ADDR=(10.77.0.1 10.77.0.2)
+# shellcheck source=hosts.sh
+. "$HERE/hosts.sh"
 
 usage() { sed -n '10,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
@@ -41,32 +42,8 @@ OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/moe-a2a-multihost.XXXXXX")}
 mkdir -p "$OUT"
 echo "run: writing to $OUT"
 
-cleanup() {
-  for ns in "${NS[@]}"; do ip netns del "$ns" 2> /dev/null || true; done
-}
-trap cleanup EXIT
-cleanup
-ip netns add "${NS[0]}"
-ip netns add "${NS[1]}"
-ip link add "${DEV[0]}" netns "${NS[0]}" type veth peer name "${DEV[1]}" netns "${NS[1]}"
-for h in 0 1; do
-  ip -n "${NS[$h]}" addr add "${ADDR[$h]}/24" dev "${DEV[$h]}"
-  ip -n "${NS[$h]}" link set lo up
-  ip -n "${NS[$h]}" link set "${DEV[$h]}" up
-done
-
-# the link: netem for delay (and rate) where the kernel has it, else tbf for the rate alone
-SHAPE="none"
-for h in 0 1; do
-  dev=${DEV[$h]} ns=${NS[$h]}
-  if [ -n "$DELAY" ] && ip netns exec "$ns" tc qdisc add dev "$dev" root netem delay "$DELAY" \
-        ${RATE:+rate "$RATE"} 2> /dev/null; then
-    SHAPE="netem delay $DELAY${RATE:+ rate $RATE}"
-  elif [ -n "$RATE" ] && ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$RATE" \
-        burst 4mb latency 10ms 2> /dev/null; then
-    SHAPE="tbf rate $RATE (no netem in this kernel: no added delay)"
-  fi
-done
+trap hosts_down EXIT
+hosts_up "$RATE" "$DELAY"
 echo "run: link ${ADDR[0]} <-> ${ADDR[1]}: $SHAPE"
 echo "$SHAPE" > "$OUT/link.txt"
 
@@ -78,8 +55,6 @@ ranks() {
     *) echo 4 ;;
   esac
 }
-
-tx_bytes() { ip netns exec "${NS[$1]}" cat "/sys/class/net/${DEV[$1]}/statistics/tx_bytes"; }
 
 launch=0
 IFS=, read -ra WLS <<< "$WORKLOADS"

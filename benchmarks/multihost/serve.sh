@@ -17,7 +17,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 OUT="" REQUESTS=40 TOKENS=256 CONCURRENCY=4
 REPEATS=${REPEATS:-3} RATE=${RATE-1gbit}
 MODEL=(--experts 32 --hidden 2048 --ffn 256 --top-k 4 --layers 1 --seed 7)
-NS=(moe-a2a-h0 moe-a2a-h1) DEV=(moe-a2a-v0 moe-a2a-v1) ADDR=(10.77.0.1 10.77.0.2)
+# shellcheck source=hosts.sh
+. "$HERE/hosts.sh"
 
 usage() { sed -n '11,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
@@ -54,27 +55,15 @@ stop_all() {
 }
 cleanup() {
   stop_all
-  for ns in "${NS[@]}"; do ip netns del "$ns" 2> /dev/null || true; done
+  hosts_down
   rm -rf "${SHM[@]}"
 }
 trap cleanup EXIT
-cleanup
 mkdir -p "${SHM[@]}"
-ip netns add "${NS[0]}"
-ip netns add "${NS[1]}"
-ip link add "${DEV[0]}" netns "${NS[0]}" type veth peer name "${DEV[1]}" netns "${NS[1]}"
-for h in 0 1; do
-  ip -n "${NS[$h]}" addr add "${ADDR[$h]}/24" dev "${DEV[$h]}"
-  ip -n "${NS[$h]}" link set lo up
-  ip -n "${NS[$h]}" link set "${DEV[$h]}" up
-  if [ -n "$RATE" ]; then
-    ip netns exec "${NS[$h]}" tc qdisc add dev "${DEV[$h]}" root tbf rate "$RATE" burst 4mb latency 10ms
-  fi
-done
-echo "tbf rate ${RATE:-none}" > "$OUT/link.txt"
-echo "serve: link ${ADDR[0]} <-> ${ADDR[1]}: ${RATE:-unshaped}"
+hosts_up "$RATE" ""
+echo "$SHAPE" > "$OUT/link.txt"
+echo "serve: link ${ADDR[0]} <-> ${ADDR[1]}: $SHAPE"
 
-tx_bytes() { ip netns exec "${NS[$1]}" cat "/sys/class/net/${DEV[$1]}/statistics/tx_bytes"; }
 in_ns() { local h=$1; shift; ip netns exec "${NS[$h]}" "$@"; }
 
 await_log() { # file text seconds

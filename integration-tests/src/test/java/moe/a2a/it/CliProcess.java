@@ -1,5 +1,7 @@
 package moe.a2a.it;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
@@ -16,6 +18,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import moe.a2a.cli.JvmOptions;
 
 /**
@@ -184,6 +187,40 @@ final class CliProcess implements AutoCloseable {
         } catch (InterruptedException e) {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Runs {@code client} against {@code port} for six checked requests of 24 tokens and asserts
+     * that it exits 0 with every answer equal to the reference.
+     */
+    static void checkSixAnswers(Path dir, String name, int port) throws Exception {
+        try (CliProcess client =
+                moeA2a(
+                        dir,
+                        name,
+                        "client",
+                        "--target",
+                        "127.0.0.1:" + port,
+                        "--requests",
+                        "6",
+                        "--tokens",
+                        "24",
+                        "--verify",
+                        "-1")) {
+            int exit = client.awaitExit(Duration.ofSeconds(120));
+            String out = client.output();
+            assertThat(exit).as(out).isZero();
+            assertThat(out).contains("checked 6 answers against the reference: 0 mismatches");
+        }
+    }
+
+    /** The names of the shm group files in {@code shmDir}. */
+    static List<String> shmGroupFiles(Path shmDir) throws IOException {
+        try (Stream<Path> files = Files.list(shmDir)) {
+            return files.map(p -> p.getFileName().toString())
+                    .filter(n -> n.startsWith("moe-a2a-"))
+                    .toList();
         }
     }
 

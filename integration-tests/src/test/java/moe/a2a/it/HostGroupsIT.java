@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ModelInfo;
 import moe.a2a.v1.MoeServiceGrpc;
@@ -101,13 +100,17 @@ class HostGroupsIT {
                             .describeModel(DescribeModelRequest.getDefaultInstance());
             assertThat(info.getTransport()).isEqualTo("tcp");
             assertThat(info.getHosts()).isEqualTo(2);
-            assertThat(groupFiles(hostDirs[0])).as("host 0's group files").isNotEmpty();
-            assertThat(groupFiles(hostDirs[1])).as("host 1's group files").isNotEmpty();
+            assertThat(CliProcess.shmGroupFiles(hostDirs[0]))
+                    .as("host 0's group files")
+                    .isNotEmpty();
+            assertThat(CliProcess.shmGroupFiles(hostDirs[1]))
+                    .as("host 1's group files")
+                    .isNotEmpty();
             for (CliProcess worker : workers) {
                 worker.awaitOutput(
                         "across 2 hosts × 2 ranks [[0, 2], [1, 3]]", Duration.ofSeconds(10));
             }
-            checkAnswers(port, "client-1");
+            CliProcess.checkSixAnswers(dir, "client-1", port);
             checkRowsStayOnHostsAndRails(metricsPort);
 
             workers[3].kill();
@@ -120,7 +123,7 @@ class HostGroupsIT {
             assertThat(cp.output().split("tcp across 2 hosts, shm inside each", -1))
                     .as("the group formed across hosts again after the loss")
                     .hasSizeGreaterThanOrEqualTo(3);
-            checkAnswers(port, "client-2");
+            CliProcess.checkSixAnswers(dir, "client-2", port);
 
             for (CliProcess worker : workers) {
                 worker.terminate();
@@ -131,7 +134,7 @@ class HostGroupsIT {
                         .isZero();
             }
             for (Path hostDir : hostDirs) {
-                assertThat(groupFiles(hostDir))
+                assertThat(CliProcess.shmGroupFiles(hostDir))
                         .as("files left in %s after a normal shutdown", hostDir)
                         .isEmpty();
             }
@@ -159,27 +162,6 @@ class HostGroupsIT {
                 shmDir.toString(),
                 "--rank",
                 Integer.toString(rank));
-    }
-
-    private void checkAnswers(int port, String name) throws Exception {
-        try (CliProcess client =
-                CliProcess.moeA2a(
-                        dir,
-                        name,
-                        "client",
-                        "--target",
-                        "127.0.0.1:" + port,
-                        "--requests",
-                        "6",
-                        "--tokens",
-                        "24",
-                        "--verify",
-                        "-1")) {
-            int exit = client.awaitExit(Duration.ofSeconds(120));
-            String out = client.output();
-            assertThat(exit).as(out).isZero();
-            assertThat(out).contains("checked 6 answers against the reference: 0 mismatches");
-        }
     }
 
     /**
@@ -226,13 +208,5 @@ class HostGroupsIT {
             throw new AssertionError("no " + name + " in {" + labels + "}");
         }
         return m.group(1);
-    }
-
-    private static List<String> groupFiles(Path dir) throws IOException {
-        try (Stream<Path> files = Files.list(dir)) {
-            return files.map(p -> p.getFileName().toString())
-                    .filter(n -> n.startsWith("moe-a2a-"))
-                    .toList();
-        }
     }
 }

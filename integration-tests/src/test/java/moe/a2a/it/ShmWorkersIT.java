@@ -5,14 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.NettyChannelBuilder;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.MoeServiceGrpc;
 import org.junit.jupiter.api.Test;
@@ -89,25 +87,10 @@ class ShmWorkersIT {
                                     .describeModel(DescribeModelRequest.getDefaultInstance())
                                     .getTransport())
                     .isEqualTo("shm");
-            assertThat(shmFiles(shm)).as("the group's files while it serves").isNotEmpty();
-            try (CliProcess client =
-                    CliProcess.moeA2a(
-                            dir,
-                            "client",
-                            "client",
-                            "--target",
-                            "127.0.0.1:" + port,
-                            "--requests",
-                            "6",
-                            "--tokens",
-                            "24",
-                            "--verify",
-                            "-1")) {
-                int exit = client.awaitExit(Duration.ofSeconds(120));
-                String out = client.output();
-                assertThat(exit).as(out).isZero();
-                assertThat(out).contains("checked 6 answers against the reference: 0 mismatches");
-            }
+            assertThat(CliProcess.shmGroupFiles(shm))
+                    .as("the group's files while it serves")
+                    .isNotEmpty();
+            CliProcess.checkSixAnswers(dir, "client", port);
             for (CliProcess worker : workers) {
                 worker.terminate();
             }
@@ -116,7 +99,7 @@ class ShmWorkersIT {
                         .as("a worker stopped by SIGTERM exits 0:\n%s", worker.output())
                         .isZero();
             }
-            assertThat(shmFiles(shm))
+            assertThat(CliProcess.shmGroupFiles(shm))
                     .as("files left in the shm directory after a normal shutdown")
                     .isEmpty();
         } finally {
@@ -124,14 +107,6 @@ class ShmWorkersIT {
             for (CliProcess p : processes) {
                 p.close();
             }
-        }
-    }
-
-    private static List<String> shmFiles(Path dir) throws IOException {
-        try (Stream<Path> files = Files.list(dir)) {
-            return files.map(p -> p.getFileName().toString())
-                    .filter(n -> n.startsWith("moe-a2a-"))
-                    .toList();
         }
     }
 }
