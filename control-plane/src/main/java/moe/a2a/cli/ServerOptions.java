@@ -116,6 +116,13 @@ final class ServerOptions {
     int maxRequestBytes;
 
     @Option(
+            names = "--flow-control-window",
+            defaultValue = "65536",
+            description =
+                    "HTTP/2 flow-control window of the client port, per call and per connection, in bytes: how much of its requests a client may send before the server takes them in. Small keeps refused requests' bytes from holding up admitted ones under overload; a connection moves at most this per round trip, so raise it for large requests over long links (default: ${DEFAULT-VALUE}, at least 16384).")
+    int flowControlWindow;
+
+    @Option(
             names = "--max-batch-tokens",
             defaultValue = "8192",
             description = "Most tokens batched into one step (default: ${DEFAULT-VALUE}).")
@@ -213,10 +220,20 @@ final class ServerOptions {
 
     /**
      * A Netty server builder for the client port: TLS with --tls-cert, client tokens with
-     * --auth-token-file, the limits of {@link GrpcLimits}.
+     * --auth-token-file, the limits of {@link GrpcLimits}, the window of --flow-control-window.
      */
     NettyServerBuilder clientPort() {
-        NettyServerBuilder b = GrpcLimits.netty(address(port), credentials(false));
+        if (flowControlWindow < GrpcLimits.MIN_FLOW_CONTROL_WINDOW) {
+            throw new IllegalArgumentException(
+                    "--flow-control-window: "
+                            + flowControlWindow
+                            + " (expected: at least "
+                            + GrpcLimits.MIN_FLOW_CONTROL_WINDOW
+                            + " bytes)");
+        }
+        NettyServerBuilder b =
+                GrpcLimits.netty(address(port), credentials(false))
+                        .flowControlWindow(flowControlWindow);
         if (authTokenFile != null) {
             b.intercept(new BearerAuth(tokens(), Role.CLIENT, "the client port"));
         }

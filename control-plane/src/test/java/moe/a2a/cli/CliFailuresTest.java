@@ -79,6 +79,22 @@ class CliFailuresTest {
     }
 
     @Test
+    void shouldRefuseAFlowControlWindowBelowOneFrame() {
+        assertThat(
+                        run(
+                                "serve",
+                                "--flow-control-window",
+                                "1000",
+                                "--port",
+                                "0",
+                                "--metrics-port",
+                                "0"))
+                .isEqualTo(
+                        "moe-a2a serve: --flow-control-window: 1000 (expected: at least 16384"
+                                + " bytes)");
+    }
+
+    @Test
     void shouldRefusePlaintextBeyondLoopbackUnlessAskedFor() {
         assertThat(run("serve", "--host", "0.0.0.0", "--port", "0", "--metrics-port", "0"))
                 .isEqualTo(

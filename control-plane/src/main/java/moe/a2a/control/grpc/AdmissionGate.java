@@ -7,6 +7,8 @@ import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.ServerServiceDefinition;
 import java.util.concurrent.atomic.AtomicBoolean;
 import moe.a2a.control.cluster.StepScheduler;
 import moe.a2a.v1.MoeServiceGrpc;
@@ -18,7 +20,9 @@ import moe.a2a.v1.MoeServiceGrpc;
  * back at once, instead of after the whole request has crossed a busy connection. The slot travels
  * in the call's context to the service, which hands it to the scheduler with the request ({@link
  * #takeSlot}); a call that ends without doing so (refused as malformed or invalid, cancelled,
- * expired) gives it back. The tokens' bound is checked when they have arrived.
+ * expired) gives it back. The tokens' bound is checked when they have arrived. A call is known by
+ * its method's name: the service it guards takes its requests as streams ({@link
+ * MalformedMessages}), whose method descriptors are copies of the generated ones.
  */
 final class AdmissionGate implements ServerInterceptor {
     private static final Context.Key<AtomicBoolean> SLOT = Context.key("moe-a2a-queue-slot");
@@ -27,6 +31,15 @@ final class AdmissionGate implements ServerInterceptor {
 
     AdmissionGate(StepScheduler scheduler) {
         this.scheduler = scheduler;
+    }
+
+    /**
+     * {@code service} as the client port serves it: requests that are not their method's message
+     * answered ({@link MalformedMessages}), Forward calls admitted at their headers.
+     */
+    static ServerServiceDefinition serve(MoeGrpcService service, StepScheduler scheduler) {
+        return ServerInterceptors.intercept(
+                MalformedMessages.guard(service), new AdmissionGate(scheduler));
     }
 
     /**
@@ -40,7 +53,9 @@ final class AdmissionGate implements ServerInterceptor {
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(
             ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
-        if (call.getMethodDescriptor() != MoeServiceGrpc.getForwardMethod()) {
+        if (!call.getMethodDescriptor()
+                .getFullMethodName()
+                .equals(MoeServiceGrpc.getForwardMethod().getFullMethodName())) {
             return next.startCall(call, headers);
         }
         RuntimeException refusal = scheduler.reserveSlot();

@@ -44,6 +44,23 @@ public final class GrpcLimits {
      */
     public static final int MAX_INBOUND_METADATA_BYTES = 16 * 1024;
 
+    /**
+     * The client port's HTTP/2 flow-control window ({@code --flow-control-window}), per stream and
+     * per connection: how much of its requests a client may have sent before the server took them
+     * in. A Forward call takes its queue slot at its headers ({@code AdmissionGate}); with
+     * grpc-java's own window (1 MiB, grown to the bandwidth-delay product), a client refused under
+     * overload had already sent each refused request whole, and those bytes held up the requests
+     * that had slots: 64 callers of 128-token requests on one connection left admitted throughput
+     * at 0.13-0.17x the unloaded run (windows of 256 KiB and 1 MiB: the same). With 64 KiB it was
+     * 1.13-1.28x, with 16 KiB 1.39x (benchmarks/overload/overload.sh, docs/performance.md). The
+     * price: a connection moves at most this many bytes per round trip, 64 KiB in 150 µs about 440
+     * MB/s, so serving large requests over long links wants it raised.
+     */
+    public static final int CLIENT_FLOW_CONTROL_WINDOW = 64 * 1024;
+
+    /** The smallest {@code --flow-control-window}: HTTP/2's smallest frame. */
+    public static final int MIN_FLOW_CONTROL_WINDOW = 16 * 1024;
+
     private GrpcLimits() {}
 
     /** A Netty server builder on {@code address}, with {@code credentials}, with these limits. */

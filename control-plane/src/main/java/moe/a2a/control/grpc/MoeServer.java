@@ -2,7 +2,6 @@ package moe.a2a.control.grpc;
 
 import io.grpc.Server;
 import io.grpc.ServerBuilder;
-import io.grpc.ServerInterceptors;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
@@ -125,17 +124,16 @@ public final class MoeServer implements AutoCloseable {
             builder.maxInboundMessageSize(settings.maxRequestBytes())
                     .intercept(new MetricCollectingServerInterceptor(registry))
                     .addService(
-                            ServerInterceptors.intercept(
-                                    MalformedMessages.guard(
-                                            new MoeGrpcService(
-                                                    group.model(),
-                                                    weights,
-                                                    group.placements(),
-                                                    scheduler,
-                                                    group::transport,
-                                                    group::hosts,
-                                                    settings.capacityFactor())),
-                                    new AdmissionGate(scheduler)))
+                            AdmissionGate.serve(
+                                    new MoeGrpcService(
+                                            group.model(),
+                                            weights,
+                                            group.placements(),
+                                            scheduler,
+                                            group::transport,
+                                            group::hosts,
+                                            settings.capacityFactor()),
+                                    scheduler))
                     .addService(MalformedMessages.guard(new BenchGrpcService(group, scheduler)))
                     .addService(health.getHealthService())
                     .addService(ProtoReflectionServiceV1.newInstance());

@@ -7,7 +7,6 @@ import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Server;
-import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
@@ -78,7 +77,7 @@ class StreamingAndAdmissionTest {
         server =
                 InProcessServerBuilder.forName(name)
                         .addService(
-                                ServerInterceptors.intercept(
+                                AdmissionGate.serve(
                                         new MoeGrpcService(
                                                 model,
                                                 weights,
@@ -86,7 +85,7 @@ class StreamingAndAdmissionTest {
                                                 scheduler,
                                                 Transport.LOCAL,
                                                 0),
-                                        new AdmissionGate(scheduler)))
+                                        scheduler))
                         .build()
                         .start();
         channel = InProcessChannelBuilder.forName(name).build();
