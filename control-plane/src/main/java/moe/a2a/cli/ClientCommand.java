@@ -1,16 +1,16 @@
 package moe.a2a.cli;
 
 import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import moe.a2a.dispatch.DType;
@@ -165,59 +165,67 @@ final class ClientCommand implements Callable<Integer> {
                 kept.add(null);
             }
             Histogram latency = new ConcurrentHistogram(TimeUnit.MINUTES.toMicros(10), 3);
-            AtomicInteger next = new AtomicInteger();
             AtomicInteger failed = new AtomicInteger();
             StageTotals stages = new StageTotals();
             LatencyLog log = new LatencyLog(requests);
-            ExecutorService pool = Executors.newFixedThreadPool(concurrency);
+            // One thread makes the requests and keeps at most `concurrency` in flight; answers
+            // arrive on gRPC's threads. A caller thread per request would compete with the
+            // channel's own thread for the client's cores and add its waits to every latency.
+            MoeServiceGrpc.MoeServiceStub async = MoeServiceGrpc.newStub(channel);
+            Semaphore inFlight = new Semaphore(concurrency);
+            CountDownLatch answered = new CountDownLatch(requests);
             long start = System.nanoTime();
-            List<Future<?>> running = new ArrayList<>();
-            for (int c = 0; c < concurrency; c++) {
-                running.add(
-                        pool.submit(
-                                () -> {
-                                    for (int i = next.getAndIncrement();
-                                            i < requests;
-                                            i = next.getAndIncrement()) {
-                                        ForwardRequest request = workload.request(i);
-                                        long startMs = System.currentTimeMillis();
-                                        long t0 = System.nanoTime();
-                                        try {
-                                            ForwardResponse response = stub.forward(request);
-                                            long micros = (System.nanoTime() - t0) / 1000;
-                                            latency.recordValue(micros);
-                                            log.record(
-                                                    i,
-                                                    startMs,
-                                                    micros,
-                                                    response.getStats().getPlacementVersion(),
-                                                    "OK");
-                                            stages.add(response.getStats());
-                                            if (i < toVerify) {
-                                                synchronized (kept) {
-                                                    kept.set(i, response);
-                                                }
-                                            }
-                                        } catch (StatusRuntimeException e) {
-                                            log.record(
-                                                    i,
-                                                    startMs,
-                                                    (System.nanoTime() - t0) / 1000,
-                                                    0,
-                                                    e.getStatus().getCode().name());
-                                            failed.incrementAndGet();
-                                            System.err.println(
-                                                    "request " + i + " failed: " + e.getStatus());
-                                        }
+            for (int i = 0; i < requests; i++) {
+                inFlight.acquire();
+                final int index = i;
+                ForwardRequest request = workload.request(i);
+                final long startMs = System.currentTimeMillis();
+                final long t0 = System.nanoTime();
+                async.forward(
+                        request,
+                        new StreamObserver<>() {
+                            @Override
+                            public void onNext(ForwardResponse response) {
+                                long micros = (System.nanoTime() - t0) / 1000;
+                                latency.recordValue(micros);
+                                log.record(
+                                        index,
+                                        startMs,
+                                        micros,
+                                        response.getStats().getPlacementVersion(),
+                                        "OK");
+                                stages.add(response.getStats());
+                                if (index < toVerify) {
+                                    synchronized (kept) {
+                                        kept.set(index, response);
                                     }
-                                    return null;
-                                }));
+                                }
+                            }
+
+                            @Override
+                            public void onError(Throwable t) {
+                                Status status = Status.fromThrowable(t);
+                                log.record(
+                                        index,
+                                        startMs,
+                                        (System.nanoTime() - t0) / 1000,
+                                        0,
+                                        status.getCode().name());
+                                failed.incrementAndGet();
+                                System.err.println("request " + index + " failed: " + status);
+                                inFlight.release();
+                                answered.countDown();
+                            }
+
+                            @Override
+                            public void onCompleted() {
+                                inFlight.release();
+                                answered.countDown();
+                            }
+                        });
             }
-            for (Future<?> f : running) {
-                f.get();
-            }
+            answered.await();
             double seconds = (System.nanoTime() - start) / 1e9;
-            pool.shutdown();
             System.out.printf(
                     Locale.ROOT,
                     "%d requests x %d tokens, concurrency %d: %.0f tokens/s, %.1f requests/s%n",

@@ -10,8 +10,8 @@ import java.util.Locale;
 /**
  * The client's per-request record (when it started, how long it took, which placement answered it),
  * kept by request index and written as CSV at the end, so latency can be lined up with what the
- * server did meanwhile. Each request's thread writes its own row; {@link #write} runs after those
- * threads were joined.
+ * server did meanwhile. Each request's answer writes its own row; {@link #write} runs after every
+ * request was answered.
  */
 final class LatencyLog {
     private final String[] rows;

@@ -52,9 +52,10 @@ public final class GrpcLimits {
      * overload had already sent each refused request whole, and those bytes held up the requests
      * that had slots: 64 callers of 128-token requests on one connection left admitted throughput
      * at 0.13-0.17x the unloaded run (windows of 256 KiB and 1 MiB: the same). With 64 KiB it was
-     * 1.13-1.28x, with 16 KiB 1.39x (benchmarks/overload/overload.sh, docs/performance.md). The
-     * price: a connection moves at most this many bytes per round trip, 64 KiB in 150 µs about 440
-     * MB/s, so serving large requests over long links wants it raised.
+     * 1.13-1.28x, with 16 KiB 1.39x; with the final client, 1.21-1.29x, against 0.55x with 1 MiB
+     * (benchmarks/overload/overload.sh, docs/performance.md). The price: a connection moves at most
+     * this many bytes per round trip, 64 KiB in 150 µs about 440 MB/s, so serving large requests
+     * over long links wants it raised.
      */
     public static final int CLIENT_FLOW_CONTROL_WINDOW = 64 * 1024;
 
