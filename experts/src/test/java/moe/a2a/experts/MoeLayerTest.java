@@ -86,9 +86,7 @@ class MoeLayerTest {
         WeightSource weights = new SeededWeights(seed, 8, HIDDEN, FFN, LAYERS);
         ShmTestGroups shm = new ShmTestGroups();
         try {
-            Communicator[] comms =
-                    transport.equals("shm") ? shm.open(n, TimeUnit.SECONDS.toNanos(20)) : null;
-            LocalGroup group = new LocalGroup(n);
+            Communicator[] comms = group(shm, transport, n);
             run(
                     n,
                     model,
@@ -98,8 +96,7 @@ class MoeLayerTest {
                     Routing.TOPK,
                     maxTokens,
                     seed,
-                    (worker, rank) ->
-                            worker.rebind(comms != null ? comms[rank] : group.communicator(rank)));
+                    (worker, rank) -> worker.rebind(comms[rank]));
         } finally {
             shm.closeAll();
         }
@@ -177,26 +174,15 @@ class MoeLayerTest {
             hostOf[r] = r % hosts;
         }
         HostTopology topology = HostTopology.of(hostOf);
-        Communicator[][] rails = new Communicator[ranksPerHost][hosts];
-        for (int l = 0; l < ranksPerHost; l++) {
-            LocalGroup rail = new LocalGroup(hosts);
-            for (int g = 0; g < hosts; g++) {
-                rails[l][g] = rail.communicator(g);
-            }
-        }
         ShmTestGroups shm = new ShmTestGroups();
         try {
+            Communicator[][] rails = new Communicator[ranksPerHost][];
+            for (int l = 0; l < ranksPerHost; l++) {
+                rails[l] = group(shm, "local", hosts);
+            }
             Communicator[][] hostGroups = new Communicator[hosts][];
             for (int g = 0; g < hosts; g++) {
-                if (hostTransport.equals("shm")) {
-                    hostGroups[g] = shm.open(ranksPerHost, TimeUnit.SECONDS.toNanos(20));
-                } else {
-                    LocalGroup group = new LocalGroup(ranksPerHost);
-                    hostGroups[g] = new Communicator[ranksPerHost];
-                    for (int l = 0; l < ranksPerHost; l++) {
-                        hostGroups[g][l] = group.communicator(l);
-                    }
-                }
+                hostGroups[g] = group(shm, hostTransport, ranksPerHost);
             }
             run(
                     n,
@@ -215,6 +201,20 @@ class MoeLayerTest {
         } finally {
             shm.closeAll();
         }
+    }
+
+    /** A group of {@code n} ranks' communicators over {@code transport}: "shm" or "local". */
+    private static Communicator[] group(ShmTestGroups shm, String transport, int n)
+            throws Exception {
+        if (transport.equals("shm")) {
+            return shm.open(n, TimeUnit.SECONDS.toNanos(20));
+        }
+        LocalGroup group = new LocalGroup(n);
+        Communicator[] comms = new Communicator[n];
+        for (int r = 0; r < n; r++) {
+            comms[r] = group.communicator(r);
+        }
+        return comms;
     }
 
     /** Gives a rank's worker its communicators. */

@@ -191,6 +191,29 @@ final class CliProcess implements AutoCloseable {
     }
 
     /**
+     * A worker named {@code name} that offers every data plane it can ({@code --transport auto}),
+     * shm in {@code shmDir}, and asks the control plane's cluster port {@code clusterPort} for
+     * {@code rank}.
+     */
+    static CliProcess shmWorker(Path dir, String name, int clusterPort, int rank, Path shmDir)
+            throws IOException {
+        return moeA2a(
+                dir,
+                name,
+                "worker",
+                "--control-plane",
+                "127.0.0.1:" + clusterPort,
+                "--metrics-port",
+                "0",
+                "--transport",
+                "auto",
+                "--shm-dir",
+                shmDir.toString(),
+                "--rank",
+                Integer.toString(rank));
+    }
+
+    /**
      * Runs {@code client} against {@code port} for six checked requests of 24 tokens and asserts
      * that it exits 0 with every answer equal to the reference.
      */

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.NettyChannelBuilder;
-import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -86,7 +85,9 @@ class HostGroupsIT {
             int clusterPort = cp.awaitClusterPort(Duration.ofSeconds(1));
             CliProcess[] workers = new CliProcess[WORLD];
             for (int rank = 0; rank < WORLD; rank++) {
-                workers[rank] = worker(clusterPort, rank, hostDirs[rank % 2], "worker-" + rank);
+                workers[rank] =
+                        CliProcess.shmWorker(
+                                dir, "worker-" + rank, clusterPort, rank, hostDirs[rank % 2]);
                 processes.add(workers[rank]);
             }
             CliProcess.awaitHealth(
@@ -116,7 +117,8 @@ class HostGroupsIT {
             workers[3].kill();
             CliProcess.awaitHealth(
                     channel, ServingStatus.NOT_SERVING, Duration.ofSeconds(60), processes);
-            workers[3] = worker(clusterPort, 3, hostDirs[1], "worker-3-replaced");
+            workers[3] =
+                    CliProcess.shmWorker(dir, "worker-3-replaced", clusterPort, 3, hostDirs[1]);
             processes.add(workers[3]);
             CliProcess.awaitHealth(
                     channel, ServingStatus.SERVING, Duration.ofSeconds(90), processes);
@@ -144,24 +146,6 @@ class HostGroupsIT {
                 p.close();
             }
         }
-    }
-
-    private CliProcess worker(int clusterPort, int rank, Path shmDir, String name)
-            throws IOException {
-        return CliProcess.moeA2a(
-                dir,
-                name,
-                "worker",
-                "--control-plane",
-                "127.0.0.1:" + clusterPort,
-                "--metrics-port",
-                "0",
-                "--transport",
-                "auto",
-                "--shm-dir",
-                shmDir.toString(),
-                "--rank",
-                Integer.toString(rank));
     }
 
     /**

@@ -62,20 +62,7 @@ class ShmWorkersIT {
             List<CliProcess> workers = new ArrayList<>();
             for (int rank = 0; rank < 2; rank++) {
                 CliProcess worker =
-                        CliProcess.moeA2a(
-                                dir,
-                                "worker-" + rank,
-                                "worker",
-                                "--control-plane",
-                                "127.0.0.1:" + clusterPort,
-                                "--metrics-port",
-                                "0",
-                                "--transport",
-                                "auto",
-                                "--shm-dir",
-                                shm.toString(),
-                                "--rank",
-                                Integer.toString(rank));
+                        CliProcess.shmWorker(dir, "worker-" + rank, clusterPort, rank, shm);
                 workers.add(worker);
                 processes.add(worker);
             }
