@@ -82,7 +82,7 @@ def environment(logs, memcpy):
         torch = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         torch = None
-    jars = glob.glob(os.path.join(ROOT, "control-plane/target/moe-a2a-control-plane-*-all.jar"))
+    jars = glob.glob(os.path.join(ROOT, "cli/target/moe-a2a-cli-*-all.jar"))
     return dict(started=read(os.path.join(logs, "started.txt")), cores=os.cpu_count(),
                 loadavg_start=read(os.path.join(logs, "loadavg_start.txt")),
                 loadavg_end=read(os.path.join(logs, "loadavg_end.txt")),

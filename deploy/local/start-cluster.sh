@@ -56,7 +56,7 @@ if [ "$workers" -lt 1 ]; then
 fi
 
 # The CLI jar and its health subcommand (bin/moe-a2a prints the build hint when the jar is missing).
-if ! ls "$root"/control-plane/target/moe-a2a-control-plane-*-all.jar >/dev/null 2>&1; then
+if ! ls "$root"/cli/target/moe-a2a-cli-*-all.jar >/dev/null 2>&1; then
   echo "start-cluster: the moe-a2a jar is not built. Build it with:" >&2
   echo "  (cd $root && ./mvnw -B -q install -DskipTests)" >&2
   exit 2

@@ -10,7 +10,7 @@ run_dir="${MOE_A2A_RUN_DIR:-$here/run}"
 timeout_s="${MOE_A2A_STOP_TIMEOUT:-10}"
 
 ours() { # PID: still the moe-a2a JVM that start-cluster.sh started?
-  kill -0 "$1" 2>/dev/null && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -Eq 'moe-a2a-control-plane-.*-all\.jar|bin/moe-a2a'
+  kill -0 "$1" 2>/dev/null && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -Eq 'moe-a2a-cli-.*-all\.jar|bin/moe-a2a'
 }
 
 pid_files=()

@@ -1,8 +1,8 @@
 package moe.a2a.benchmarks;
 
 import java.util.concurrent.TimeUnit;
-import moe.a2a.bench.BenchRouting;
-import moe.a2a.bench.BenchWorkload;
+import moe.a2a.workload.BenchRouting;
+import moe.a2a.workload.BenchWorkload;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
 import org.openjdk.jmh.annotations.Benchmark;

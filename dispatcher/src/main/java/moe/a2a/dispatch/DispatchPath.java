@@ -2,6 +2,7 @@ package moe.a2a.dispatch;
 
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
+import moe.a2a.kernels.DType;
 
 /**
  * One rank's way of moving its tokens to their experts and the experts' outputs back: straight to

@@ -1,5 +1,6 @@
 package moe.a2a.dispatch;
 
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.RowKernels;
 
 /**

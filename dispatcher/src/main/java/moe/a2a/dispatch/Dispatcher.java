@@ -7,6 +7,7 @@ import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.kernels.DType;
 
 /**
  * One rank's data path: {@link #dispatch} sends each token once to every rank hosting one of its

@@ -2,6 +2,7 @@ package moe.a2a.dispatch;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.RowKernels;
 
 /**

@@ -7,6 +7,7 @@ import java.nio.FloatBuffer;
 import java.util.Arrays;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.kernels.DType;
 
 /**
  * One rank's data path across hosts: a token crosses to another host once, however many of that

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import moe.a2a.comm.SegmentReader;
+import moe.a2a.kernels.DType;
 
 /**
  * Sums each token's returned rows into its output row. Each source's segment is in token order, so

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.RowKernels;
 import moe.a2a.kernels.ScalarKernels;
 import org.junit.jupiter.api.Timeout;

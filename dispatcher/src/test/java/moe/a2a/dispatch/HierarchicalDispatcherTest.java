@@ -14,6 +14,7 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.comm.shm.ShmTestGroups;
+import moe.a2a.kernels.DType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

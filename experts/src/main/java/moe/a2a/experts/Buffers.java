@@ -20,7 +20,7 @@ public final class Buffers {
     }
 
     /** {@code buffer} when it holds at least {@code count} floats, else a larger one. */
-    static FloatBuffer ensure(FloatBuffer buffer, long count) {
+    public static FloatBuffer ensure(FloatBuffer buffer, long count) {
         return buffer.capacity() >= count
                 ? buffer
                 : floats(Math.max(count, buffer.capacity() * 3L / 2));

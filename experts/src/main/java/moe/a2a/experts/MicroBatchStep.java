@@ -6,9 +6,9 @@ import java.nio.FloatBuffer;
 import java.util.Objects;
 import moe.a2a.comm.AsyncCollectives;
 import moe.a2a.comm.CollectiveHandle;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
+import moe.a2a.kernels.DType;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -18,7 +18,8 @@ import org.jspecify.annotations.Nullable;
  * half's combine while they run on the second. Every rank runs the same four exchanges in the same
  * order (a half may be empty). Each half has its own {@link Dispatcher}, on the same communicator:
  * a transport that receives in place would land the second dispatch where the first half's rows
- * still are, so {@link RankWorker} runs this only on one that does not. Owned by the rank thread.
+ * still are, so {@link CpuRankRuntime} runs this only on one that does not. Owned by the rank
+ * thread.
  */
 final class MicroBatchStep implements AutoCloseable {
     /** Stage times of one step; the exchange time hidden behind the experts is in none of them. */

@@ -12,7 +12,7 @@ import moe.a2a.dispatch.DispatchDType;
  * @param layers MoE layers
  * @param dispatchDType how token rows travel in dispatch: a serving choice every rank must share
  * @param microBatches 1, or 2: a rank's step runs as two halves whose exchanges overlap the other
- *     half's experts ({@link RankWorker}); a serving choice every rank must share
+ *     half's experts ({@link CpuRankRuntime}); a serving choice every rank must share
  */
 public record ModelConfig(
         int experts,

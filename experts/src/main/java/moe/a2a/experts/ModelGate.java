@@ -2,9 +2,9 @@ package moe.a2a.experts;
 
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.dispatch.GateSpec;
+import moe.a2a.kernels.DType;
 
 /**
  * The model's router: logits {@code x · Wgᵀ} through {@link Sgemm} (fp32), then the model's gate

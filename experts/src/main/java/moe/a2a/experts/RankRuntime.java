@@ -2,13 +2,14 @@ package moe.a2a.experts;
 
 import java.nio.ByteBuffer;
 import moe.a2a.comm.Communicator;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.HostTopology;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.kernels.DType;
 
 /**
- * What runs one rank's share of every step: route, dispatch, experts, combine. {@link RankWorker}
- * on the CPU; a GPU runtime keeps rows in device memory. Owned by the rank's thread.
+ * What runs one rank's share of every step: route, dispatch, experts, combine. {@link
+ * CpuRankRuntime} on the CPU; a GPU runtime keeps rows in device memory. Owned by the rank's
+ * thread.
  */
 public interface RankRuntime {
     /** Continues on a new communicator (same rank), as when the old group broke. */

@@ -2,7 +2,7 @@ package moe.a2a.experts;
 
 import java.nio.ByteBuffer;
 import moe.a2a.dispatch.CapacityFilter;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 
 /**
  * One rank's step, the same skeleton on every device: route the home tokens (the model's gate or

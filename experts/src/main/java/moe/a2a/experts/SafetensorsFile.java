@@ -17,7 +17,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 
 /**
  * Reads a safetensors file: an 8-byte little-endian header length, a JSON header naming each

@@ -5,7 +5,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 
 /**
  * Expert and gate weights from a safetensors checkpoint in either {@link WeightNaming} scheme.

@@ -11,7 +11,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 
 /**
  * Writes fp32 arrays as a safetensors file in F32, BF16 or F16. Used to export weights that other

@@ -2,7 +2,7 @@ package moe.a2a.experts;
 
 import java.nio.FloatBuffer;
 import java.util.SplittableRandom;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 
 /**
  * Weights drawn from a seeded generator. Each matrix has its own stream derived from (seed, layer,

@@ -1,7 +1,7 @@
 package moe.a2a.experts;
 
 import java.nio.ByteBuffer;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 
 /**
  * Turns a {@link RoutingInput} into top-k ids and weights: given top-k as is, router logits through

@@ -1,8 +1,8 @@
 package moe.a2a.experts;
 
 import java.util.stream.IntStream;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.GateSpec;
+import moe.a2a.kernels.DType;
 import org.jspecify.annotations.Nullable;
 
 /**

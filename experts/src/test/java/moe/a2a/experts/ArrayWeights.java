@@ -1,7 +1,7 @@
 package moe.a2a.experts;
 
 import java.nio.FloatBuffer;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 
 /** Weights held in plain arrays: a source independent of the loaders under test. */
 public final class ArrayWeights implements WeightSource {

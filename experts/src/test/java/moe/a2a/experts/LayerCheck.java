@@ -2,7 +2,7 @@ package moe.a2a.experts;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 
 /** Compares a served layer output with the reference, with the tolerance its dtype allows. */
 public final class LayerCheck {

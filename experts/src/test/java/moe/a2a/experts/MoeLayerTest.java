@@ -10,11 +10,11 @@ import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.comm.shm.ShmTestGroups;
 import moe.a2a.dispatch.CapacityFilter;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Gate;
 import moe.a2a.dispatch.HostTopology;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.TestRoutings;
+import moe.a2a.kernels.DType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -219,7 +219,7 @@ class MoeLayerTest {
 
     /** Gives a rank's worker its communicators. */
     private interface Binding {
-        void bind(RankWorker worker, int rank);
+        void bind(CpuRankRuntime worker, int rank);
     }
 
     private static void run(
@@ -249,7 +249,8 @@ class MoeLayerTest {
                 RankThreads.run(
                         n,
                         rank -> {
-                            RankWorker worker = new RankWorker(model, weights, placement, rank);
+                            CpuRankRuntime worker =
+                                    new CpuRankRuntime(model, weights, placement, rank);
                             binding.bind(worker, rank);
                             float[][] out = new float[steps][];
                             for (int s = 0; s < steps; s++) {

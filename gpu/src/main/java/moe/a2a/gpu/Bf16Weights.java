@@ -1,9 +1,9 @@
 package moe.a2a.gpu;
 
 import java.nio.FloatBuffer;
-import moe.a2a.dispatch.DType;
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.DType;
 
 /**
  * Another source's weights rounded to bf16, as the GPU experts hold them: the reference the GPU

@@ -13,12 +13,12 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.comm.nccl.NcclCommunicator;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
+import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;
 

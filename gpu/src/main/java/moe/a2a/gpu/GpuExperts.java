@@ -17,10 +17,10 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 
 import java.nio.FloatBuffer;
 import moe.a2a.comm.A2aException;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cublas.cublasContext;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;

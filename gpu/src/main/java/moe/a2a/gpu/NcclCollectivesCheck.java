@@ -14,7 +14,7 @@ import java.util.function.IntFunction;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 
 /**

@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Holds {@link ScalarKernels} to references written independently of it: the bit formulas of {@code
- * moe.a2a.dispatch.DType} for bf16 and fp16, and E4M3 from first principles.
+ * moe.a2a.kernels.DType} for bf16 and fp16, and E4M3 from first principles.
  */
 class ScalarKernelsTest {
     private static final long SEED = 0x7363616c6172L;
@@ -248,7 +248,7 @@ class ScalarKernelsTest {
     private static final class Reference {
         private Reference() {}
 
-        /** {@code moe.a2a.dispatch.DType.floatToBf16}. */
+        /** {@code moe.a2a.kernels.DType.floatToBf16}. */
         static short floatToBf16(float value) {
             final int bits = Float.floatToRawIntBits(value);
             if ((bits & 0x7fffffff) > 0x7f800000) {
@@ -258,7 +258,7 @@ class ScalarKernelsTest {
             return (short) ((bits + roundingBias) >>> 16);
         }
 
-        /** {@code moe.a2a.dispatch.DType.halfToFloat}. */
+        /** {@code moe.a2a.kernels.DType.halfToFloat}. */
         static float halfToFloat(short half) {
             final int h = half & 0xffff;
             final int sign = (h & 0x8000) << 16;
@@ -274,7 +274,7 @@ class ScalarKernelsTest {
             return Float.intBitsToFloat(sign | ((exp + 112) << 23) | (mant << 13));
         }
 
-        /** {@code moe.a2a.dispatch.DType.floatToHalf}. */
+        /** {@code moe.a2a.kernels.DType.floatToHalf}. */
         static short floatToHalf(float value) {
             final int bits = Float.floatToRawIntBits(value);
             final int sign = (bits >>> 16) & 0x8000;

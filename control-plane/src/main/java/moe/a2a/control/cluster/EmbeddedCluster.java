@@ -14,7 +14,6 @@ import java.util.concurrent.Future;
 import java.util.stream.IntStream;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.CollectiveBench;
 import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveTimes;
@@ -22,14 +21,15 @@ import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.CpuRankRuntime;
 import moe.a2a.experts.LayerSlots;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
-import moe.a2a.experts.RankWorker;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.DType;
+import moe.a2a.workload.BenchWorkload;
 
 /**
  * {@code N} ranks in this JVM on the in-process transport, each owned by its own thread. A step
@@ -43,7 +43,7 @@ public final class EmbeddedCluster implements RankGroup {
     private final LayerPlacements placements;
     private final long exchangeTimeoutNs;
     private final ExecutorService[] rankThreads;
-    private final RankWorker[] workers;
+    private final CpuRankRuntime[] workers;
 
     /** Loads staged placements' weights, so that no rank thread waits for them. */
     private final ExecutorService loader =
@@ -78,8 +78,8 @@ public final class EmbeddedCluster implements RankGroup {
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.group = new LocalGroup(worldSize, exchangeTimeoutNs);
         this.rankThreads = new ExecutorService[worldSize];
-        this.workers = new RankWorker[worldSize];
-        List<Future<RankWorker>> loading = new ArrayList<>();
+        this.workers = new CpuRankRuntime[worldSize];
+        List<Future<CpuRankRuntime>> loading = new ArrayList<>();
         for (int r = 0; r < worldSize; r++) {
             final int rank = r;
             rankThreads[r] =
@@ -92,7 +92,9 @@ public final class EmbeddedCluster implements RankGroup {
             final LocalGroup g = group;
             loading.add(
                     rankThreads[r].submit(
-                            () -> new RankWorker(model, weights, placement, g.communicator(rank))));
+                            () ->
+                                    new CpuRankRuntime(
+                                            model, weights, placement, g.communicator(rank))));
         }
         for (int r = 0; r < worldSize; r++) {
             workers[r] = await(loading.get(r));
@@ -312,7 +314,7 @@ public final class EmbeddedCluster implements RankGroup {
     public void close() {
         group.communicator(0).close();
         loader.shutdownNow();
-        for (RankWorker w : workers) {
+        for (CpuRankRuntime w : workers) {
             w.close();
         }
         for (ExecutorService t : rankThreads) {

@@ -4,8 +4,8 @@ import com.google.protobuf.ByteString;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
-import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.kernels.DType;
 import org.jspecify.annotations.Nullable;
 
 /**

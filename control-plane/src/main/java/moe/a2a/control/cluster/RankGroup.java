@@ -4,16 +4,16 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.kernels.DType;
+import moe.a2a.workload.BenchWorkload;
 
 /**
  * The ranks that run steps for the scheduler: threads of this JVM ({@link EmbeddedCluster}) or

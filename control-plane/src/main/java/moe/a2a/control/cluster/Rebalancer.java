@@ -4,13 +4,13 @@ import java.util.Locale;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.control.metrics.Imbalance;
-import moe.a2a.control.metrics.ImbalanceWindow;
-import moe.a2a.control.metrics.PlacementListener;
-import moe.a2a.control.metrics.StepStatsSnapshot;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.PlacementMove;
 import moe.a2a.dispatch.PlacementPlanner;
+import moe.a2a.metrics.Imbalance;
+import moe.a2a.metrics.ImbalanceWindow;
+import moe.a2a.metrics.PlacementListener;
+import moe.a2a.metrics.StepStatsSnapshot;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -17,17 +17,17 @@ import java.util.function.Function;
 import java.util.function.LongFunction;
 import java.util.stream.IntStream;
 import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.BenchWorkload;
+import moe.a2a.bench.BenchTaskCodec;
 import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.kernels.DType;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.protocol.TaskCodec;
 import moe.a2a.v1.ActivatePlacement;
@@ -40,6 +40,7 @@ import moe.a2a.v1.PlacementStaged;
 import moe.a2a.v1.StagePlacement;
 import moe.a2a.v1.StepFailure;
 import moe.a2a.v1.WorkerMessage;
+import moe.a2a.workload.BenchWorkload;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -422,16 +423,16 @@ public final class RemoteCluster implements RankGroup {
     public CompletableFuture<List<RankTimes>> bench(
             BenchWorkload workload, BenchScope scope, int warmup, int iters) {
         return benchTask(
-                id -> TaskCodec.benchTask(id, workload, scope, warmup, iters),
-                TaskCodec::rankTimes);
+                id -> BenchTaskCodec.benchTask(id, workload, scope, warmup, iters),
+                BenchTaskCodec::rankTimes);
     }
 
     @Override
     public CompletableFuture<List<CollectiveTimes>> benchCollective(
             CollectiveCase c, int warmup, int iters) {
         return benchTask(
-                id -> TaskCodec.collectiveBenchTask(id, c, warmup, iters),
-                TaskCodec::collectiveTimes);
+                id -> BenchTaskCodec.collectiveBenchTask(id, c, warmup, iters),
+                BenchTaskCodec::collectiveTimes);
     }
 
     /** Sends a BenchTask to every rank; completes with every rank's answer, decoded. */

@@ -17,12 +17,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import moe.a2a.comm.A2aException;
-import moe.a2a.control.metrics.StepListener;
-import moe.a2a.control.metrics.StepStatsSnapshot;
 import moe.a2a.dispatch.CapacityFilter;
-import moe.a2a.dispatch.DType;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.kernels.DType;
+import moe.a2a.metrics.StepListener;
+import moe.a2a.metrics.StepStatsSnapshot;
 import org.jspecify.annotations.Nullable;
 
 /**

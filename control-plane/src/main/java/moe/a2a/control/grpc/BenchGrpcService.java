@@ -9,9 +9,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
 import moe.a2a.bench.BenchReport;
-import moe.a2a.bench.BenchRouting;
 import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.BenchWorkload;
 import moe.a2a.bench.Collective;
 import moe.a2a.bench.CollectiveBench;
 import moe.a2a.bench.CollectiveCase;
@@ -23,7 +21,7 @@ import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.StepScheduler;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import moe.a2a.protocol.InvalidRequestException;
 import moe.a2a.v1.BenchEvent;
@@ -34,6 +32,8 @@ import moe.a2a.v1.BenchServiceGrpc;
 import moe.a2a.v1.CollectiveBenchRequest;
 import moe.a2a.v1.CollectiveBenchResult;
 import moe.a2a.v1.CollectiveRankTimes;
+import moe.a2a.workload.BenchRouting;
+import moe.a2a.workload.BenchWorkload;
 
 /**
  * BenchService: runs canonical workloads, or collective cases ({@link CollectiveBench}), on the

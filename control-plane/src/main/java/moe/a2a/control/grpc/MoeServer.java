@@ -13,10 +13,10 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.Rebalancer;
 import moe.a2a.control.cluster.StepScheduler;
-import moe.a2a.control.metrics.ClusterMetrics;
-import moe.a2a.control.metrics.QueueMetrics;
-import moe.a2a.control.metrics.StepMetrics;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.metrics.ClusterMetrics;
+import moe.a2a.metrics.QueueMetrics;
+import moe.a2a.metrics.StepMetrics;
 import moe.a2a.v1.MoeServiceGrpc;
 
 /**

@@ -49,7 +49,7 @@ public final class RequestDecoder {
 
     /** The token count {@code T} of a {@code [T, H]} hidden_states tensor, after checking it. */
     public int tokens(Tensor hidden, String field) {
-        moe.a2a.dispatch.DType dtype = TensorCodec.dtype(hidden.getDtype(), field);
+        moe.a2a.kernels.DType dtype = TensorCodec.dtype(hidden.getDtype(), field);
         List<Long> shape = hidden.getShapeList();
         if (shape.size() != 2 || shape.get(1) != model.hidden() || shape.get(0) < 0) {
             throw new InvalidRequestException(
@@ -150,7 +150,7 @@ public final class RequestDecoder {
     }
 
     private float[] logits(Tensor logits, int numTokens) {
-        moe.a2a.dispatch.DType dtype = TensorCodec.dtype(logits.getDtype(), "router_logits");
+        moe.a2a.kernels.DType dtype = TensorCodec.dtype(logits.getDtype(), "router_logits");
         List<Long> shape = logits.getShapeList();
         if (shape.size() != 2 || shape.get(0) != numTokens || shape.get(1) != model.experts()) {
             throw new InvalidRequestException(
@@ -180,7 +180,7 @@ public final class RequestDecoder {
     }
 
     private static void checkData(
-            Tensor tensor, String field, long rows, long cols, moe.a2a.dispatch.DType dtype) {
+            Tensor tensor, String field, long rows, long cols, moe.a2a.kernels.DType dtype) {
         // no message holds more than 2 GiB, so more rows than that cannot be meant (nor counted)
         long maxRows = Integer.MAX_VALUE / (cols * dtype.sizeBytes());
         if (rows > maxRows) {

@@ -19,15 +19,15 @@ import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.CpuRankRuntime;
 import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
-import moe.a2a.experts.RankWorker;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.DType;
 import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.BenchRequest;
 import moe.a2a.v1.BenchServiceGrpc;
@@ -243,7 +243,7 @@ class NcclClusterTest {
         @Override
         public RankRuntime runtime(
                 ModelConfig model, WeightSource weights, Placement placement, int rank) {
-            return new RankWorker(model, weights, placement, rank);
+            return new CpuRankRuntime(model, weights, placement, rank);
         }
     }
 }

@@ -15,7 +15,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import moe.a2a.dispatch.DType;
 import moe.a2a.dispatch.GateSpec;
 import moe.a2a.experts.Buffers;
 import moe.a2a.experts.ExpertWeights;
@@ -23,6 +22,7 @@ import moe.a2a.experts.SafetensorsFile;
 import moe.a2a.experts.SharedExpert;
 import moe.a2a.experts.WeightNaming;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.DType;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -15,8 +15,8 @@ import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Segments;
 import moe.a2a.comm.Transport;
-import moe.a2a.dispatch.DType;
 import moe.a2a.gpu.CudaMemory;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import org.bytedeco.cuda.cudart.CUstream_st;
 

@@ -7,7 +7,7 @@ import static org.bytedeco.cuda.global.nccl.ncclMax;
 import static org.bytedeco.cuda.global.nccl.ncclMin;
 import static org.bytedeco.cuda.global.nccl.ncclSum;
 
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 
 /**

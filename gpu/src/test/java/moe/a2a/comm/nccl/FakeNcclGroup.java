@@ -20,8 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Function;
 import moe.a2a.comm.Communicator;
-import moe.a2a.dispatch.DType;
 import moe.a2a.gpu.CudaMemory;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import org.bytedeco.cuda.cudart.CUstream_st;
 

@@ -11,7 +11,7 @@ import moe.a2a.comm.AbstractCollectivesTest;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.RankThreads;
-import moe.a2a.dispatch.DType;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import org.junit.jupiter.api.Test;
 

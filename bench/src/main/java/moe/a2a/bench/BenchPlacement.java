@@ -1,0 +1,47 @@
+package moe.a2a.bench;
+
+import moe.a2a.dispatch.Placement;
+import moe.a2a.dispatch.PlacementPlanner;
+import moe.a2a.workload.BenchRouting;
+import moe.a2a.workload.BenchWorkload;
+
+/**
+ * The placement a benchmark run uses: the canonical contiguous one, or, with redundant slots, the
+ * planner's for the workload's own expert loads (the same on every rank: it depends on the workload
+ * alone). Stateless.
+ */
+public final class BenchPlacement {
+    private BenchPlacement() {}
+
+    /**
+     * @throws IllegalArgumentException naming {@code --redundant-experts} when experts + redundant
+     *     is not a multiple of the workload's ranks
+     */
+    public static Placement of(BenchWorkload w, int redundant) {
+        int experts = w.experts();
+        int ranks = w.worldSize();
+        if (redundant == 0) {
+            return Placement.contiguous(experts, ranks);
+        }
+        if (redundant < 0 || (experts + redundant) % ranks != 0) {
+            throw new IllegalArgumentException(
+                    "--redundant-experts: "
+                            + redundant
+                            + " (expected: >= 0, experts + redundant a multiple of the ranks; "
+                            + w.name()
+                            + ": experts="
+                            + experts
+                            + ", ranks="
+                            + ranks
+                            + ")");
+        }
+        double[] loads = new double[experts];
+        for (int src = 0; src < ranks; src++) {
+            for (int e : BenchRouting.topkIds(w, src)) {
+                loads[e]++;
+            }
+        }
+        return PlacementPlanner.plan(loads, ranks, experts + redundant, 1, 1)
+                .placement(Placement.FIRST_VERSION, experts, ranks);
+    }
+}

@@ -1,0 +1,181 @@
+package moe.a2a.cli;
+
+import io.grpc.netty.NettyServerBuilder;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicReference;
+import moe.a2a.comm.Transport;
+import moe.a2a.control.cluster.ClusterListener;
+import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.cluster.TransportPolicy;
+import moe.a2a.control.grpc.ClusterServer;
+import moe.a2a.control.grpc.MoeServer;
+import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.RowKernels;
+import moe.a2a.metrics.MetricsEndpoint;
+import moe.a2a.v1.ModelSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code moe-a2a control-plane}: MoeService for clients, ClusterService for N worker processes. */
+@Command(
+        name = "control-plane",
+        mixinStandardHelpOptions = true,
+        description =
+                "Serve MoE layers on N worker processes (moe-a2a worker), exchanging tokens over TCP, shared memory or NCCL.")
+final class ControlPlaneCommand implements Callable<Integer> {
+    private static final Logger LOG = LoggerFactory.getLogger(ControlPlaneCommand.class);
+
+    @Mixin ModelOptions model;
+
+    @Mixin ServerOptions server;
+
+    @Option(
+            names = "--transport",
+            defaultValue = "tcp",
+            completionCandidates = ClusterTransports.class,
+            description =
+                    "The workers' data plane: ${COMPLETION-CANDIDATES}. auto: shm when every worker reports the same host (shared-memory domain) and offers shm, else tcp, decided each time the group forms; shm: every worker on one host; workers that cannot run it are refused (default: ${DEFAULT-VALUE}).")
+    String transportChoice;
+
+    /** The data planes of worker processes, and auto. */
+    static final class ClusterTransports implements Iterable<String> {
+        @Override
+        public Iterator<String> iterator() {
+            return TransportPolicy.labels().iterator();
+        }
+    }
+
+    @Option(
+            names = "--heartbeat-timeout",
+            defaultValue = "PT3S",
+            description =
+                    "A worker silent this long counts as lost (e.g. 2s, 500ms or ISO-8601; default: ${DEFAULT-VALUE}).")
+    Duration heartbeatTimeout;
+
+    @Option(
+            names = "--cluster-port",
+            defaultValue = "50061",
+            description =
+                    "Port of the cluster service that workers join (their --control-plane), apart from the client port; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+    int clusterPort;
+
+    @Override
+    public Integer call() throws Exception {
+        if (transportChoice.equalsIgnoreCase(Transport.LOCAL.label())) {
+            throw new IllegalArgumentException(
+                    "--transport: "
+                            + transportChoice
+                            + " (expected: "
+                            + String.join(", ", TransportPolicy.labels())
+                            + "; serve runs the local transport)");
+        }
+        TransportPolicy policy = TransportPolicy.parse("--transport", transportChoice);
+        Transport transport = policy.fixed();
+        NettyServerBuilder clientPort = server.clientPort();
+        NettyServerBuilder workerPort = server.clusterPort(clusterPort);
+        WeightSource weights = model.open();
+        ModelConfig config = model.config(weights);
+        if (transport == Transport.NCCL && config.dispatchDType() != DispatchDType.BF16) {
+            throw new IllegalArgumentException(
+                    "--dispatch-dtype: "
+                            + config.dispatchDType().label()
+                            + " (expected: bf16 with --transport nccl; FP8 dispatch runs on tcp)");
+        }
+        if (transport == Transport.NCCL && config.microBatches() != 1) {
+            throw new IllegalArgumentException(
+                    "--micro-batches: "
+                            + config.microBatches()
+                            + " (expected: 1 with --transport nccl; micro-batches run on tcp)");
+        }
+        if (transport == Transport.NCCL && server.rebalanceEvery != 0) {
+            throw new IllegalArgumentException(
+                    "--rebalance-every: "
+                            + server.rebalanceEvery
+                            + " (expected: 0 with --transport nccl; GPU ranks keep the placement they"
+                            + " start with, live rebalancing runs on tcp)");
+        }
+        ModelSpec spec = model.spec(config);
+        String fingerprint = ModelOptions.fingerprint(spec);
+        LOG.info(
+                "moe-a2a control-plane: model={} fingerprint={} worldSize={} transport={} exchangeTimeout={}"
+                        + " heartbeatTimeout={} settings={} grpc={}:{} metricsPort={} kernels={}",
+                config,
+                fingerprint,
+                server.worldSize,
+                policy,
+                server.exchangeTimeout,
+                heartbeatTimeout,
+                server.settings(),
+                server.host,
+                server.port,
+                server.metricsPort,
+                RowKernels.implementation());
+        PrometheusMeterRegistry registry = ServerOptions.registry("control-plane");
+        MetricsEndpoint metrics = ServerOptions.metrics(registry, server.host, server.metricsPort);
+        AtomicReference<MoeServer> moe = new AtomicReference<>();
+        ClusterListener health =
+                new ClusterListener() {
+                    @Override
+                    public void onServing(long epoch, long formedInNanos) {
+                        MoeServer s = moe.get();
+                        if (s != null) {
+                            s.setServing(true);
+                        }
+                    }
+
+                    @Override
+                    public void onNotServing(String reason) {
+                        MoeServer s = moe.get();
+                        if (s != null) {
+                            s.setServing(false);
+                        }
+                    }
+                };
+        RemoteCluster cluster =
+                new RemoteCluster(
+                        config,
+                        spec,
+                        fingerprint,
+                        server.placement(config.experts()),
+                        policy,
+                        server.exchangeTimeout.toNanos(),
+                        heartbeatTimeout.toNanos(),
+                        health);
+        ClusterServer workers;
+        try {
+            workers = ClusterServer.start(workerPort, cluster);
+        } catch (IOException | RuntimeException e) {
+            cluster.close();
+            throw e;
+        }
+        try {
+            moe.set(
+                    MoeServer.start(
+                            clientPort, cluster, weights, server.settings(), registry, false));
+        } catch (IOException | RuntimeException e) {
+            workers.close();
+            throw e;
+        }
+        server.drainOnSigterm(moe::get, metrics, workers);
+        LOG.info(
+                "serving on port {}, cluster port {} ({}; waiting for {} workers){}",
+                moe.get().port(),
+                workers.port(),
+                server.securityDescription(),
+                server.worldSize,
+                metrics != null
+                        ? ", metrics on http://" + server.host + ":" + metrics.port() + "/metrics"
+                        : "");
+        moe.get().awaitTermination();
+        return 0;
+    }
+}

@@ -1,0 +1,251 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cudaEventCreate;
+import static org.bytedeco.cuda.global.cudart.cudaEventDestroy;
+import static org.bytedeco.cuda.global.cudart.cudaEventElapsedTime;
+import static org.bytedeco.cuda.global.cudart.cudaEventRecord;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+import static org.bytedeco.cuda.global.cudart.cudaSetDevice;
+import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.CapacityFilter;
+import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.CpuRankRuntime;
+import moe.a2a.experts.LayerSlots;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.RankStep;
+import moe.a2a.experts.RankStepResult;
+import moe.a2a.experts.RoutingInput;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.DType;
+import org.bytedeco.cuda.cudart.CUevent_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One rank on a GPU: {@link RankStep}'s skeleton, as on the CPU, with a device compute: bf16 steps
+ * run with their rows in device memory ({@link GpuDispatcher}, {@link GpuExperts}), tokens and
+ * outputs crossing the host boundary through pinned memory, stage times from CUDA events. Steps in
+ * another dtype run on the CPU {@link CpuRankRuntime} over the same NCCL communicator
+ * (host-staged), so fp32 and fp16 answers keep their CPU precision; so do steps with an expert
+ * capacity and layers with a shared expert. Routing (gate, top-k) runs on the host in both cases.
+ * Owned by the rank's thread.
+ */
+public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
+    private final ModelConfig model;
+    private final Placement placement;
+    private final int rank;
+    private final CpuRankRuntime cpu;
+    private final RankStep step;
+    private final RankStep.Compute onDevice = this::compute;
+    private final CudaKernels kernels;
+    private final GpuExperts[] experts;
+
+    /** Per layer: whether it has a shared expert, which runs on the host path. */
+    private final boolean[] shared;
+
+    private final CudaMemory pinned = CudaMemory.pinnedHost();
+    private final CudaMemory tokens = CudaMemory.device();
+    private final CudaMemory expertOut = CudaMemory.device();
+    private final CudaMemory combined = CudaMemory.device();
+    private final CUevent_st[] events = new CUevent_st[4];
+    private @Nullable GpuDispatcher dispatcher;
+    private float[] out = new float[0];
+    private ByteBuffer output = ByteBuffer.allocateDirect(0);
+
+    /**
+     * Loads {@code rank}'s experts on {@code device} (bf16, every layer) and on the host (for other
+     * dtypes).
+     */
+    public GpuRankRuntime(
+            ModelConfig model, WeightSource weights, Placement placement, int rank, int device) {
+        if (model.microBatches() != 1) {
+            throw new IllegalArgumentException(
+                    "micro-batches: "
+                            + model.microBatches()
+                            + " (expected: 1 on GPU ranks; the overlapped step runs on the CPU"
+                            + " transports)");
+        }
+        if (model.dispatchDType() != DispatchDType.BF16) {
+            throw new IllegalArgumentException(
+                    "dispatch dtype: "
+                            + model.dispatchDType().label()
+                            + " (expected: bf16 on GPU ranks; FP8 dispatch runs on the CPU transports)");
+        }
+        this.model = model;
+        this.placement = placement;
+        this.rank = rank;
+        this.cpu = new CpuRankRuntime(model, weights, placement, rank);
+        this.step = new RankStep(weights, model, rank);
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        this.kernels = CudaKernels.load(device);
+        this.experts = new GpuExperts[model.layers()];
+        this.shared = new boolean[model.layers()];
+        for (int layer = 0; layer < experts.length; layer++) {
+            experts[layer] = new GpuExperts(weights, layer, placement, rank, kernels);
+            shared[layer] = weights.sharedExpert(layer) != null;
+        }
+        for (int i = 0; i < events.length; i++) {
+            events[i] = new CUevent_st();
+            CudaCheck.check(cudaEventCreate(events[i]), "cudaEventCreate");
+        }
+    }
+
+    /** One placement for every layer: the GPU runtime does not change placement while serving. */
+    @Override
+    public Placement placement(int layer) {
+        return placement;
+    }
+
+    /**
+     * @throws A2aException always: device weights are loaded once, at start
+     */
+    @Override
+    public LayerSlots stage(int layer, Placement next) {
+        throw new A2aException(
+                "rank "
+                        + rank
+                        + ": the GPU runtime keeps the placement it started with; rebalancing runs on the CPU transports");
+    }
+
+    /**
+     * @throws A2aException always, as {@link #stage} does
+     */
+    @Override
+    public void install(LayerSlots staged) {
+        stage(staged.layer(), staged.placement());
+    }
+
+    @Override
+    public void rebind(Communicator comm) {
+        cpu.rebind(comm);
+        if (dispatcher != null) {
+            dispatcher.close();
+            dispatcher = null;
+        }
+        if (comm instanceof NcclCommunicator nccl) {
+            dispatcher = new GpuDispatcher(nccl, placement, model.hidden(), model.topK(), kernels);
+        }
+    }
+
+    @Override
+    public RankStepResult step(
+            int layer,
+            DType dtype,
+            ByteBuffer input,
+            int numTokens,
+            RoutingInput routing,
+            int capacity) {
+        GpuDispatcher gpu = dispatcher;
+        if (dtype != DType.BF16
+                || gpu == null
+                || capacity != CapacityFilter.UNLIMITED
+                || shared[layer]) {
+            return cpu.step(layer, dtype, input, numTokens, routing, capacity);
+        }
+        return step.run(layer, dtype, input, numTokens, routing, capacity, onDevice);
+    }
+
+    /**
+     * Dispatch, experts and combine with the rows in device memory; stage times from CUDA events on
+     * the dispatcher's stream.
+     */
+    private RankStep.Computed compute(
+            int layer, DType dtype, ByteBuffer input, int numTokens, int[] ids, float[] weights) {
+        GpuDispatcher gpu = dispatcher;
+        final int hidden = model.hidden();
+        final long inBytes = (long) numTokens * hidden * Short.BYTES;
+        CUstream_st stream = gpu.stream();
+        pinned.ensure(Math.max(inBytes, (long) numTokens * hidden * Float.BYTES));
+        pinned.hostView().put(0, input, 0, (int) inBytes);
+        tokens.ensure(Math.max(1, inBytes));
+        CudaCheck.check(cudaEventRecord(events[0], stream), "cudaEventRecord");
+        if (inBytes > 0) {
+            CudaCheck.check(
+                    cudaMemcpyAsync(
+                            tokens.at(0), pinned.at(0), inBytes, cudaMemcpyHostToDevice, stream),
+                    "cudaMemcpyAsync(tokens)");
+        }
+        CudaMemory grouped = gpu.dispatch(tokens, numTokens, ids, weights);
+        CudaCheck.check(cudaEventRecord(events[1], stream), "cudaEventRecord");
+        int[] rowsPerSlot = gpu.rowsPerSlot();
+        long groupedRows = 0;
+        for (int n : rowsPerSlot) {
+            groupedRows += n;
+        }
+        expertOut.ensure(Math.max(1, groupedRows * hidden * Float.BYTES));
+        experts[layer].forward(grouped, rowsPerSlot, expertOut, stream);
+        CudaCheck.check(cudaEventRecord(events[2], stream), "cudaEventRecord");
+        gpu.combine(expertOut, combined);
+        long outBytes = (long) numTokens * hidden * Float.BYTES;
+        if (outBytes > 0) {
+            CudaCheck.check(
+                    cudaMemcpyAsync(
+                            pinned.at(0), combined.at(0), outBytes, cudaMemcpyDeviceToHost, stream),
+                    "cudaMemcpyAsync(output)");
+        }
+        CudaCheck.check(cudaEventRecord(events[3], stream), "cudaEventRecord");
+        CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        if (out.length < numTokens * hidden) {
+            out = new float[numTokens * hidden];
+        }
+        pinned.hostView().asFloatBuffer().get(0, out, 0, numTokens * hidden);
+        if (output.capacity() < inBytes) {
+            output = ByteBuffer.allocateDirect((int) inBytes).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        dtype.encode(out, 0, numTokens * hidden, output, 0);
+
+        long[] recvRowsFrom = new long[placement.worldSize()];
+        for (int r = 0; r < recvRowsFrom.length; r++) {
+            recvRowsFrom[r] = gpu.receivedFrom(r);
+        }
+        int rowBytes = hidden * Short.BYTES;
+        // dispatch sends each row with its routes; combine returns bf16 rows only
+        return new RankStep.Computed(
+                output,
+                gpu.layout().tokensPerRankCopy(),
+                gpu.layout().tokensPerRankCopy(),
+                gpu.layout().tokensPerExpertCopy(),
+                recvRowsFrom,
+                gpu.numReceived(),
+                rowBytes + gpu.routeRowBytes(),
+                rowBytes,
+                elapsedNs(events[0], events[1]),
+                elapsedNs(events[1], events[2]),
+                elapsedNs(events[2], events[3]));
+    }
+
+    private static long elapsedNs(CUevent_st from, CUevent_st to) {
+        float[] ms = new float[1];
+        CudaCheck.check(cudaEventElapsedTime(ms, from, to), "cudaEventElapsedTime");
+        return (long) (ms[0] * 1e6);
+    }
+
+    @Override
+    public void close() {
+        cpu.close();
+        if (dispatcher != null) {
+            dispatcher.close();
+        }
+        for (GpuExperts e : experts) {
+            e.close();
+        }
+        for (CUevent_st e : events) {
+            cudaEventDestroy(e);
+        }
+        pinned.close();
+        tokens.close();
+        expertOut.close();
+        combined.close();
+        kernels.close();
+    }
+}

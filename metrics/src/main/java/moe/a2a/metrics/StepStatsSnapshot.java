@@ -1,0 +1,30 @@
+package moe.a2a.metrics;
+
+/**
+ * What one step did, all ranks together: counts summed, stage times the max over ranks (the
+ * critical path). Immutable.
+ *
+ * @param placementVersion the version of the expert placement the step ran with
+ * @param tokensPerRank tokens each rank received in dispatch (deduplicated)
+ * @param tokensPerExpert token×k assignments per logical expert, those dropped over capacity
+ *     excluded
+ * @param droppedPerExpert token×k assignments per logical expert dropped over expert capacity
+ * @param bytesSent {@code [rank][peer]} bytes of rows sent, both phases; a null row for a rank this
+ *     process did not see (a worker sees only its own)
+ * @param bytesReceived {@code [rank][peer]} bytes of rows received, as {@code bytesSent}
+ */
+public record StepStatsSnapshot(
+        long stepId,
+        int layer,
+        long placementVersion,
+        int requests,
+        long tokens,
+        long[] tokensPerRank,
+        long[] tokensPerExpert,
+        long[] droppedPerExpert,
+        long[][] bytesSent,
+        long[][] bytesReceived,
+        long routeNs,
+        long dispatchNs,
+        long expertNs,
+        long combineNs) {}
