@@ -4,8 +4,6 @@ import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
@@ -13,11 +11,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
-import java.util.function.LongFunction;
-import java.util.stream.IntStream;
 import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.BenchTaskCodec;
 import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
@@ -28,22 +22,11 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.kernels.DType;
-import moe.a2a.protocol.PlacementCodec;
-import moe.a2a.protocol.TaskCodec;
-import moe.a2a.v1.ActivatePlacement;
-import moe.a2a.v1.BenchRankResult;
-import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
-import moe.a2a.v1.PlacementStaged;
-import moe.a2a.v1.StagePlacement;
-import moe.a2a.v1.StepFailure;
 import moe.a2a.v1.WorkerMessage;
 import moe.a2a.workload.BenchWorkload;
-import org.jspecify.annotations.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Ranks as worker processes, coordinated over their ClusterService sessions. Membership: a worker
@@ -59,14 +42,17 @@ import org.slf4j.LoggerFactory;
  * lost rank's slots get share 0 and it takes no tokens; when a worker takes the rank again, the
  * group forms whole and the placements from before the loss come back.
  *
+ * <p>This class routes the sessions' messages to the pieces that own each job: the {@link
+ * GroupConductor} forms and breaks the group epoch by epoch, {@link DegradedServing} decides
+ * whether it serves without lost ranks, {@link WorkerSteps}, {@link WorkerBenches} and {@link
+ * PlacementRollout} keep the steps, benchmark runs and stagings in flight.
+ *
  * <p>Session callbacks arrive on gRPC threads and {@link #submit} on the scheduler thread. One lock
- * guards all state: the {@link Membership}, the {@link GroupFormation}, the {@link PendingTasks} of
- * steps and benchmark runs (none of them thread-safe on their own), and whether the group serves.
- * Listeners are told on the timer thread, outside the lock.
+ * guards all state: the {@link Membership}, the {@link GroupFormation}, the {@link ServingState}
+ * and every piece above (none of them thread-safe on their own). Listeners are told on the timer
+ * thread, outside the lock.
  */
 public final class RemoteCluster implements RankGroup {
-    private static final Logger LOG = LoggerFactory.getLogger(RemoteCluster.class);
-
     /** The data planes worker processes can run. */
     public static final Set<Transport> TRANSPORTS =
             EnumSet.of(Transport.TCP, Transport.SHM, Transport.NCCL);
@@ -75,9 +61,7 @@ public final class RemoteCluster implements RankGroup {
     private final TransportPolicy policy;
     private final LayerPlacements placements;
     private final int worldSize;
-    private final long exchangeTimeoutNs;
     private final long heartbeatTimeoutNs;
-    private final ClusterListener listener;
     private final ScheduledExecutorService timer;
 
     /** Guards every field below, and every call into them. */
@@ -85,30 +69,11 @@ public final class RemoteCluster implements RankGroup {
 
     private final Membership membership;
     private final GroupFormation formation;
-
-    /** Steps and benchmark runs sent and not yet answered by every rank. */
-    private final PendingTasks<RankStepResult> pendingSteps;
-
-    private final PendingTasks<BenchRankResult> pendingBenches;
-
-    /** Failures reported for steps still pending, gathered before the group is broken. */
-    private final StepFailures stepFailures = new StepFailures();
-
-    /** Placements being staged on every worker; each answer is the bytes that rank loaded. */
-    private final PendingTasks<Long> pendingStages;
-
-    private boolean serving;
-    private String notServingReason;
-    private int rebuilds;
-
-    /** The ranks of the current epoch's group, ascending: every rank unless degraded. */
-    private int[] groupRanks;
-
-    /**
-     * Each layer's placement from before ranks were lost, restored once the group is whole again;
-     * null while whole.
-     */
-    private @Nullable List<Placement> beforeLoss;
+    private final ServingState state;
+    private final PlacementRollout rollout;
+    private final GroupConductor conductor;
+    private final WorkerSteps steps;
+    private final WorkerBenches benches;
 
     /**
      * @param placement where the experts live, as this coordinator decided; its world size is the
@@ -156,16 +121,10 @@ public final class RemoteCluster implements RankGroup {
         this.model = model;
         this.placements = new LayerPlacements(model.layers(), placement);
         this.worldSize = worldSize;
-        this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.heartbeatTimeoutNs = heartbeatTimeoutNs;
-        this.listener = listener;
         this.membership = new Membership(spec, fingerprint, placements, policy, heartbeatTimeoutNs);
         this.formation = new GroupFormation(membership, worldSize, exchangeTimeoutNs);
-        this.pendingSteps = new PendingTasks<>(worldSize);
-        this.pendingBenches = new PendingTasks<>(worldSize);
-        this.pendingStages = new PendingTasks<>(worldSize);
-        this.notServingReason = "waiting for " + worldSize + " workers to join";
-        this.groupRanks = IntStream.range(0, worldSize).toArray();
+        this.state = new ServingState(worldSize);
         this.timer =
                 Executors.newSingleThreadScheduledExecutor(
                         r -> {
@@ -173,6 +132,29 @@ public final class RemoteCluster implements RankGroup {
                             t.setDaemon(true);
                             return t;
                         });
+        this.rollout = new PlacementRollout(lock, state, membership, placements, worldSize);
+        this.conductor =
+                new GroupConductor(
+                        state,
+                        membership,
+                        formation,
+                        new DegradedServing(membership, formation, placements, rollout, worldSize),
+                        worldSize,
+                        timer,
+                        listener,
+                        this::failInFlight);
+        this.steps =
+                new WorkerSteps(
+                        lock,
+                        state,
+                        membership,
+                        formation,
+                        model,
+                        worldSize,
+                        exchangeTimeoutNs,
+                        timer,
+                        conductor::breakGroup);
+        this.benches = new WorkerBenches(lock, state, membership, worldSize, conductor::breakGroup);
         long periodNs = Math.max(TimeUnit.MILLISECONDS.toNanos(50), heartbeatTimeoutNs / 4);
         timer.scheduleAtFixedRate(this::checkHeartbeats, periodNs, periodNs, TimeUnit.NANOSECONDS);
     }
@@ -194,25 +176,7 @@ public final class RemoteCluster implements RankGroup {
      */
     @Override
     public CompletableFuture<Long> stage(int layer, Placement next) {
-        final PendingTasks.Task<Long> staging;
-        synchronized (lock) {
-            if (!serving) {
-                return CompletableFuture.failedFuture(
-                        new A2aException("cluster not serving: " + notServingReason));
-            }
-            staging = pendingStages.open();
-            membership.broadcast(
-                    ControlMessage.newBuilder()
-                            .setStagePlacement(
-                                    StagePlacement.newBuilder()
-                                            .setStageId(staging.id())
-                                            .setLayer(layer)
-                                            .setPlacement(PlacementCodec.encode(next)))
-                            .build());
-        }
-        List<CompletableFuture<Long>> parts = staging.parts();
-        return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
-                .thenApply(ignored -> parts.stream().mapToLong(CompletableFuture::join).sum());
+        return rollout.stage(layer, next);
     }
 
     /**
@@ -222,7 +186,7 @@ public final class RemoteCluster implements RankGroup {
     @Override
     public void activate(int layer, Placement next) {
         synchronized (lock) {
-            switchLocked(layer, next);
+            rollout.activateLocked(layer, next);
         }
     }
 
@@ -273,7 +237,7 @@ public final class RemoteCluster implements RankGroup {
     @Override
     public int healthy() {
         synchronized (lock) {
-            return serving ? formation.readyCount() : 0;
+            return state.serving() ? formation.readyCount() : 0;
         }
     }
 
@@ -281,21 +245,21 @@ public final class RemoteCluster implements RankGroup {
     @Override
     public int rebuilds() {
         synchronized (lock) {
-            return rebuilds;
+            return conductor.rebuilds();
         }
     }
 
     @Override
     public int[] servingRanks() {
         synchronized (lock) {
-            return groupRanks.clone();
+            return state.groupRanks();
         }
     }
 
     @Override
     public int degradedRanks() {
         synchronized (lock) {
-            return serving ? worldSize - groupRanks.length : 0;
+            return state.degradedRanks();
         }
     }
 
@@ -303,15 +267,7 @@ public final class RemoteCluster implements RankGroup {
     WorkerSession join(Join join, StreamObserver<ControlMessage> out) throws StatusException {
         synchronized (lock) {
             WorkerSession session = membership.admit(join, out);
-            LOG.info("{} joined ({}/{} ranks)", session, membership.joined(), worldSize);
-            if (membership.full()) {
-                if (beforeLoss != null) {
-                    // serving without lost ranks: re-form whole, so the returning rank serves
-                    breakLocked("rank " + session.rank + " returned: forming the whole group");
-                } else {
-                    prepareLocked(IntStream.range(0, worldSize).toArray());
-                }
-            }
+            conductor.onJoined(session);
             return session;
         }
     }
@@ -324,28 +280,22 @@ public final class RemoteCluster implements RankGroup {
             }
             switch (message.getKindCase()) {
                 case BOUND:
-                    String malformed = formation.onBound(session.rank, message.getBound());
-                    if (malformed != null) {
-                        breakLocked(malformed);
-                    }
+                    conductor.onBound(session.rank, message.getBound());
                     break;
                 case READY:
-                    onReady(session.rank, message.getReady().getEpoch());
+                    conductor.onReady(session.rank, message.getReady().getEpoch());
                     break;
                 case RESULT:
-                    pendingSteps.complete(
-                            message.getResult().getStepId(),
-                            session.rank,
-                            TaskCodec.rankStepResult(message.getResult()));
+                    steps.onResult(session.rank, message.getResult());
                     break;
                 case BENCH_RESULT:
-                    onBenchResult(session.rank, message.getBenchResult());
+                    benches.onResult(session.rank, message.getBenchResult());
                     break;
                 case STAGED:
-                    onStaged(session.rank, message.getStaged());
+                    rollout.onStaged(session.rank, message.getStaged());
                     break;
                 case FAILURE:
-                    onStepFailure(session.rank, message.getFailure());
+                    steps.onFailure(session.rank, message.getFailure());
                     break;
                 default:
                     break; // heartbeats only refresh the session
@@ -356,7 +306,8 @@ public final class RemoteCluster implements RankGroup {
     void onSessionEnd(WorkerSession session, String cause) {
         synchronized (lock) {
             if (membership.release(session)) {
-                breakLocked("rank " + session.rank + " lost (" + session + ": " + cause + ")");
+                conductor.breakGroup(
+                        "rank " + session.rank + " lost (" + session + ": " + cause + ")");
             }
         }
     }
@@ -369,276 +320,35 @@ public final class RemoteCluster implements RankGroup {
             int[] counts,
             RoutingInput[] routing,
             int[] capacities) {
-        final PendingTasks.Task<RankStepResult> step;
-        synchronized (lock) {
-            if (!serving) {
-                return CompletableFuture.failedFuture(
-                        new A2aException("cluster not serving: " + notServingReason));
-            }
-            step = pendingSteps.open();
-            for (int r = 0; r < worldSize; r++) {
-                if (Arrays.binarySearch(groupRanks, r) < 0) {
-                    if (counts[r] != 0) {
-                        pendingSteps.fail(
-                                step.id(),
-                                new A2aException("rank " + r + " is lost; its tokens had no home"));
-                        return RankResults.all(step.parts(), layer);
-                    }
-                    pendingSteps.complete(step.id(), r, idle());
-                    continue;
-                }
-                membership.send(
-                        r,
-                        ControlMessage.newBuilder()
-                                .setStep(
-                                        TaskCodec.stepTask(
-                                                step.id(),
-                                                formation.epoch(),
-                                                layer,
-                                                dtype,
-                                                tokens[r],
-                                                counts[r],
-                                                routing[r],
-                                                capacities[r],
-                                                model))
-                                .build());
-            }
-        }
-        // Losing a worker fails the step at once; this deadline only bounds a hung group.
-        timer.schedule(
-                () -> {
-                    synchronized (lock) {
-                        if (pendingSteps.contains(step.id())) {
-                            breakLocked(
-                                    "step " + step.id() + " timed out: some rank never answered");
-                        }
-                    }
-                },
-                4 * exchangeTimeoutNs + TimeUnit.SECONDS.toNanos(60),
-                TimeUnit.NANOSECONDS);
-        return RankResults.all(step.parts(), layer);
+        return steps.submit(layer, dtype, tokens, counts, routing, capacities);
     }
 
     @Override
     public CompletableFuture<List<RankTimes>> bench(
             BenchWorkload workload, BenchScope scope, int warmup, int iters) {
-        return benchTask(
-                id -> BenchTaskCodec.benchTask(id, workload, scope, warmup, iters),
-                BenchTaskCodec::rankTimes);
+        return benches.bench(workload, scope, warmup, iters);
     }
 
     @Override
     public CompletableFuture<List<CollectiveTimes>> benchCollective(
             CollectiveCase c, int warmup, int iters) {
-        return benchTask(
-                id -> BenchTaskCodec.collectiveBenchTask(id, c, warmup, iters),
-                BenchTaskCodec::collectiveTimes);
-    }
-
-    /** Sends a BenchTask to every rank; completes with every rank's answer, decoded. */
-    private <T> CompletableFuture<List<T>> benchTask(
-            LongFunction<BenchTask> task, Function<BenchRankResult, T> decode) {
-        final PendingTasks.Task<BenchRankResult> run;
-        synchronized (lock) {
-            if (!serving) {
-                return CompletableFuture.failedFuture(
-                        new A2aException("cluster not serving: " + notServingReason));
-            }
-            run = pendingBenches.open();
-            membership.broadcast(
-                    ControlMessage.newBuilder().setBench(task.apply(run.id())).build());
-        }
-        List<CompletableFuture<BenchRankResult>> parts = run.parts();
-        return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
-                .thenApply(
-                        ignored ->
-                                parts.stream().map(CompletableFuture::join).map(decode).toList());
-    }
-
-    private void onStepFailure(int rank, StepFailure failure) {
-        long step = failure.getStepId();
-        if (!pendingSteps.contains(step)) {
-            return;
-        }
-        if (stepFailures.report(step, rank, failure.getMessage())) {
-            timer.schedule(
-                    () -> {
-                        synchronized (lock) {
-                            breakOnStepFailureLocked(step);
-                        }
-                    },
-                    StepFailures.SETTLE_NANOS,
-                    TimeUnit.NANOSECONDS);
-        }
-        if (stepFailures.allReported(step, groupRanks.length)) {
-            breakOnStepFailureLocked(step);
-        }
-    }
-
-    private void breakOnStepFailureLocked(long step) {
-        String reason = stepFailures.take(step);
-        if (reason != null && pendingSteps.contains(step)) {
-            breakLocked(reason);
-        }
-    }
-
-    private void onBenchResult(int rank, BenchRankResult res) {
-        if (!pendingBenches.contains(res.getBenchId())) {
-            return;
-        }
-        if (!res.getError().isEmpty()) {
-            breakLocked("benchmark failed on rank " + rank + ": " + res.getError());
-            return;
-        }
-        pendingBenches.complete(res.getBenchId(), rank, res);
-    }
-
-    private void onStaged(int rank, PlacementStaged staged) {
-        if (!staged.getError().isEmpty()) {
-            pendingStages.fail(
-                    staged.getStageId(),
-                    new A2aException(
-                            "rank " + rank + " could not stage a placement: " + staged.getError()));
-            return;
-        }
-        pendingStages.complete(staged.getStageId(), rank, staged.getLoadedBytes());
+        return benches.benchCollective(c, warmup, iters);
     }
 
     @Override
     public void close() {
         timer.shutdownNow();
         synchronized (lock) {
-            serving = false;
+            state.halt();
             membership.endAll(Status.UNAVAILABLE.withDescription("control plane shutting down"));
         }
     }
 
-    /** A rank outside the group's answer to a step: no tokens, no traffic. */
-    private RankStepResult idle() {
-        return new RankStepResult(
-                ByteBuffer.allocate(0),
-                new long[worldSize],
-                new long[model.experts()],
-                new long[model.experts()],
-                0,
-                new long[worldSize],
-                new long[worldSize],
-                0,
-                0,
-                0,
-                0);
-    }
-
-    private void prepareLocked(int[] ranks) {
-        groupRanks = ranks.clone();
-        GroupPlan plan = membership.plan(ranks);
-        formation.prepare(ranks, plan);
-        LOG.info(
-                "forming group: epoch={}, ranks={}, transport={} ({})",
-                formation.epoch(),
-                Arrays.toString(ranks),
-                plan,
-                plan.why());
-    }
-
-    /**
-     * Serves without the ranks that have no worker when every expert they hosted has a replica on
-     * another rank (not over NCCL): each layer's placement gives their slots share 0, and the
-     * others form a group of their own. Otherwise the group waits for the ranks to be taken again.
-     */
-    private void degradeLocked(String reason) {
-        int[] held = membership.heldRanks();
-        if (formation.transport() == Transport.NCCL || held.length == 0) {
-            return;
-        }
-        boolean[] lost = new boolean[worldSize];
-        Arrays.fill(lost, true);
-        for (int r : held) {
-            lost[r] = false;
-        }
-        List<Placement> whole = beforeLoss != null ? beforeLoss : placements.all();
-        List<Placement> next = new ArrayList<>();
-        for (int layer = 0; layer < whole.size(); layer++) {
-            Placement without = whole.get(layer).without(lost, placements.get(layer).version() + 1);
-            if (without == null) {
-                LOG.warn(
-                        "cannot serve without the lost ranks: layer {} has an expert only they host;"
-                                + " waiting for them to be taken again",
-                        layer);
-                return;
-            }
-            next.add(without);
-        }
-        beforeLoss = whole;
-        for (int layer = 0; layer < next.size(); layer++) {
-            switchLocked(layer, next.get(layer));
-        }
-        LOG.warn(
-                "degraded: serving with ranks {} of {} ({}); their replicas take the lost ranks' tokens",
-                Arrays.toString(held),
-                worldSize,
-                reason);
-        prepareLocked(held);
-    }
-
-    /** Sends every worker a layer's new placement; each installs it before its next step. */
-    private void switchLocked(int layer, Placement next) {
-        placements.set(layer, next);
-        membership.broadcast(
-                ControlMessage.newBuilder()
-                        .setActivatePlacement(
-                                ActivatePlacement.newBuilder()
-                                        .setLayer(layer)
-                                        .setPlacement(PlacementCodec.encode(next)))
-                        .build());
-    }
-
-    private void onReady(int rank, long epoch) {
-        if (!formation.onReady(rank, epoch)) {
-            return;
-        }
-        if (beforeLoss != null && groupRanks.length == worldSize) {
-            for (int layer = 0; layer < beforeLoss.size(); layer++) {
-                switchLocked(
-                        layer,
-                        beforeLoss.get(layer).withVersion(placements.get(layer).version() + 1));
-            }
-            beforeLoss = null;
-            LOG.info("whole again: every rank takes its slots' shares as before the loss");
-        }
-        serving = true;
-        final long formedIn = formation.formingNanos();
-        final long formedEpoch = formation.epoch();
-        LOG.info(
-                "serving: epoch={}, group formed in {} ms",
-                formedEpoch,
-                TimeUnit.NANOSECONDS.toMillis(formedIn));
-        timer.execute(() -> listener.onServing(formedEpoch, formedIn));
-    }
-
-    /**
-     * Fails the step in flight, tells every worker to drop the group, and re-forms it if it can.
-     */
-    private void breakLocked(String reason) {
-        boolean wasUp = serving || formation.started();
-        serving = false;
-        notServingReason = reason;
-        A2aException failure = new A2aException(reason);
-        pendingSteps.failAll(failure);
-        stepFailures.clear();
-        pendingBenches.failAll(failure);
-        pendingStages.failAll(failure);
-        formation.abort(reason);
-        LOG.warn("group broken: epoch={}, reason={}", formation.epoch(), reason);
-        if (wasUp) {
-            rebuilds++;
-        }
-        timer.execute(() -> listener.onNotServing(reason));
-        if (membership.full()) {
-            prepareLocked(IntStream.range(0, worldSize).toArray());
-        } else {
-            degradeLocked(reason);
-        }
+    /** Fails the steps, then the benchmark runs, then the stagings in flight. Lock held. */
+    private void failInFlight(A2aException failure) {
+        steps.failAll(failure);
+        benches.failAll(failure);
+        rollout.failAll(failure);
     }
 
     private void checkHeartbeats() {
