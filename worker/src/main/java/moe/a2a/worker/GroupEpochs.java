@@ -1,0 +1,195 @@
+package moe.a2a.worker;
+
+import java.util.Arrays;
+import moe.a2a.bench.BenchTaskCodec;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.SparseCommunicator;
+import moe.a2a.comm.Transport;
+import moe.a2a.protocol.TaskCodec;
+import moe.a2a.v1.BenchTask;
+import moe.a2a.v1.Bound;
+import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.GroupReady;
+import moe.a2a.v1.PrepareGroup;
+import moe.a2a.v1.StepTask;
+import moe.a2a.v1.WorkerMessage;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The rank's group, one epoch at a time: prepare binds the epoch's data plane, form connects the
+ * group, steps and bench runs go to it while its epoch is current, and a drop (a new epoch, an
+ * abort, a lost session, shutdown) fails and closes it. Owned by the worker's data-plane thread.
+ */
+final class GroupEpochs {
+    private static final Logger LOG = LoggerFactory.getLogger(GroupEpochs.class);
+
+    private final OfferedDataPlanes planes;
+    private final RankAssignment assignment;
+    private final RankTasks tasks = new RankTasks();
+    private @Nullable FormedGroup group;
+    private long commEpoch = -1;
+    private long boundEpoch = -1;
+
+    /** The ranks of the group being formed, when it is not every rank (a lost rank's peers). */
+    private int[] groupRanks = new int[0];
+
+    /** How the group being formed binds when it spans hosts, else null. */
+    private @Nullable HostGroupsPlane acrossHosts;
+
+    GroupEpochs(OfferedDataPlanes planes, RankAssignment assignment) {
+        this.planes = planes;
+        this.assignment = assignment;
+    }
+
+    /** Binds this rank for {@code prepare}'s epoch, dropping any group before, and says Bound. */
+    void prepare(PrepareGroup prepare, SessionSender sender) {
+        drop("new group epoch " + prepare.getEpoch());
+        if (!prepare.getTransport().isEmpty()) {
+            planes.useForEpoch(Transport.parse("prepare.transport", prepare.getTransport()));
+        }
+        int rank = assignment.rank();
+        int worldSize = assignment.worldSize();
+        groupRanks = prepare.getMembersList().stream().mapToInt(r -> r).toArray();
+        acrossHosts = null;
+        Bound bound;
+        if (prepare.getMemberHostsCount() > 0) {
+            if (groupRanks.length > 0) {
+                throw new IllegalArgumentException(
+                        "prepare.members: "
+                                + Arrays.toString(groupRanks)
+                                + " (expected: none, every rank, with prepare.member_hosts)");
+            }
+            acrossHosts =
+                    new HostGroupsPlane(
+                            offered(Transport.TCP, "the rails across hosts"),
+                            offered(Transport.SHM, "the group inside this host"),
+                            prepare,
+                            rank,
+                            worldSize);
+            bound = acrossHosts.bind(prepare);
+        } else if (groupRanks.length == 0) {
+            bound = planes.current().bind(rank, worldSize, prepare);
+        } else {
+            int member = Arrays.binarySearch(groupRanks, rank);
+            if (member < 0) {
+                throw new IllegalArgumentException(
+                        "prepare.members: "
+                                + Arrays.toString(groupRanks)
+                                + " (expected: to hold this worker's rank "
+                                + rank
+                                + ")");
+            }
+            bound = planes.current().bind(member, groupRanks.length, prepare);
+        }
+        boundEpoch = prepare.getEpoch();
+        sender.send(WorkerMessage.newBuilder().setBound(bound).build());
+    }
+
+    /** The data plane of {@code transport} that this worker offered, needed for {@code what}. */
+    private DataPlane offered(Transport transport, String what) {
+        DataPlane offered = planes.get(transport);
+        if (offered == null) {
+            throw new A2aException(
+                    "prepare.member_hosts: a group across hosts runs "
+                            + what
+                            + " over "
+                            + transport
+                            + " (this worker offered "
+                            + planes.transports()
+                            + ")");
+        }
+        return offered;
+    }
+
+    /**
+     * Connects the group of the epoch last bound and says GroupReady; ignores a FormGroup of any
+     * other epoch.
+     */
+    void form(FormGroup form, SessionSender sender) {
+        if (boundEpoch < 0 || form.getEpoch() != boundEpoch) {
+            return;
+        }
+        long epoch = form.getEpoch();
+        boundEpoch = -1;
+        FormedGroup formed;
+        if (acrossHosts != null) {
+            formed = acrossHosts.form(form);
+            acrossHosts = null;
+        } else {
+            Communicator comm = planes.current().form(form);
+            if (groupRanks.length > 0) {
+                comm = new SparseCommunicator(comm, groupRanks, assignment.worldSize());
+            }
+            formed = FormedGroup.flat(comm);
+        }
+        group = formed;
+        commEpoch = epoch;
+        formed.bindTo(assignment.loaded().runtime());
+        LOG.info(
+                "group epoch {} connected: rank {} of {}{}{}",
+                epoch,
+                assignment.rank(),
+                assignment.worldSize(),
+                groupRanks.length > 0 ? ", with ranks " + Arrays.toString(groupRanks) : "",
+                formed.describe());
+        sender.send(
+                WorkerMessage.newBuilder()
+                        .setReady(GroupReady.newBuilder().setEpoch(epoch))
+                        .build());
+    }
+
+    /** Runs this rank's share of a step of the current epoch, or says it is not in that epoch. */
+    void step(StepTask task, SessionSender sender) {
+        if (group == null || task.getEpoch() != commEpoch) {
+            sender.send(
+                    TaskCodec.stepFailure(
+                            task.getStepId(),
+                            "rank "
+                                    + assignment.rank()
+                                    + " is not in group epoch "
+                                    + task.getEpoch()));
+            return;
+        }
+        tasks.step(task, assignment.loaded(), group, assignment.worldSize(), sender);
+    }
+
+    /** Runs this rank's part of a bench run on the group, or says it has none. */
+    void bench(BenchTask task, SessionSender sender) {
+        if (group == null) {
+            sender.send(
+                    WorkerMessage.newBuilder()
+                            .setBenchResult(
+                                    BenchTaskCodec.benchFailure(
+                                            task.getBenchId(),
+                                            "rank " + assignment.rank() + " has no group"))
+                            .build());
+            return;
+        }
+        tasks.bench(task, group, sender);
+    }
+
+    /**
+     * Forgets an epoch bound but not formed, and fails and closes the formed group, for {@code
+     * reason}.
+     */
+    void drop(String reason) {
+        if (boundEpoch >= 0) {
+            if (acrossHosts != null) {
+                acrossHosts.drop();
+                acrossHosts = null;
+            } else {
+                planes.current().drop();
+            }
+            boundEpoch = -1;
+        }
+        if (group != null) {
+            group.abort(new A2aException(reason));
+            group.close();
+            group = null;
+            commEpoch = -1;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+package moe.a2a.worker;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Transport;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.metrics.StepMetrics;
+import moe.a2a.protocol.PlacementCodec;
+import moe.a2a.v1.Accepted;
+import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.PlacementSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The rank the control plane gave this worker, the world it belongs to, and what was loaded for it:
+ * on each Accepted it takes the rank and loads the experts again unless what it holds already
+ * serves. Owned by the worker's data-plane thread; the rank is volatile because the session thread
+ * asks for it again when it rejoins.
+ */
+final class RankAssignment {
+    private static final Logger LOG = LoggerFactory.getLogger(RankAssignment.class);
+
+    private final OfferedDataPlanes planes;
+    private final MeterRegistry registry;
+    private volatile int rank = -1;
+    private int worldSize;
+
+    /** Null until the first Accepted, and after {@link #closeRuntime}. */
+    private LoadedRank loaded;
+
+    RankAssignment(OfferedDataPlanes planes, MeterRegistry registry) {
+        this.planes = planes;
+        this.registry = registry;
+    }
+
+    /** The rank given, or -1 before the control plane first accepted this worker. */
+    int rank() {
+        return rank;
+    }
+
+    int worldSize() {
+        return worldSize;
+    }
+
+    LoadedRank loaded() {
+        return loaded;
+    }
+
+    /**
+     * Takes the data plane, rank and world size of {@code accepted}; returns the data plane's
+     * transport, for {@link #load}.
+     */
+    Transport assign(Accepted accepted) {
+        Transport transport = planes.accept(accepted.getTransport());
+        rank = accepted.getRank();
+        worldSize = accepted.getWorldSize();
+        return transport;
+    }
+
+    /**
+     * Loads the rank's experts for {@code accepted}'s model and placements on {@code transport},
+     * unless what is loaded already serves them (a worker that rejoined).
+     */
+    void load(Accepted accepted, Transport transport) {
+        ModelSpec spec = accepted.getModel();
+        if (loaded != null && loaded.serves(rank, spec, accepted.getPlacementsList(), transport)) {
+            LOG.info("rejoined as rank {} of {}", rank, worldSize);
+            return;
+        }
+        long start = System.nanoTime();
+        WeightSource weights = LoadedRank.weights(spec);
+        ModelConfig model = LoadedRank.model(spec);
+        closeRuntime();
+        if (accepted.getPlacementsCount() != model.layers()) {
+            throw new IllegalArgumentException(
+                    "accepted.placements: "
+                            + accepted.getPlacementsCount()
+                            + " (expected: "
+                            + model.layers()
+                            + ", one per layer)");
+        }
+        List<Placement> placements = new ArrayList<>();
+        for (PlacementSpec p : accepted.getPlacementsList()) {
+            placements.add(PlacementCodec.decode(p, model.experts(), worldSize));
+        }
+        RankRuntime runtime = planes.current().runtime(model, weights, placements.get(0), rank);
+        // A layer the coordinator has rebalanced since the start differs from layer 0's placement.
+        for (int layer = 1; layer < placements.size(); layer++) {
+            if (!placements.get(layer).sameSlots(placements.get(0))
+                    || placements.get(layer).version() != placements.get(0).version()) {
+                runtime.install(runtime.stage(layer, placements.get(layer)));
+            }
+        }
+        loaded =
+                new LoadedRank(
+                        rank,
+                        spec,
+                        transport,
+                        model,
+                        runtime,
+                        new StepMetrics(
+                                registry,
+                                weights.layerNumbers(),
+                                model.experts(),
+                                worldSize,
+                                transport));
+        LOG.info(
+                "joined as rank {} of {}: loaded experts {} of {} (placement version {}) in {} ms",
+                rank,
+                worldSize,
+                Arrays.toString(placements.get(0).expertsOf(rank)),
+                weights.description(),
+                placements.get(0).version(),
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+    }
+
+    /**
+     * Frees what the rank's runtime holds outside the heap (device memory on a GPU), and forgets
+     * what was loaded.
+     */
+    void closeRuntime() {
+        if (loaded != null && loaded.runtime() instanceof AutoCloseable closeable) {
+            try {
+                closeable.close();
+            } catch (Exception e) {
+                LOG.warn("closing the rank runtime: {}", e.toString());
+            }
+        }
+        loaded = null;
+    }
+}
