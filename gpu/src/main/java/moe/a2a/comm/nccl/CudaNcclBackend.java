@@ -1,9 +1,6 @@
 package moe.a2a.comm.nccl;
 
 import static org.bytedeco.cuda.global.cudart.cudaErrorNotReady;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import static org.bytedeco.cuda.global.cudart.cudaSetDevice;
 import static org.bytedeco.cuda.global.cudart.cudaStreamCreateWithFlags;
 import static org.bytedeco.cuda.global.cudart.cudaStreamDestroy;
@@ -25,12 +22,8 @@ import static org.bytedeco.cuda.global.nccl.ncclFloat32;
 import static org.bytedeco.cuda.global.nccl.ncclGetLastError;
 import static org.bytedeco.cuda.global.nccl.ncclGetUniqueId;
 import static org.bytedeco.cuda.global.nccl.ncclGetVersion;
-import static org.bytedeco.cuda.global.nccl.ncclGroupEnd;
-import static org.bytedeco.cuda.global.nccl.ncclGroupStart;
 import static org.bytedeco.cuda.global.nccl.ncclInProgress;
-import static org.bytedeco.cuda.global.nccl.ncclRecv;
 import static org.bytedeco.cuda.global.nccl.ncclReduceScatter;
-import static org.bytedeco.cuda.global.nccl.ncclSend;
 import static org.bytedeco.cuda.global.nccl.ncclSuccess;
 import static org.bytedeco.cuda.global.nccl.ncclSystemError;
 import static org.bytedeco.cuda.global.nccl.ncclUint8;
@@ -69,11 +62,7 @@ final class CudaNcclBackend implements NcclBackend {
     private final int version;
     private final ncclComm comm;
     private final CUstream_st stream;
-    private final CudaMemory sendHost = CudaMemory.pinnedHost();
-    private final CudaMemory recvHost = CudaMemory.pinnedHost();
-    private final CudaMemory sendDevice = CudaMemory.device();
-    private final CudaMemory recvDevice = CudaMemory.device();
-    private long pendingCopyBack = -1;
+    private final NcclStaging staging;
     private boolean aborted;
     private boolean closed;
 
@@ -85,6 +74,7 @@ final class CudaNcclBackend implements NcclBackend {
         this.version = version;
         this.comm = comm;
         this.stream = stream;
+        this.staging = new NcclStaging(device, stream);
     }
 
     /**
@@ -172,12 +162,12 @@ final class CudaNcclBackend implements NcclBackend {
 
     @Override
     public ByteBuffer sendStaging(long bytes) {
-        return sendHost.ensure(bytes).hostView();
+        return staging.sendHost(bytes);
     }
 
     @Override
     public ByteBuffer recvStaging(long bytes) {
-        return recvHost.ensure(bytes).hostView();
+        return staging.recvHost(bytes);
     }
 
     @Override
@@ -189,11 +179,13 @@ final class CudaNcclBackend implements NcclBackend {
                 sendTotal,
                 recvTotal,
                 () ->
-                        group(
-                                sendDevice,
+                        NcclGroups.allToAllV(
+                                comm,
+                                stream,
+                                staging.sendDevice(),
                                 sendOffsets,
                                 sendBytes,
-                                recvDevice,
+                                staging.recvDevice(),
                                 recvOffsets,
                                 recvBytes));
     }
@@ -205,27 +197,16 @@ final class CudaNcclBackend implements NcclBackend {
         return staged(
                 out,
                 in,
-                () -> {
-                    int result = ncclGroupStart();
-                    if (result != ncclSuccess) {
-                        return result;
-                    }
-                    if (out > 0) {
-                        result = ncclSend(sendDevice.at(0), out, ncclUint8, to, comm, stream);
-                        if (NcclResults.isError(result)) {
-                            ncclGroupEnd();
-                            return result;
-                        }
-                    }
-                    if (in > 0) {
-                        result = ncclRecv(recvDevice.at(0), in, ncclUint8, from, comm, stream);
-                        if (NcclResults.isError(result)) {
-                            ncclGroupEnd();
-                            return result;
-                        }
-                    }
-                    return ncclGroupEnd();
-                });
+                () ->
+                        NcclGroups.sendRecv(
+                                comm,
+                                stream,
+                                staging.sendDevice(),
+                                out,
+                                to,
+                                staging.recvDevice(),
+                                in,
+                                from));
     }
 
     @Override
@@ -236,8 +217,8 @@ final class CudaNcclBackend implements NcclBackend {
                 bytes,
                 () ->
                         ncclAllReduce(
-                                sendDevice.at(0),
-                                recvDevice.at(0),
+                                staging.sendAt(),
+                                staging.recvAt(),
                                 count,
                                 datatype,
                                 op,
@@ -252,8 +233,8 @@ final class CudaNcclBackend implements NcclBackend {
                 bytesPerRank * size,
                 () ->
                         ncclAllGather(
-                                sendDevice.at(0),
-                                recvDevice.at(0),
+                                staging.sendAt(),
+                                staging.recvAt(),
                                 bytesPerRank,
                                 ncclUint8,
                                 comm,
@@ -268,8 +249,8 @@ final class CudaNcclBackend implements NcclBackend {
                 blockBytes,
                 () ->
                         ncclReduceScatter(
-                                sendDevice.at(0),
-                                recvDevice.at(0),
+                                staging.sendAt(),
+                                staging.recvAt(),
                                 countPerRank,
                                 datatype,
                                 op,
@@ -286,7 +267,7 @@ final class CudaNcclBackend implements NcclBackend {
                 isRoot ? bytes : 0,
                 isRoot ? 0 : bytes,
                 () -> {
-                    BytePointer buf = isRoot ? sendDevice.at(0) : recvDevice.at(0);
+                    BytePointer buf = isRoot ? staging.sendAt() : staging.recvAt();
                     return ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm, stream);
                 });
     }
@@ -301,25 +282,9 @@ final class CudaNcclBackend implements NcclBackend {
         if (aborted) {
             return ncclSystemError;
         }
-        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
-        sendDevice.ensure(sendBytes);
-        recvDevice.ensure(recvBytes);
-        // the copy back lands here before the caller asks for recvStaging: size it now
-        recvHost.ensure(recvBytes);
-        if (sendBytes > 0) {
-            CudaCheck.check(
-                    cudaMemcpyAsync(
-                            sendDevice.at(0),
-                            sendHost.at(0),
-                            sendBytes,
-                            cudaMemcpyHostToDevice,
-                            stream),
-                    "cudaMemcpyAsync(host to device)");
-        }
+        staging.copyIn(sendBytes, recvBytes);
         int result = call.getAsInt();
-        // On a non-blocking communicator the call may still be launching (ncclInProgress): the
-        // copy back may only be enqueued once NCCL has put its kernels on the stream (see isIdle).
-        pendingCopyBack = recvBytes;
+        staging.copyBackLater(recvBytes);
         return result;
     }
 
@@ -343,47 +308,13 @@ final class CudaNcclBackend implements NcclBackend {
             return ncclSystemError;
         }
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
-        return group(send, sendOffsets, sendBytes, recv, recvOffsets, recvBytes);
+        return NcclGroups.allToAllV(
+                comm, stream, send, sendOffsets, sendBytes, recv, recvOffsets, recvBytes);
     }
 
     @Override
     public CUstream_st stream() {
         return stream;
-    }
-
-    /**
-     * One NCCL group: a send to and a receive from every peer with bytes to move (self included).
-     */
-    private int group(
-            CudaMemory send,
-            long[] sendOffsets,
-            long[] sendBytes,
-            CudaMemory recv,
-            long[] recvOffsets,
-            long[] recvBytes) {
-        int result = ncclGroupStart();
-        if (result != ncclSuccess) {
-            return result;
-        }
-        for (int p = 0; p < size; p++) {
-            if (sendBytes[p] > 0) {
-                result =
-                        ncclSend(send.at(sendOffsets[p]), sendBytes[p], ncclUint8, p, comm, stream);
-                if (NcclResults.isError(result)) {
-                    ncclGroupEnd();
-                    return result;
-                }
-            }
-            if (recvBytes[p] > 0) {
-                result =
-                        ncclRecv(recv.at(recvOffsets[p]), recvBytes[p], ncclUint8, p, comm, stream);
-                if (NcclResults.isError(result)) {
-                    ncclGroupEnd();
-                    return result;
-                }
-            }
-        }
-        return ncclGroupEnd();
     }
 
     @Override
@@ -396,19 +327,7 @@ final class CudaNcclBackend implements NcclBackend {
         if (state[0] == ncclInProgress) {
             return false;
         }
-        if (pendingCopyBack >= 0) {
-            if (pendingCopyBack > 0) {
-                CudaCheck.check(
-                        cudaMemcpyAsync(
-                                recvHost.at(0),
-                                recvDevice.at(0),
-                                pendingCopyBack,
-                                cudaMemcpyDeviceToHost,
-                                stream),
-                        "cudaMemcpyAsync(device to host)");
-            }
-            pendingCopyBack = -1;
-        }
+        staging.copyBack();
         int query = cudaStreamQuery(stream);
         if (query == cudaErrorNotReady) {
             return false;
@@ -462,10 +381,7 @@ final class CudaNcclBackend implements NcclBackend {
             }
             ncclCommDestroy(comm);
         }
-        sendHost.close();
-        recvHost.close();
-        sendDevice.close();
-        recvDevice.close();
+        staging.close();
         cudaStreamDestroy(stream);
     }
 

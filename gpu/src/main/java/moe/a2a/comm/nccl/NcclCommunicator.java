@@ -3,8 +3,6 @@ package moe.a2a.comm.nccl;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.Objects;
-import java.util.function.IntSupplier;
-import moe.a2a.comm.A2aException;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
@@ -13,7 +11,6 @@ import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.InboundSink;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
-import moe.a2a.comm.Segments;
 import moe.a2a.comm.Transport;
 import moe.a2a.gpu.CudaMemory;
 import moe.a2a.kernels.DType;
@@ -36,45 +33,33 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  * <p>NCCL cannot carry a reason to the peers: when one rank aborts, the others fail at their
  * deadline (in a cluster the control plane's AbortGroup reaches them sooner).
  *
+ * <p>{@link NcclExchange} runs the counts exchange and all-to-all-v, {@link NcclLauncher} launches
+ * every call, waits for it and holds the group's failure; this class checks the other collectives'
+ * arguments and stages their buffers.
+ *
  * <p>Owned by the rank's thread, like every communicator.
  */
 public final class NcclCommunicator implements Communicator {
-    private static final int COUNT_BYTES = Long.BYTES;
     private static final int UNKNOWN_PEER = ExchangeTimeoutException.UNKNOWN_PEER;
 
     private final NcclBackend backend;
-    private final NcclWatchdog watchdog;
-    private final long timeoutNs;
+    private final NcclLauncher launcher;
+    private final NcclExchange exchange;
     private final int rank;
     private final int size;
-    private final long[] sendOffsets;
-    private final long[] recvOffsets;
-    private final long[] countOffsets;
-    private final long[] countBytes;
     private final long[] barrierCounts;
     private final long[] barrierReceived;
-    private final ByteBuffer[] readSegments;
     private final long[] equalCounts;
-    private volatile A2aException failure;
 
     NcclCommunicator(NcclBackend backend, NcclWatchdog watchdog, long timeoutNs) {
         this.backend = backend;
-        this.watchdog = watchdog;
-        this.timeoutNs = timeoutNs;
+        this.launcher = new NcclLauncher(backend, watchdog, timeoutNs);
+        this.exchange = new NcclExchange(backend, launcher);
         this.rank = backend.rank();
         this.size = backend.size();
-        this.sendOffsets = new long[size];
-        this.recvOffsets = new long[size];
-        this.countOffsets = new long[size];
-        this.countBytes = new long[size];
         this.barrierCounts = new long[size];
         this.barrierReceived = new long[size];
-        this.readSegments = new ByteBuffer[size];
         this.equalCounts = new long[size];
-        for (int p = 0; p < size; p++) {
-            countOffsets[p] = (long) p * COUNT_BYTES;
-            countBytes[p] = COUNT_BYTES;
-        }
     }
 
     /**
@@ -117,18 +102,7 @@ public final class NcclCommunicator implements Communicator {
     @Override
     public void allToAllCounts(
             long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
-        Segments.checkLength("sendCounts", sendCounts, size);
-        Segments.checkLength("recvCounts", recvCounts, size);
-        checkOpen();
-        ByteBuffer out = backend.sendStaging((long) size * COUNT_BYTES);
-        for (int p = 0; p < size; p++) {
-            out.putLong(p * COUNT_BYTES, sendCounts[p]);
-        }
-        run(step, phase, countOffsets, countBytes, countOffsets, countBytes, "counts exchange");
-        ByteBuffer in = backend.recvStaging((long) size * COUNT_BYTES);
-        for (int p = 0; p < size; p++) {
-            recvCounts[p] = in.getLong(p * COUNT_BYTES);
-        }
+        exchange.counts(step, phase, sendCounts, recvCounts);
     }
 
     @Override
@@ -139,10 +113,7 @@ public final class NcclCommunicator implements Communicator {
             long[] sendCounts,
             ByteBuffer recv,
             long[] recvCounts) {
-        long sendTotal = prepare(sendCounts, recvCounts);
-        backend.sendStaging(sendTotal).put(0, send, 0, (int) sendTotal);
-        long recvTotal = exchange(step, phase, sendCounts, recvCounts);
-        recv.put(0, backend.recvStaging(recvTotal), 0, (int) recvTotal);
+        exchange.allToAllV(step, phase, send, sendCounts, recv, recvCounts);
     }
 
     @Override
@@ -153,15 +124,7 @@ public final class NcclCommunicator implements Communicator {
             long[] sendCounts,
             ByteBuffer recv,
             long[] recvCounts) {
-        long sendTotal = prepare(sendCounts, recvCounts);
-        ByteBuffer staging = backend.sendStaging(sendTotal);
-        for (int p = 0; p < size; p++) {
-            if (sendCounts[p] > 0) {
-                writer.write(p, staging, (int) sendOffsets[p]);
-            }
-        }
-        long recvTotal = exchange(step, phase, sendCounts, recvCounts);
-        recv.put(0, backend.recvStaging(recvTotal), 0, (int) recvTotal);
+        exchange.allToAllV(step, phase, writer, sendCounts, recv, recvCounts);
     }
 
     @Override
@@ -172,11 +135,7 @@ public final class NcclCommunicator implements Communicator {
             long[] sendCounts,
             SegmentReader reader,
             long[] recvCounts) {
-        long sendTotal = prepare(sendCounts, recvCounts);
-        backend.sendStaging(sendTotal).put(0, send, 0, (int) sendTotal);
-        long recvTotal = exchange(step, phase, sendCounts, recvCounts);
-        Arrays.fill(readSegments, backend.recvStaging(recvTotal));
-        reader.read(readSegments, recvOffsets);
+        exchange.allToAllV(step, phase, send, sendCounts, reader, recvCounts);
     }
 
     /**
@@ -192,19 +151,7 @@ public final class NcclCommunicator implements Communicator {
             long[] sendCounts,
             CudaMemory recv,
             long[] recvCounts) {
-        prepare(sendCounts, recvCounts);
-        try {
-            int launched =
-                    backend.exchangeDevice(
-                            send, sendOffsets, sendCounts, recv, recvOffsets, recvCounts);
-            if (NcclResults.isError(launched)) {
-                throw NcclResults.failure(
-                        launched, "device all-to-all-v (ncclGroupEnd)", rank, backend.lastError());
-            }
-            watchdog.await(backend, timeoutNs, step, phase, rank, "device all-to-all-v");
-        } catch (A2aException e) {
-            throw fail(e);
-        }
+        exchange.allToAllVDevice(step, phase, send, sendCounts, recv, recvCounts);
     }
 
     /** The CUDA stream the exchanges run on, for kernels that feed or consume them. */
@@ -244,7 +191,7 @@ public final class NcclCommunicator implements Communicator {
             Objects.requireNonNull(sink, "sink");
             in = recvBytes;
         }
-        checkOpen();
+        launcher.checkOpen();
         if (to == NONE && from == NONE) {
             return;
         }
@@ -258,7 +205,8 @@ public final class NcclCommunicator implements Communicator {
                         + (to == NONE ? "" : " to rank " + to)
                         + (from == NONE ? "" : " from rank " + from);
         int peer = to == NONE || to == from ? from : from == NONE ? to : UNKNOWN_PEER;
-        launch(() -> backend.sendRecv(to, sent, from, expected), what + " (ncclGroupEnd)", peer);
+        launcher.launch(
+                () -> backend.sendRecv(to, sent, from, expected), what + " (ncclGroupEnd)", peer);
         if (from != NONE) {
             sink.accept(backend.recvStaging(in), 0, in);
         }
@@ -283,12 +231,12 @@ public final class NcclCommunicator implements Communicator {
         final int bytes = CollectiveArgs.checkCount("count", count, dtype);
         CollectiveArgs.checkCapacity("send", send, bytes);
         CollectiveArgs.checkCapacity("recv", recv, bytes);
-        checkOpen();
+        launcher.checkOpen();
         if (bytes == 0) {
             return;
         }
         backend.sendStaging(bytes).put(0, send, 0, bytes);
-        launch(
+        launcher.launch(
                 () -> backend.allReduce(count, NcclTypes.dataType(dtype), NcclTypes.redOp(op)),
                 "ncclAllReduce",
                 UNKNOWN_PEER);
@@ -302,12 +250,12 @@ public final class NcclCommunicator implements Communicator {
         final long total = (long) size * bytesPerRank;
         CollectiveArgs.checkCapacity("send", send, bytesPerRank);
         CollectiveArgs.checkCapacity("recv", recv, total);
-        checkOpen();
+        launcher.checkOpen();
         if (bytesPerRank == 0) {
             return;
         }
         backend.sendStaging(bytesPerRank).put(0, send, 0, bytesPerRank);
-        launch(() -> backend.allGather(bytesPerRank), "ncclAllGather", UNKNOWN_PEER);
+        launcher.launch(() -> backend.allGather(bytesPerRank), "ncclAllGather", UNKNOWN_PEER);
         recv.put(0, backend.recvStaging(total), 0, (int) total);
     }
 
@@ -322,12 +270,12 @@ public final class NcclCommunicator implements Communicator {
         final long total = (long) size * blockBytes;
         CollectiveArgs.checkCapacity("send", send, total);
         CollectiveArgs.checkCapacity("recv", recv, blockBytes);
-        checkOpen();
+        launcher.checkOpen();
         if (blockBytes == 0) {
             return;
         }
         backend.sendStaging(total).put(0, send, 0, (int) total);
-        launch(
+        launcher.launch(
                 () ->
                         backend.reduceScatter(
                                 countPerRank, NcclTypes.dataType(dtype), NcclTypes.redOp(op)),
@@ -345,14 +293,14 @@ public final class NcclCommunicator implements Communicator {
         CollectiveArgs.checkNonNegative("bytes", bytes);
         CollectiveArgs.checkRank("root", root, size);
         CollectiveArgs.checkCapacity("buf", buf, bytes);
-        checkOpen();
+        launcher.checkOpen();
         if (bytes == 0) {
             return;
         }
         if (rank == root) {
             backend.sendStaging(bytes).put(0, buf, 0, bytes);
         }
-        launch(() -> backend.broadcast(bytes, root), "ncclBroadcast", UNKNOWN_PEER);
+        launcher.launch(() -> backend.broadcast(bytes, root), "ncclBroadcast", UNKNOWN_PEER);
         if (rank != root) {
             buf.put(0, backend.recvStaging(bytes), 0, bytes);
         }
@@ -369,7 +317,7 @@ public final class NcclCommunicator implements Communicator {
         final long total = (long) size * bytesPerPeer;
         CollectiveArgs.checkCapacity("send", send, total);
         CollectiveArgs.checkCapacity("recv", recv, total);
-        checkOpen();
+        launcher.checkOpen();
         if (bytesPerPeer == 0) {
             return;
         }
@@ -384,118 +332,11 @@ public final class NcclCommunicator implements Communicator {
 
     @Override
     public void abort(Throwable cause) {
-        if (failure == null) {
-            failure =
-                    cause instanceof A2aException a
-                            ? a
-                            : new A2aException("aborted: " + cause, cause);
-            backend.abort();
-        }
+        launcher.abort(cause);
     }
 
     @Override
     public void close() {
         backend.close();
-    }
-
-    /** Checks the counts and lays out both sides' segments; returns the bytes to send. */
-    private long prepare(long[] sendCounts, long[] recvCounts) {
-        Segments.checkLength("sendCounts", sendCounts, size);
-        Segments.checkLength("recvCounts", recvCounts, size);
-        checkOpen();
-        long sendTotal = prefix(sendCounts, sendOffsets, "sendCounts");
-        long recvTotal = prefix(recvCounts, recvOffsets, "recvCounts");
-        if (sendTotal > Integer.MAX_VALUE || recvTotal > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException(
-                    "exchange of "
-                            + sendTotal
-                            + " bytes out, "
-                            + recvTotal
-                            + " in (expected: at most "
-                            + Integer.MAX_VALUE
-                            + " each way per rank)");
-        }
-        return sendTotal;
-    }
-
-    /** Runs the exchange laid out by {@link #prepare}; returns the bytes received. */
-    private long exchange(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
-        run(step, phase, sendOffsets, sendCounts, recvOffsets, recvCounts, "all-to-all-v");
-        return recvOffsets[size - 1] + recvCounts[size - 1];
-    }
-
-    private void run(
-            long step,
-            ExchangePhase phase,
-            long[] sendOff,
-            long[] sendBytes,
-            long[] recvOff,
-            long[] recvBytes,
-            String what) {
-        try {
-            int launched = backend.exchange(sendOff, sendBytes, recvOff, recvBytes);
-            if (NcclResults.isError(launched)) {
-                String detail = backend.lastError();
-                backend.abort();
-                throw NcclResults.failure(launched, what + " (ncclGroupEnd)", rank, detail);
-            }
-            watchdog.await(backend, timeoutNs, step, phase, rank, what);
-        } catch (A2aException e) {
-            throw fail(e);
-        }
-    }
-
-    /**
-     * Launches one NCCL call from the host staging ({@code launch} returns its result) and waits
-     * for it; {@code peer} is the only peer it waits on, or {@link
-     * ExchangeTimeoutException#UNKNOWN_PEER}.
-     */
-    private void launch(IntSupplier launch, String call, int peer) {
-        try {
-            int launched = launch.getAsInt();
-            if (NcclResults.isError(launched)) {
-                String detail = backend.lastError();
-                backend.abort();
-                throw NcclResults.failure(launched, call, rank, detail);
-            }
-            watchdog.await(backend, timeoutNs, -1, ExchangePhase.COLLECTIVE, rank, call, peer);
-        } catch (A2aException e) {
-            throw fail(e);
-        }
-    }
-
-    /** Aborts the group after {@code e}; returns what to throw. */
-    private A2aException fail(A2aException e) {
-        backend.abort();
-        A2aException earlier = failure;
-        if (earlier != null) {
-            // aborted from another thread while this one waited: that is the cause to report
-            return broken(earlier);
-        }
-        failure = e;
-        return e;
-    }
-
-    /** Lays out {@code counts} (NCCL takes unsigned sizes, so a negative one is refused here). */
-    private static long prefix(long[] counts, long[] offsets, String field) {
-        for (int p = 0; p < counts.length; p++) {
-            if (counts[p] < 0) {
-                throw new IllegalArgumentException(
-                        field + "[" + p + "]: " + counts[p] + " (expected: >= 0)");
-            }
-        }
-        return Segments.offsets(counts, offsets);
-    }
-
-    private void checkOpen() {
-        A2aException f = failure;
-        if (f != null) {
-            throw broken(f);
-        }
-    }
-
-    private A2aException broken(A2aException cause) {
-        return new A2aException(
-                "nccl group of rank " + rank + " is broken: " + cause.getMessage(), cause);
     }
 }

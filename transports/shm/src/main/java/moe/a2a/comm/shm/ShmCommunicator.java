@@ -1,35 +1,13 @@
 package moe.a2a.comm.shm;
 
-import static moe.a2a.comm.shm.ShmLayout.A2A_DONE;
-import static moe.a2a.comm.shm.ShmLayout.A2A_EXPECT;
-import static moe.a2a.comm.shm.ShmLayout.A2A_GEN;
-import static moe.a2a.comm.shm.ShmLayout.A2A_OFFSET;
-import static moe.a2a.comm.shm.ShmLayout.A2A_READY;
-import static moe.a2a.comm.shm.ShmLayout.A2A_SENT;
-import static moe.a2a.comm.shm.ShmLayout.DATA_AT;
-import static moe.a2a.comm.shm.ShmLayout.P2P_DONE;
-import static moe.a2a.comm.shm.ShmLayout.P2P_EXPECT;
-import static moe.a2a.comm.shm.ShmLayout.P2P_GEN;
-import static moe.a2a.comm.shm.ShmLayout.P2P_READY;
-import static moe.a2a.comm.shm.ShmLayout.P2P_SENT;
-import static moe.a2a.comm.shm.ShmLayout.SIGNAL_PARITY_STRIDE;
-import static moe.a2a.comm.shm.ShmLayout.SIGNAL_SEQ;
-import static moe.a2a.comm.shm.ShmLayout.SIGNAL_VALUE;
-import static moe.a2a.comm.shm.ShmLayout.slot;
-
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
-import java.util.Arrays;
-import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
-import moe.a2a.comm.ExchangeErrors;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.InboundSink;
@@ -102,35 +80,24 @@ import org.jspecify.annotations.Nullable;
  * this rank's files; {@link #open} first deletes the files that dead processes left ({@link
  * ShmFiles#cleanStale}).
  *
+ * <p>This class joins the group, checks arguments, numbers the collectives and aborts the group on
+ * any failure; {@link ShmSignals} (counts, barrier), {@link ShmAllToAll} and {@link
+ * ShmPointToPoint} move the data, each waiting through the one {@link ShmWait}.
+ *
  * <p>Owned by the rank's thread ({@link #abort} may come from any thread).
  */
 public final class ShmCommunicator implements Communicator {
-    private static final VarHandle LONG = ShmControl.LONG;
-    private static final ValueLayout.OfLong WORD = ShmControl.WORD;
-
     private final ShmConfig config;
     private final int rank;
     private final int size;
     private final ShmRegions regions;
     private final ShmControl control;
-    private final MemorySegment own;
-    private final ShmWait wait;
-    private final boolean[] pending;
-
-    /** Point-to-point messages sent to, and received from, each peer. */
-    private final long[] sentTo;
-
-    private final long[] receivedFrom;
+    private final ShmSignals signals;
+    private final ShmAllToAll allToAll;
+    private final ShmPointToPoint pointToPoint;
 
     /** The sequence number of the last collective. */
     private long seq;
-
-    // scratch, reused so that an exchange allocates nothing
-    private final long[] sendAt;
-    private final long[] recvAt;
-    private final long[] regionAt;
-    private final @Nullable ByteBuffer[] segments;
-    private final long[] offsets;
 
     private volatile @Nullable Throwable localFailure;
     private volatile boolean closed;
@@ -140,13 +107,6 @@ public final class ShmCommunicator implements Communicator {
         this.rank = config.rank();
         this.size = config.size();
         final int n = size;
-        this.sentTo = new long[n];
-        this.receivedFrom = new long[n];
-        this.sendAt = new long[n];
-        this.recvAt = new long[n];
-        this.regionAt = new long[n];
-        this.segments = new ByteBuffer[n];
-        this.offsets = new long[n];
         // the data file first: a peer that sees the control file finds generation 0 there
         this.regions =
                 new ShmRegions(
@@ -157,8 +117,7 @@ public final class ShmCommunicator implements Communicator {
             regions.close();
             throw e;
         }
-        this.own = control.own();
-        this.wait =
+        ShmWait wait =
                 new ShmWait(
                         rank,
                         n,
@@ -174,7 +133,9 @@ public final class ShmCommunicator implements Communicator {
                                 control.checkAlive(peer, now);
                             }
                         });
-        this.pending = wait.pending;
+        this.signals = new ShmSignals(rank, n, control, wait);
+        this.allToAll = new ShmAllToAll(rank, n, regions, control, wait);
+        this.pointToPoint = new ShmPointToPoint(rank, n, regions, control, wait);
     }
 
     /**
@@ -251,43 +212,15 @@ public final class ShmCommunicator implements Communicator {
     }
 
     /**
-     * Sends {@code values[dst]} to every peer and receives theirs into {@code received}; with null
-     * arrays, a barrier.
+     * Numbers the next collective and runs it: sends {@code values[dst]} to every peer and receives
+     * theirs into {@code received}; with null arrays, a barrier.
      */
     private void signal(
             long step, ExchangePhase phase, long @Nullable [] values, long @Nullable [] received) {
         checkOpen();
         final long k = ++seq;
-        final long parity = (k & 1) * SIGNAL_PARITY_STRIDE;
-        final long mine = values == null ? 0 : values[rank];
         try {
-            for (int dst = 0; dst < size; dst++) {
-                if (dst != rank) {
-                    MemorySegment peer = control.peer(dst);
-                    long at = slot(rank) + parity;
-                    peer.set(WORD, at + SIGNAL_VALUE, values == null ? 0 : values[dst]);
-                    LONG.setRelease(peer, at + SIGNAL_SEQ, k);
-                }
-            }
-            int remaining = wait.all(step, phase);
-            while (remaining > 0) {
-                boolean progressed = false;
-                for (int src = 0; src < size; src++) {
-                    long at = slot(src) + parity;
-                    if (pending[src] && (long) LONG.getAcquire(own, at + SIGNAL_SEQ) == k) {
-                        if (received != null) {
-                            received[src] = own.get(WORD, at + SIGNAL_VALUE);
-                        }
-                        pending[src] = false;
-                        remaining--;
-                        progressed = true;
-                    }
-                }
-                wait.pass(progressed);
-            }
-            if (received != null) {
-                received[rank] = mine;
-            }
+            signals.exchange(step, phase, k, values, received);
         } catch (RuntimeException e) {
             abort(e);
             throw e;
@@ -369,192 +302,11 @@ public final class ShmCommunicator implements Communicator {
         checkOpen();
         final long k = ++seq;
         try {
-            final long recvTotal = Segments.offsets(recvCounts, recvAt);
-            if (recv != null && recvTotal > recv.capacity()) {
-                throw new A2aException(
-                        "receive buffer too small: rank="
-                                + rank
-                                + ", needBytes="
-                                + recvTotal
-                                + ", capacityBytes="
-                                + recv.capacity());
-            }
-            Segments.offsets(sendCounts, sendAt);
-            long region = 0;
-            if (inPlace) {
-                // laid out as a receive buffer: every source (this rank too) at its running sum
-                System.arraycopy(recvAt, 0, regionAt, 0, size);
-                region = recvTotal;
-            } else {
-                for (int src = 0; src < size; src++) {
-                    if (src != rank) {
-                        regionAt[src] = region;
-                        region += ShmLayout.align(recvCounts[src]);
-                    }
-                }
-            }
-            regions.ensure(region);
-            for (int src = 0; src < size; src++) {
-                if (src != rank) {
-                    long at = slot(src);
-                    own.set(WORD, at + A2A_OFFSET, regionAt[src]);
-                    own.set(WORD, at + A2A_EXPECT, recvCounts[src]);
-                    own.set(WORD, at + A2A_GEN, regions.gen());
-                    LONG.setRelease(own, at + A2A_READY, k);
-                }
-            }
-            if (sendCounts[rank] != recvCounts[rank]) {
-                throw ExchangeErrors.countMismatch(rank, rank, sendCounts[rank], recvCounts[rank]);
-            }
-            if (writer != null) {
-                ByteBuffer self = inPlace ? regions.view() : recv;
-                long selfAt = inPlace ? DATA_AT + regionAt[rank] : recvAt[rank];
-                writeAll(step, phase, k, writer, sendCounts, self, selfAt);
-            } else {
-                Objects.requireNonNull(send, "send");
-                sendEach(step, phase, k, send, sendCounts);
-                if (recv != null && sendCounts[rank] > 0) {
-                    recv.put((int) recvAt[rank], send, (int) sendAt[rank], (int) sendCounts[rank]);
-                }
-            }
-            receive(step, phase, k, recv, recvCounts);
-            if (reader != null) {
-                for (int src = 0; src < size; src++) {
-                    segments[src] = regions.view();
-                    offsets[src] = DATA_AT + regionAt[src];
-                }
-                segments[rank] = send;
-                offsets[rank] = sendAt[rank];
-                reader.read(segments, offsets);
-                Arrays.fill(segments, null);
-            }
+            allToAll.exchange(
+                    step, phase, k, send, writer, sendCounts, recv, reader, recvCounts, inPlace);
         } catch (RuntimeException e) {
             abort(e);
             throw e;
-        }
-    }
-
-    /** Copies each peer's segment out of {@code send} into its region as soon as it is ready. */
-    private void sendEach(
-            long step, ExchangePhase phase, long k, ByteBuffer send, long[] sendCounts) {
-        int remaining = wait.all(step, phase);
-        while (remaining > 0) {
-            boolean progressed = false;
-            for (int i = 1; i < size; i++) {
-                int dst = (rank + i) % size;
-                if (pending[dst] && readyForExchange(dst, k, sendCounts[dst])) {
-                    long bytes = sendCounts[dst];
-                    if (bytes > 0) {
-                        MemorySegment peer = control.peer(dst);
-                        long at = slot(rank);
-                        regions.peer(dst, peer.get(WORD, at + A2A_GEN))
-                                .put(
-                                        (int) (DATA_AT + peer.get(WORD, at + A2A_OFFSET)),
-                                        send,
-                                        (int) sendAt[dst],
-                                        (int) bytes);
-                    }
-                    exchangeDone(dst, k, bytes);
-                    pending[dst] = false;
-                    remaining--;
-                    progressed = true;
-                }
-            }
-            wait.pass(progressed);
-        }
-    }
-
-    /**
-     * Waits until every peer is ready, then has the writer write every segment where it goes (this
-     * rank's own into {@code self} at {@code selfAt}).
-     */
-    private void writeAll(
-            long step,
-            ExchangePhase phase,
-            long k,
-            SegmentWriter writer,
-            long[] sendCounts,
-            @Nullable ByteBuffer self,
-            long selfAt) {
-        int remaining = wait.all(step, phase);
-        while (remaining > 0) {
-            boolean progressed = false;
-            for (int i = 1; i < size; i++) {
-                int dst = (rank + i) % size;
-                if (pending[dst] && readyForExchange(dst, k, sendCounts[dst])) {
-                    MemorySegment peer = control.peer(dst);
-                    long at = slot(rank);
-                    segments[dst] = regions.peer(dst, peer.get(WORD, at + A2A_GEN));
-                    offsets[dst] = DATA_AT + peer.get(WORD, at + A2A_OFFSET);
-                    pending[dst] = false;
-                    remaining--;
-                    progressed = true;
-                }
-            }
-            wait.pass(progressed);
-        }
-        segments[rank] = self;
-        offsets[rank] = selfAt;
-        writer.writeAll(segments, offsets, sendCounts);
-        Arrays.fill(segments, null);
-        for (int dst = 0; dst < size; dst++) {
-            if (dst != rank) {
-                exchangeDone(dst, k, sendCounts[dst]);
-            }
-        }
-    }
-
-    /**
-     * Whether {@code dst} is ready for exchange {@code k}; throws, after telling {@code dst}, when
-     * it expects another count than {@code bytes}.
-     */
-    private boolean readyForExchange(int dst, long k, long bytes) {
-        MemorySegment peer = control.peer(dst);
-        long at = slot(rank);
-        if ((long) LONG.getAcquire(peer, at + A2A_READY) != k) {
-            return false;
-        }
-        long expected = peer.get(WORD, at + A2A_EXPECT);
-        if (expected != bytes) {
-            exchangeDone(dst, k, bytes);
-            throw ExchangeErrors.countMismatch(rank, dst, bytes, expected);
-        }
-        return true;
-    }
-
-    private void exchangeDone(int dst, long k, long bytes) {
-        MemorySegment peer = control.peer(dst);
-        long at = slot(rank);
-        peer.set(WORD, at + A2A_SENT, bytes);
-        LONG.setRelease(peer, at + A2A_DONE, k);
-    }
-
-    /** Waits for every source's segment; copies each into {@code recv} (if any) as it arrives. */
-    private void receive(
-            long step, ExchangePhase phase, long k, @Nullable ByteBuffer recv, long[] recvCounts) {
-        int remaining = wait.all(step, phase);
-        while (remaining > 0) {
-            boolean progressed = false;
-            for (int src = 0; src < size; src++) {
-                long at = slot(src);
-                if (pending[src] && (long) LONG.getAcquire(own, at + A2A_DONE) == k) {
-                    long sent = own.get(WORD, at + A2A_SENT);
-                    if (sent != recvCounts[src]) {
-                        throw ExchangeErrors.countMismatch(src, rank, sent, recvCounts[src]);
-                    }
-                    if (recv != null && sent > 0) {
-                        recv.put(
-                                (int) recvAt[src],
-                                regions.view(),
-                                (int) (DATA_AT + regionAt[src]),
-                                (int) sent);
-                    }
-                    pending[src] = false;
-                    remaining--;
-                    progressed = true;
-                }
-            }
-            wait.pass(progressed);
         }
     }
 
@@ -591,53 +343,7 @@ public final class ShmCommunicator implements Communicator {
         }
         checkOpen();
         try {
-            if (to == rank) {
-                if (sendBytes != recvBytes) {
-                    throw ExchangeErrors.lengthMismatch(rank, rank, sendBytes, recvBytes);
-                }
-                sink.accept(send, sendOffset, sendBytes);
-                return;
-            }
-            long incoming = 0;
-            if (from != NONE) {
-                incoming = ++receivedFrom[from];
-                regions.ensure(recvBytes);
-                long at = slot(from);
-                own.set(WORD, at + P2P_EXPECT, recvBytes);
-                own.set(WORD, at + P2P_GEN, regions.gen());
-                LONG.setRelease(own, at + P2P_READY, incoming);
-            }
-            if (to != NONE) {
-                long outgoing = ++sentTo[to];
-                MemorySegment peer = control.peer(to);
-                long at = slot(rank);
-                wait.one(to);
-                while ((long) LONG.getAcquire(peer, at + P2P_READY) != outgoing) {
-                    wait.idle();
-                }
-                long expected = peer.get(WORD, at + P2P_EXPECT);
-                if (expected == sendBytes && sendBytes > 0) {
-                    regions.peer(to, peer.get(WORD, at + P2P_GEN))
-                            .put((int) DATA_AT, send, sendOffset, sendBytes);
-                }
-                peer.set(WORD, at + P2P_SENT, sendBytes);
-                LONG.setRelease(peer, at + P2P_DONE, outgoing);
-                if (expected != sendBytes) {
-                    throw ExchangeErrors.lengthMismatch(rank, to, sendBytes, expected);
-                }
-            }
-            if (from != NONE) {
-                long at = slot(from);
-                wait.one(from);
-                while ((long) LONG.getAcquire(own, at + P2P_DONE) != incoming) {
-                    wait.idle();
-                }
-                long sent = own.get(WORD, at + P2P_SENT);
-                if (sent != recvBytes) {
-                    throw ExchangeErrors.lengthMismatch(from, rank, sent, recvBytes);
-                }
-                sink.accept(regions.view(), (int) DATA_AT, recvBytes);
-            }
+            pointToPoint.sendRecv(to, send, sendOffset, sendBytes, from, recvBytes, sink);
         } catch (RuntimeException e) {
             abort(e);
             throw e;

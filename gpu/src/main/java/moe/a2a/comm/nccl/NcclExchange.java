@@ -1,0 +1,183 @@
+package moe.a2a.comm.nccl;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.SegmentReader;
+import moe.a2a.comm.SegmentWriter;
+import moe.a2a.comm.Segments;
+import moe.a2a.gpu.CudaMemory;
+
+/**
+ * One rank's all-to-all-v over NCCL, in its phases: the counts exchange (a group of 8-byte
+ * exchanges), the layout of both sides' segments from the counts, and the exchange itself, one
+ * group of {@code ncclSend}/{@code ncclRecv} per peer; host buffers (or a writer's segments, or a
+ * reader's) go through the pinned staging, device buffers straight on the rank's stream. The
+ * offsets are reused so that an exchange allocates nothing.
+ *
+ * <p>Owned by the rank's thread.
+ */
+final class NcclExchange {
+    private static final int COUNT_BYTES = Long.BYTES;
+
+    private final NcclBackend backend;
+    private final NcclLauncher launcher;
+    private final int rank;
+    private final int size;
+    private final long[] sendOffsets;
+    private final long[] recvOffsets;
+    private final long[] countOffsets;
+    private final long[] countBytes;
+    private final ByteBuffer[] readSegments;
+
+    NcclExchange(NcclBackend backend, NcclLauncher launcher) {
+        this.backend = backend;
+        this.launcher = launcher;
+        this.rank = backend.rank();
+        this.size = backend.size();
+        this.sendOffsets = new long[size];
+        this.recvOffsets = new long[size];
+        this.countOffsets = new long[size];
+        this.countBytes = new long[size];
+        this.readSegments = new ByteBuffer[size];
+        for (int p = 0; p < size; p++) {
+            countOffsets[p] = (long) p * COUNT_BYTES;
+            countBytes[p] = COUNT_BYTES;
+        }
+    }
+
+    /** Sends {@code sendCounts[p]} to every peer {@code p} and receives theirs. */
+    void counts(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+        Segments.checkLength("sendCounts", sendCounts, size);
+        Segments.checkLength("recvCounts", recvCounts, size);
+        launcher.checkOpen();
+        ByteBuffer out = backend.sendStaging((long) size * COUNT_BYTES);
+        for (int p = 0; p < size; p++) {
+            out.putLong(p * COUNT_BYTES, sendCounts[p]);
+        }
+        launcher.run(
+                step, phase, countOffsets, countBytes, countOffsets, countBytes, "counts exchange");
+        ByteBuffer in = backend.recvStaging((long) size * COUNT_BYTES);
+        for (int p = 0; p < size; p++) {
+            recvCounts[p] = in.getLong(p * COUNT_BYTES);
+        }
+    }
+
+    /** From {@code send}, staged, into {@code recv}. */
+    void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            ByteBuffer recv,
+            long[] recvCounts) {
+        stage(send, sendCounts, recvCounts);
+        long recvTotal = exchange(step, phase, sendCounts, recvCounts);
+        recv.put(0, backend.recvStaging(recvTotal), 0, (int) recvTotal);
+    }
+
+    /** The writer writes each peer's segment into the pinned staging. */
+    void allToAllV(
+            long step,
+            ExchangePhase phase,
+            SegmentWriter writer,
+            long[] sendCounts,
+            ByteBuffer recv,
+            long[] recvCounts) {
+        long sendTotal = prepare(sendCounts, recvCounts);
+        ByteBuffer staging = backend.sendStaging(sendTotal);
+        for (int p = 0; p < size; p++) {
+            if (sendCounts[p] > 0) {
+                writer.write(p, staging, (int) sendOffsets[p]);
+            }
+        }
+        long recvTotal = exchange(step, phase, sendCounts, recvCounts);
+        recv.put(0, backend.recvStaging(recvTotal), 0, (int) recvTotal);
+    }
+
+    /** The reader reads every source's segment in the pinned staging. */
+    void allToAllV(
+            long step,
+            ExchangePhase phase,
+            ByteBuffer send,
+            long[] sendCounts,
+            SegmentReader reader,
+            long[] recvCounts) {
+        stage(send, sendCounts, recvCounts);
+        long recvTotal = exchange(step, phase, sendCounts, recvCounts);
+        Arrays.fill(readSegments, backend.recvStaging(recvTotal));
+        reader.read(readSegments, recvOffsets);
+    }
+
+    /**
+     * All-to-all-v between device buffers on this rank's stream: {@code send}'s segment for peer
+     * {@code p} (at the exclusive prefix sum of {@code sendCounts}) lands in peer {@code p}'s
+     * {@code recv} at this rank's segment. Counts as for {@link #allToAllV(long, ExchangePhase,
+     * ByteBuffer, long[], ByteBuffer, long[])}; the buffers must hold their totals.
+     */
+    void allToAllVDevice(
+            long step,
+            ExchangePhase phase,
+            CudaMemory send,
+            long[] sendCounts,
+            CudaMemory recv,
+            long[] recvCounts) {
+        prepare(sendCounts, recvCounts);
+        try {
+            int launched =
+                    backend.exchangeDevice(
+                            send, sendOffsets, sendCounts, recv, recvOffsets, recvCounts);
+            if (NcclResults.isError(launched)) {
+                throw NcclResults.failure(
+                        launched, "device all-to-all-v (ncclGroupEnd)", rank, backend.lastError());
+            }
+            launcher.await(step, phase, "device all-to-all-v");
+        } catch (A2aException e) {
+            throw launcher.fail(e);
+        }
+    }
+
+    /** Lays out the exchange and copies {@code send} into the pinned staging. */
+    private void stage(ByteBuffer send, long[] sendCounts, long[] recvCounts) {
+        long sendTotal = prepare(sendCounts, recvCounts);
+        backend.sendStaging(sendTotal).put(0, send, 0, (int) sendTotal);
+    }
+
+    /** Checks the counts and lays out both sides' segments; returns the bytes to send. */
+    private long prepare(long[] sendCounts, long[] recvCounts) {
+        Segments.checkLength("sendCounts", sendCounts, size);
+        Segments.checkLength("recvCounts", recvCounts, size);
+        launcher.checkOpen();
+        long sendTotal = prefix(sendCounts, sendOffsets, "sendCounts");
+        long recvTotal = prefix(recvCounts, recvOffsets, "recvCounts");
+        if (sendTotal > Integer.MAX_VALUE || recvTotal > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(
+                    "exchange of "
+                            + sendTotal
+                            + " bytes out, "
+                            + recvTotal
+                            + " in (expected: at most "
+                            + Integer.MAX_VALUE
+                            + " each way per rank)");
+        }
+        return sendTotal;
+    }
+
+    /** Runs the exchange laid out by {@link #prepare}; returns the bytes received. */
+    private long exchange(long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+        launcher.run(step, phase, sendOffsets, sendCounts, recvOffsets, recvCounts, "all-to-all-v");
+        return recvOffsets[size - 1] + recvCounts[size - 1];
+    }
+
+    /** Lays out {@code counts} (NCCL takes unsigned sizes, so a negative one is refused here). */
+    private static long prefix(long[] counts, long[] offsets, String field) {
+        for (int p = 0; p < counts.length; p++) {
+            if (counts[p] < 0) {
+                throw new IllegalArgumentException(
+                        field + "[" + p + "]: " + counts[p] + " (expected: >= 0)");
+            }
+        }
+        return Segments.offsets(counts, offsets);
+    }
+}

@@ -1,0 +1,110 @@
+package moe.a2a.comm.nccl;
+
+import java.util.function.IntSupplier;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.ExchangeTimeoutException;
+
+/**
+ * Launches one rank's NCCL calls and waits for each through the {@link NcclWatchdog}, to the
+ * group's timeout; holds the group's failure. A call that fails to launch, times out or meets an
+ * NCCL error aborts the backend, and every later call fails naming the first cause.
+ *
+ * <p>Owned by the rank's thread ({@link #abort} may come from any thread).
+ */
+final class NcclLauncher {
+    private final NcclBackend backend;
+    private final NcclWatchdog watchdog;
+    private final long timeoutNs;
+    private final int rank;
+    private volatile A2aException failure;
+
+    NcclLauncher(NcclBackend backend, NcclWatchdog watchdog, long timeoutNs) {
+        this.backend = backend;
+        this.watchdog = watchdog;
+        this.timeoutNs = timeoutNs;
+        this.rank = backend.rank();
+    }
+
+    /** Launches the exchange group laid out by the offsets and byte counts, and waits for it. */
+    void run(
+            long step,
+            ExchangePhase phase,
+            long[] sendOff,
+            long[] sendBytes,
+            long[] recvOff,
+            long[] recvBytes,
+            String what) {
+        try {
+            int launched = backend.exchange(sendOff, sendBytes, recvOff, recvBytes);
+            if (NcclResults.isError(launched)) {
+                String detail = backend.lastError();
+                backend.abort();
+                throw NcclResults.failure(launched, what + " (ncclGroupEnd)", rank, detail);
+            }
+            watchdog.await(backend, timeoutNs, step, phase, rank, what);
+        } catch (A2aException e) {
+            throw fail(e);
+        }
+    }
+
+    /**
+     * Launches one NCCL call from the host staging ({@code launch} returns its result) and waits
+     * for it; {@code peer} is the only peer it waits on, or {@link
+     * ExchangeTimeoutException#UNKNOWN_PEER}.
+     */
+    void launch(IntSupplier launch, String call, int peer) {
+        try {
+            int launched = launch.getAsInt();
+            if (NcclResults.isError(launched)) {
+                String detail = backend.lastError();
+                backend.abort();
+                throw NcclResults.failure(launched, call, rank, detail);
+            }
+            watchdog.await(backend, timeoutNs, -1, ExchangePhase.COLLECTIVE, rank, call, peer);
+        } catch (A2aException e) {
+            throw fail(e);
+        }
+    }
+
+    /** Aborts the group after {@code e}; returns what to throw. */
+    A2aException fail(A2aException e) {
+        backend.abort();
+        A2aException earlier = failure;
+        if (earlier != null) {
+            // aborted from another thread while this one waited: that is the cause to report
+            return broken(earlier);
+        }
+        failure = e;
+        return e;
+    }
+
+    /** Waits, to the group's timeout, for what was launched last on this rank's stream. */
+    void await(long step, ExchangePhase phase, String what) {
+        watchdog.await(backend, timeoutNs, step, phase, rank, what);
+    }
+
+    /** Records {@code cause} as the group's failure, unless there is one, and aborts NCCL. */
+    void abort(Throwable cause) {
+        if (failure == null) {
+            failure =
+                    cause instanceof A2aException a
+                            ? a
+                            : new A2aException("aborted: " + cause, cause);
+            backend.abort();
+        }
+    }
+
+    /** Throws when the group has failed. */
+    void checkOpen() {
+        A2aException f = failure;
+        if (f != null) {
+            throw broken(f);
+        }
+    }
+
+    private A2aException broken(A2aException cause) {
+        return new A2aException(
+                "nccl group of rank " + rank + " is broken: " + cause.getMessage(), cause);
+    }
+}
