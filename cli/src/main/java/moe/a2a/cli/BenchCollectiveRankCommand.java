@@ -1,14 +1,13 @@
 package moe.a2a.cli;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import moe.a2a.bench.Collective;
 import moe.a2a.bench.CollectiveBench;
@@ -19,7 +18,6 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclUniqueId;
-import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.gpu.GpuProbe;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
@@ -39,8 +37,6 @@ import picocli.CommandLine.Option;
         hidden = true,
         description = "One rank of bench --collective --transport tcp|shm|nccl (started by bench).")
 final class BenchCollectiveRankCommand implements Callable<Integer> {
-    private static final long TIMEOUT_NS = TimeUnit.SECONDS.toNanos(120);
-
     @Option(names = "--transport", defaultValue = "tcp")
     Transport transport;
 
@@ -79,18 +75,14 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("--transport: nccl: " + probe.describe());
             }
             try (NcclCommunicator comm =
-                    NcclCommunicator.create(ncclId(), rank, ranks, rank, TIMEOUT_NS)) {
+                    NcclCommunicator.create(
+                            ncclId(), rank, ranks, rank, ChildRankGroup.TIMEOUT_NS)) {
                 runCases(todo, comm);
                 comm.barrier();
             }
             return 0;
         }
-        try (TcpTransport tcp = new TcpTransport(1)) {
-            Communicator comm =
-                    ChildRankGroup.join(transport, rank, ranks, groupId, dir, TIMEOUT_NS, tcp);
-            runCases(todo, comm);
-            ChildRankGroup.finish(comm, dir, rank, ranks, TIMEOUT_NS);
-        }
+        ChildRankGroup.run(transport, rank, ranks, groupId, dir, comm -> runCases(todo, comm));
         return 0;
     }
 
@@ -98,9 +90,11 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
     private void runCases(List<CollectiveCase> todo, Communicator comm) throws Exception {
         for (int i = 0; i < todo.size(); i++) {
             CollectiveTimes times = CollectiveBench.rank(todo.get(i), comm, warmup, iters);
-            Path out = dir.resolve("case-" + i + ".rank-" + rank + ".tmp");
-            Files.writeString(out, times.wrong() + "\n" + join(times.ns()) + "\n");
-            Files.move(out, timesFile(dir, i, rank), StandardCopyOption.ATOMIC_MOVE);
+            PublishedFiles.publish(
+                    dir.resolve("case-" + i + ".rank-" + rank + ".tmp"),
+                    timesFile(dir, i, rank),
+                    (times.wrong() + "\n" + join(times.ns()) + "\n")
+                            .getBytes(StandardCharsets.UTF_8));
         }
     }
 
@@ -108,25 +102,16 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
     private NcclUniqueId ncclId() throws Exception {
         if (rank == 0) {
             NcclUniqueId id = NcclCommunicator.newUniqueId();
-            Path tmp = dir.resolve("nccl-id.tmp");
-            Files.write(tmp, id.toByteArray());
-            Files.move(tmp, dir.resolve("nccl-id"), StandardCopyOption.ATOMIC_MOVE);
+            PublishedFiles.publish(dir.resolve("nccl-id"), id.toByteArray());
             return id;
         }
-        return NcclUniqueId.of(Files.readAllBytes(await("nccl-id")), "nccl-id");
-    }
-
-    /** Waits for a file another rank publishes. */
-    private Path await(String name) throws Exception {
-        Path file = dir.resolve(name);
-        long deadline = System.nanoTime() + TIMEOUT_NS;
-        while (!Files.exists(file)) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(name + " never appeared in " + dir);
-            }
-            Thread.sleep(20);
-        }
-        return file;
+        Path published =
+                PublishedFiles.await(
+                        dir.resolve("nccl-id"),
+                        System.nanoTime() + ChildRankGroup.TIMEOUT_NS,
+                        20,
+                        () -> "nccl-id never appeared in " + dir);
+        return NcclUniqueId.of(Files.readAllBytes(published), "nccl-id");
     }
 
     static Path timesFile(Path dir, int caseIndex, int rank) {

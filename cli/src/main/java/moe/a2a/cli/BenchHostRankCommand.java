@@ -2,15 +2,12 @@ package moe.a2a.cli;
 
 import com.google.gson.Gson;
 import java.net.InetAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import moe.a2a.bench.HostBench;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.shm.ShmCommunicator;
@@ -85,7 +82,7 @@ final class BenchHostRankCommand implements Callable<Integer> {
         }
         HostTopology topology = HostTopology.contiguous(hosts, n / hosts);
         InetAddress bind = InetAddress.getByName(address);
-        long timeoutNs = TimeUnit.SECONDS.toNanos(120);
+        long timeoutNs = ChildRankGroup.TIMEOUT_NS;
         try (TcpTransport tcp = new TcpTransport(1)) {
             HostBench.Result result;
             if (mode == Mode.FLAT) {
@@ -144,8 +141,6 @@ final class BenchHostRankCommand implements Callable<Integer> {
         json.put("inter_host_bytes_per_step", result.interHostBytesPerStep());
         json.put("dispatch_ns", result.times().dispatchNs());
         json.put("combine_ns", result.times().combineNs());
-        Path tmp = dir.resolve("rank-" + rank + ".json.tmp");
-        Files.writeString(tmp, GSON.toJson(json));
-        Files.move(tmp, dir.resolve("rank-" + rank + ".json"), StandardCopyOption.ATOMIC_MOVE);
+        PublishedFiles.publish(dir.resolve("rank-" + rank + ".json"), GSON.toJson(json));
     }
 }

@@ -2,19 +2,15 @@ package moe.a2a.cli;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import moe.a2a.bench.BenchExperts;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.RankTimes;
-import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.workload.BenchWorkload;
 import picocli.CommandLine.Command;
@@ -65,32 +61,32 @@ final class BenchRankCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         BenchWorkload w = BenchWorkload.named(workload);
-        int n = w.worldSize();
-        long timeoutNs = TimeUnit.SECONDS.toNanos(120);
-        try (TcpTransport tcp = new TcpTransport(1)) {
-            Communicator comm =
-                    ChildRankGroup.join(transport, rank, n, groupId, dir, timeoutNs, tcp);
-            RankTimes times =
-                    BenchRun.rank(
-                            w,
-                            scope,
-                            comm,
-                            warmup,
-                            iters,
-                            DispatchDType.parse("--dispatch-dtype", dispatchDType),
-                            redundantExperts,
-                            BenchExperts.of(w, redundantExperts, rank, expertFfn));
-            write(times, dir.resolve("rank-" + rank + ".times"));
-            ChildRankGroup.finish(comm, dir, rank, n, timeoutNs);
-        }
+        ChildRankGroup.run(
+                transport,
+                rank,
+                w.worldSize(),
+                groupId,
+                dir,
+                comm -> {
+                    RankTimes times =
+                            BenchRun.rank(
+                                    w,
+                                    scope,
+                                    comm,
+                                    warmup,
+                                    iters,
+                                    DispatchDType.parse("--dispatch-dtype", dispatchDType),
+                                    redundantExperts,
+                                    BenchExperts.of(w, redundantExperts, rank, expertFfn));
+                    write(times, dir.resolve("rank-" + rank + ".times"));
+                });
         return 0;
     }
 
     /** Writes {@code times} for the parent to {@link #read}, atomically. */
     static void write(RankTimes times, Path file) throws Exception {
-        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-        Files.writeString(
-                tmp,
+        PublishedFiles.publish(
+                file,
                 times.ok()
                         + "\n"
                         + join(times.dispatchNs())
@@ -101,7 +97,6 @@ final class BenchRankCommand implements Callable<Integer> {
                         + "\n"
                         + join(times.expertNs())
                         + "\n");
-        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
     }
 
     static RankTimes read(Path file) throws Exception {

@@ -4,9 +4,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.shm.ShmCommunicator;
@@ -25,14 +25,36 @@ final class ChildRankGroup {
     /** The transports a bench child process can run. */
     static final List<Transport> TRANSPORTS = List.of(Transport.TCP, Transport.SHM);
 
+    /** How long a bench child waits for its siblings, and each exchange for its peers. */
+    static final long TIMEOUT_NS = TimeUnit.SECONDS.toNanos(120);
+
     private ChildRankGroup() {}
+
+    /** What a rank does once it has joined its group. */
+    @FunctionalInterface
+    interface RankBody {
+        void run(Communicator comm) throws Exception;
+    }
+
+    /**
+     * Joins the group as {@code rank} of {@code n} ({@link #join}), runs {@code body} on it and
+     * leaves once every rank is done ({@link #finish}).
+     */
+    static void run(Transport transport, int rank, int n, long groupId, Path dir, RankBody body)
+            throws Exception {
+        try (TcpTransport tcp = new TcpTransport(1)) {
+            Communicator comm = join(transport, rank, n, groupId, dir, TIMEOUT_NS, tcp);
+            body.run(comm);
+            finish(comm, dir, rank, n, TIMEOUT_NS);
+        }
+    }
 
     /**
      * Joins the group as {@code rank} of {@code n}; the communicator is the caller's to close.
      *
      * @param tcp the event loops of a tcp group; unused over shm
      */
-    static Communicator join(
+    private static Communicator join(
             Transport transport,
             int rank,
             int n,
@@ -81,21 +103,19 @@ final class ChildRankGroup {
                                 timeoutNs,
                                 TcpConfig.DEFAULT_MAX_FRAME_BYTES));
         try {
-            Path tmp = dir.resolve(name + "-" + rank + ".addr.tmp");
-            Files.writeString(tmp, address.getHostAddress() + " " + comm.localAddress().getPort());
-            Files.move(
-                    tmp, dir.resolve(name + "-" + rank + ".addr"), StandardCopyOption.ATOMIC_MOVE);
+            PublishedFiles.publish(
+                    dir.resolve(name + "-" + rank + ".addr"),
+                    address.getHostAddress() + " " + comm.localAddress().getPort());
             List<InetSocketAddress> peers = new ArrayList<>();
             long deadline = System.nanoTime() + timeoutNs;
             for (int r = 0; r < n; r++) {
-                Path published = dir.resolve(name + "-" + r + ".addr");
-                while (!Files.exists(published)) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException(
-                                name + " rank " + r + " never published its address");
-                    }
-                    Thread.sleep(20);
-                }
+                int peer = r;
+                Path published =
+                        PublishedFiles.await(
+                                dir.resolve(name + "-" + r + ".addr"),
+                                deadline,
+                                20,
+                                () -> name + " rank " + peer + " never published its address");
                 String[] hostPort = Files.readString(published).trim().split(" ");
                 peers.add(
                         new InetSocketAddress(
@@ -129,13 +149,12 @@ final class ChildRankGroup {
             Files.writeString(dir.resolve("rank-" + rank + ".done"), "");
             long deadline = System.nanoTime() + timeoutNs;
             for (int r = 0; r < n; r++) {
-                Path done = dir.resolve("rank-" + r + ".done");
-                while (!Files.exists(done)) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("rank " + r + " never finished");
-                    }
-                    Thread.sleep(5);
-                }
+                int peer = r;
+                PublishedFiles.await(
+                        dir.resolve("rank-" + r + ".done"),
+                        deadline,
+                        5,
+                        () -> "rank " + peer + " never finished");
             }
         } finally {
             for (Communicator comm : comms) {

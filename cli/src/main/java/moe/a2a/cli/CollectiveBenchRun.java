@@ -7,20 +7,14 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import moe.a2a.bench.Collective;
 import moe.a2a.bench.CollectiveBench;
 import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveReport;
-import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.MachineLimits;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 
@@ -134,7 +128,7 @@ final class CollectiveBenchRun {
             List<CollectiveCase> cases = sized.stream().map(Sized::c).toList();
             for (Transport transport : plan.transports()) {
                 final double link = loopback;
-                CaseSink sink =
+                CollectiveRanks.CaseSink sink =
                         (i, times) -> {
                             CollectiveCase c = cases.get(i);
                             double l =
@@ -154,9 +148,9 @@ final class CollectiveBenchRun {
                         };
                 try {
                     if (transport == Transport.LOCAL) {
-                        runLocal(plan, cases, copyLinks, sink);
+                        CollectiveRanks.runLocal(plan, cases, copyLinks, sink);
                     } else {
-                        runProcesses(plan, n, cases, transport, gpuArgs, sink);
+                        CollectiveRanks.runProcesses(plan, n, cases, transport, gpuArgs, sink);
                     }
                 } catch (Exception e) {
                     failed++;
@@ -298,145 +292,5 @@ final class CollectiveBenchRun {
             System.out.printf(Locale.ROOT, NO_LINK_FORMAT, "-", "-");
         }
         System.out.flush();
-    }
-
-    /** Takes case {@code i}'s times from every rank. */
-    @FunctionalInterface
-    private interface CaseSink {
-        void accept(int i, List<CollectiveTimes> times) throws Exception;
-    }
-
-    /** Every case on one in-process group, one thread per rank. */
-    private static void runLocal(
-            Plan plan, List<CollectiveCase> cases, Map<Long, Double> copyLinks, CaseSink sink)
-            throws Exception {
-        int n = cases.get(0).ranks();
-        LocalGroup group = new LocalGroup(n, TimeUnit.SECONDS.toNanos(120));
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            for (int i = 0; i < cases.size(); i++) {
-                CollectiveCase c = cases.get(i);
-                copyLinks.computeIfAbsent(c.bytes(), b -> MachineLimits.copyGbps((int) (long) b));
-                List<Future<CollectiveTimes>> ranks = new ArrayList<>();
-                for (int r = 0; r < n; r++) {
-                    final int rank = r;
-                    ranks.add(
-                            pool.submit(
-                                    () ->
-                                            CollectiveBench.rank(
-                                                    c,
-                                                    group.communicator(rank),
-                                                    plan.warmup(),
-                                                    plan.iters())));
-                }
-                List<CollectiveTimes> times = new ArrayList<>();
-                for (Future<CollectiveTimes> f : ranks) {
-                    times.add(f.get());
-                }
-                sink.accept(i, times);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
-    }
-
-    /**
-     * Every case on one group of child processes ({@code bench-collective-rank}): TCP and shm ranks
-     * meet through the temporary folder ({@link ChildRankGroup}), NCCL ranks (one per GPU, device =
-     * rank) through rank 0's unique id there; each case's times come back as files.
-     */
-    private static void runProcesses(
-            Plan plan,
-            int n,
-            List<CollectiveCase> cases,
-            Transport transport,
-            List<String> gpuArgs,
-            CaseSink sink)
-            throws Exception {
-        Path dir = Files.createTempDirectory("moe-a2a-bench-coll-");
-        Path caseFile = dir.resolve("cases");
-        Files.write(caseFile, cases.stream().map(BenchCollectiveRankCommand::encode).toList());
-        String jar =
-                Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI())
-                        .toString();
-        long maxBytes = cases.stream().mapToLong(CollectiveCase::bytes).max().orElse(0);
-        long direct = 4 * maxBytes + (512L << 20);
-        long groupId = System.nanoTime();
-        List<Process> children = new ArrayList<>();
-        try {
-            for (int r = 0; r < n; r++) {
-                List<String> command =
-                        new ArrayList<>(
-                                JvmOptions.childCommand(
-                                        "-Xmx512m",
-                                        "-XX:MaxDirectMemorySize=" + direct,
-                                        "-cp",
-                                        jar,
-                                        Main.class.getName(),
-                                        "bench-collective-rank",
-                                        "--transport",
-                                        transport.label(),
-                                        "--rank",
-                                        Integer.toString(r),
-                                        "--ranks",
-                                        Integer.toString(n),
-                                        "--dir",
-                                        dir.toString(),
-                                        "--group-id",
-                                        Long.toString(groupId),
-                                        "--cases",
-                                        caseFile.toString(),
-                                        "--iters",
-                                        Integer.toString(plan.iters()),
-                                        "--warmup",
-                                        Integer.toString(plan.warmup())));
-                if (transport == Transport.NCCL) {
-                    command.addAll(gpuArgs);
-                }
-                children.add(
-                        new ProcessBuilder(command)
-                                .redirectErrorStream(true)
-                                .redirectOutput(dir.resolve("rank-" + r + ".log").toFile())
-                                .start());
-            }
-            for (int i = 0; i < cases.size(); i++) {
-                List<CollectiveTimes> times = new ArrayList<>();
-                for (int r = 0; r < n; r++) {
-                    Path file = BenchCollectiveRankCommand.timesFile(dir, i, r);
-                    while (!Files.exists(file)) {
-                        Process p = children.get(r);
-                        if (p.waitFor(20, TimeUnit.MILLISECONDS) && !Files.exists(file)) {
-                            throw new IllegalStateException(
-                                    "bench rank "
-                                            + r
-                                            + " stopped before case "
-                                            + i
-                                            + " ("
-                                            + cases.get(i).collective().label()
-                                            + ", "
-                                            + cases.get(i).bytes()
-                                            + " bytes):\n"
-                                            + Files.readString(dir.resolve("rank-" + r + ".log")));
-                        }
-                    }
-                    times.add(BenchCollectiveRankCommand.read(file));
-                }
-                sink.accept(i, times);
-            }
-            for (int r = 0; r < n; r++) {
-                Process p = children.get(r);
-                if (!p.waitFor(2, TimeUnit.MINUTES) || p.exitValue() != 0) {
-                    throw new IllegalStateException(
-                            "bench rank "
-                                    + r
-                                    + " failed:\n"
-                                    + Files.readString(dir.resolve("rank-" + r + ".log")));
-                }
-            }
-        } finally {
-            for (Process p : children) {
-                p.destroyForcibly();
-            }
-        }
     }
 }

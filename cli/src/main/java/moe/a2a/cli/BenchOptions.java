@@ -1,0 +1,98 @@
+package moe.a2a.cli;
+
+import java.nio.file.Path;
+import java.util.List;
+import moe.a2a.bench.BenchScope;
+import moe.a2a.comm.Transport;
+import picocli.CommandLine.Option;
+
+/**
+ * The flags of {@code moe-a2a bench} for the workloads, and those a {@code --collective} run shares
+ * with them (transports, iterations, output, {@code --target}).
+ */
+final class BenchOptions {
+    @Option(
+            names = "--workload",
+            defaultValue = "prefill",
+            description =
+                    "decode, prefill, prefill-skew, prefill-skew-perm, prefill-n2, prefill-n8 or all (default: ${DEFAULT-VALUE}).")
+    String workload;
+
+    @Option(
+            names = "--transport",
+            defaultValue = "local",
+            split = ",",
+            completionCandidates = BenchTransports.class,
+            description =
+                    "${COMPLETION-CANDIDATES}, or several separated by commas; with --collective"
+                            + " also nccl (one process per GPU) (default: ${DEFAULT-VALUE}).")
+    List<Transport> transports;
+
+    @Option(
+            names = "--scope",
+            defaultValue = "DISPATCHER",
+            description =
+                    "DISPATCHER (layout, pack, exchanges, grouping, reduction) or TRANSPORT (the exchanges alone) (default: ${DEFAULT-VALUE}).")
+    BenchScope scope;
+
+    @Option(
+            names = "--dispatch-dtype",
+            defaultValue = "bf16",
+            paramLabel = "bf16|fp8",
+            description =
+                    "How the dispatcher scope sends tokens: bf16, or fp8 (E4M3, one fp32 scale per 128"
+                            + " channels; combine stays bf16). Not with --target or --scope TRANSPORT"
+                            + " (default: ${DEFAULT-VALUE}).")
+    String dispatchDTypeName;
+
+    @Option(
+            names = "--redundant-experts",
+            defaultValue = "0",
+            description =
+                    "R extra expert slots, placed by the planner of moe-a2a eplb for each workload's own expert loads (replicas with shares; experts + R a multiple of the ranks); dispatcher scope, here only (default: ${DEFAULT-VALUE}).")
+    int redundantExperts;
+
+    @Option(
+            names = "--expert-ffn",
+            defaultValue = "0",
+            paramLabel = "I",
+            description =
+                    "Run real experts (seeded SwiGLU, intermediate size I, fp32) between dispatch"
+                            + " and combine, timed, and report the communication share; dispatcher"
+                            + " scope, not with --target; 0: none (default: ${DEFAULT-VALUE}).")
+    int expertFfn;
+
+    @Option(
+            names = "--iters",
+            defaultValue = "-1",
+            description =
+                    "Measured iterations; -1 takes the peers' count per workload: decode 200, prefill-n8 15, others 40 (default: ${DEFAULT-VALUE}).")
+    int iters;
+
+    @Option(
+            names = "--warmup",
+            defaultValue = "-1",
+            description =
+                    "Iterations before measuring; -1 takes the peers' count per workload: decode 20, prefill-n8 2, others 3 (default: ${DEFAULT-VALUE}).")
+    int warmup;
+
+    @Option(
+            names = "--json",
+            paramLabel = "FILE",
+            description = "Also write the report as a JSON array.")
+    Path json;
+
+    @Option(
+            names = "--target",
+            paramLabel = "HOST:PORT",
+            description =
+                    "Run on a live server's ranks through BenchService instead of on local, tcp or shm ranks started here.")
+    String target;
+
+    @Option(
+            names = "--plots",
+            paramLabel = "DIR",
+            description =
+                    "Also write PNG charts: latency per workload and phase, traffic matrices, tokens per expert.")
+    Path plots;
+}
