@@ -6,6 +6,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 
 /**
  * One collective case's figures as nccl-tests reports them: time is the median over the measured
@@ -51,11 +53,14 @@ public record CollectiveReport(
     }
 
     /**
-     * The algorithm that ran: {@link CollectiveCase#algoLabel()} on the CPU transports, {@code
-     * nccl} on NCCL (which picks its own; {@code NCCL_ALGO} steers it).
+     * The algorithm that ran: {@link CollectiveCase#algoLabel()} on the CPU transports, the
+     * transport's name on a device transport, which picks its own (NCCL: {@code NCCL_ALGO} steers
+     * it).
      */
     public String algoLabel() {
-        return transport == Transport.NCCL ? "nccl" : c.algoLabel();
+        return Transports.reach(transport) == TransportReach.DEVICES
+                ? transport.label()
+                : c.algoLabel();
     }
 
     /** Algorithm bandwidth, GB/s (1e9 B/s): the size over the time. */

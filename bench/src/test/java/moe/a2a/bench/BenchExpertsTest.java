@@ -9,8 +9,8 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.RankThreads;
-import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.comm.local.LocalTransportProvider;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
@@ -93,7 +93,7 @@ class BenchExpertsTest {
         BenchReport report =
                 BenchReport.of(
                         SMALL,
-                        Transport.LOCAL,
+                        LocalTransportProvider.LOCAL,
                         BenchScope.DISPATCHER,
                         BenchRouting.rows(SMALL),
                         times,

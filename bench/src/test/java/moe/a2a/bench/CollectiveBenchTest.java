@@ -10,8 +10,9 @@ import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ForwardingCommunicator;
 import moe.a2a.comm.RankThreads;
-import moe.a2a.comm.Transport;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.comm.local.LocalTransportProvider;
+import moe.a2a.comm.tcp.TcpTransportProvider;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import org.junit.jupiter.api.Test;
@@ -55,14 +56,16 @@ class CollectiveBenchTest {
         CollectiveTimes a = new CollectiveTimes(ns[0], 0);
         CollectiveTimes b = new CollectiveTimes(ns[1], 2);
         CollectiveCase c = of(Collective.ALLREDUCE, 2, 1_000_000, DType.FP32);
-        CollectiveReport r = CollectiveReport.of(c, Transport.LOCAL, List.of(a, b), 80.0);
+        CollectiveReport r =
+                CollectiveReport.of(c, LocalTransportProvider.LOCAL, List.of(a, b), 80.0);
         assertThat(r.timeUsP50()).isEqualTo(25.0);
         assertThat(r.algbwGbps()).isEqualTo(40.0); // 1e6 B / 25 us
         assertThat(r.busbwGbps()).isEqualTo(40.0); // x 2(N-1)/N = 1 at N = 2
         assertThat(r.busUtilisation()).isEqualTo(0.5);
         assertThat(r.wrong()).isEqualTo(2);
         CollectiveReport four =
-                CollectiveReport.of(c.withRanks(4), Transport.LOCAL, List.of(a, b, a, b), 80.0);
+                CollectiveReport.of(
+                        c.withRanks(4), LocalTransportProvider.LOCAL, List.of(a, b, a, b), 80.0);
         assertThat(four.busbwGbps()).isEqualTo(60.0);
         assertThat(CollectiveReport.medianOfMaxUs(new long[][] {{3_000, 1_000, 2_000}}))
                 .isEqualTo(2.0);
@@ -97,7 +100,11 @@ class CollectiveBenchTest {
         CollectiveTimes t = new CollectiveTimes(new long[] {1_000_000}, 0);
         JsonObject row =
                 JsonParser.parseString(
-                                CollectiveReport.of(c, Transport.TCP, List.of(t, t, t, t), 2.0)
+                                CollectiveReport.of(
+                                                c,
+                                                TcpTransportProvider.TCP,
+                                                List.of(t, t, t, t),
+                                                2.0)
                                         .json(0.5))
                         .getAsJsonObject();
         assertThat(row.keySet())

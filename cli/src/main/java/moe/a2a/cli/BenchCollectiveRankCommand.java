@@ -16,9 +16,6 @@ import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.nccl.NcclCommunicator;
-import moe.a2a.comm.nccl.NcclUniqueId;
-import moe.a2a.gpu.GpuProbe;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import picocli.CommandLine.Command;
@@ -69,20 +66,15 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
         for (String line : Files.readAllLines(cases)) {
             todo.add(decode(line, ranks));
         }
-        if (transport == Transport.NCCL) {
-            GpuProbe.Result probe = gpu.probe();
-            if (!probe.usable()) {
-                throw new IllegalArgumentException("--transport: nccl: " + probe.describe());
-            }
-            try (NcclCommunicator comm =
-                    NcclCommunicator.create(
-                            ncclId(), rank, ranks, rank, ChildRankGroup.TIMEOUT_NS)) {
-                runCases(todo, comm);
-                comm.barrier();
-            }
-            return 0;
-        }
-        ChildRankGroup.run(transport, rank, ranks, groupId, dir, comm -> runCases(todo, comm));
+        // a device transport runs rank r on device r
+        ChildRankGroup.run(
+                transport,
+                ChildRankGroup.settings(rank, gpu.cudaLibDir, gpu.ncclLibDir),
+                rank,
+                ranks,
+                groupId,
+                dir,
+                comm -> runCases(todo, comm));
         return 0;
     }
 
@@ -96,22 +88,6 @@ final class BenchCollectiveRankCommand implements Callable<Integer> {
                     (times.wrong() + "\n" + join(times.ns()) + "\n")
                             .getBytes(StandardCharsets.UTF_8));
         }
-    }
-
-    /** Rank 0 makes the group's ncclUniqueId and publishes it; the others read it. */
-    private NcclUniqueId ncclId() throws Exception {
-        if (rank == 0) {
-            NcclUniqueId id = NcclCommunicator.newUniqueId();
-            PublishedFiles.publish(dir.resolve("nccl-id"), id.toByteArray());
-            return id;
-        }
-        Path published =
-                PublishedFiles.await(
-                        dir.resolve("nccl-id"),
-                        System.nanoTime() + ChildRankGroup.TIMEOUT_NS,
-                        20,
-                        () -> "nccl-id never appeared in " + dir);
-        return NcclUniqueId.of(Files.readAllBytes(published), "nccl-id");
     }
 
     static Path timesFile(Path dir, int caseIndex, int rank) {

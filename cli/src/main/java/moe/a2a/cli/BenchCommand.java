@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.gpu.GpuProbe;
 import org.jspecify.annotations.Nullable;
@@ -27,8 +29,7 @@ import picocli.CommandLine.Spec;
                 "Time the canonical workloads' dispatch and combine on a transport, next to this machine's limits.")
 final class BenchCommand implements Callable<Integer> {
     /** The transports {@code bench --collective} runs here. */
-    static final List<Transport> COLLECTIVE_TRANSPORTS =
-            List.of(Transport.LOCAL, Transport.TCP, Transport.SHM, Transport.NCCL);
+    static final List<Transport> COLLECTIVE_TRANSPORTS = Transports.transports(Transports.all());
 
     @Mixin BenchOptions options;
 
@@ -76,7 +77,7 @@ final class BenchCommand implements Callable<Integer> {
                         "--transport: "
                                 + t
                                 + " (expected: "
-                                + Transport.labels(BenchTransports.ALL.toArray(Transport[]::new))
+                                + Transport.labels(BenchTransports.ALL)
                                 + "; the NCCL path is checked by scripts/gpu-check.sh)");
             }
         }
@@ -149,12 +150,13 @@ final class BenchCommand implements Callable<Integer> {
                         "--transport: "
                                 + t
                                 + " (expected: "
-                                + Transport.labels(COLLECTIVE_TRANSPORTS.toArray(new Transport[0]))
+                                + Transport.labels(COLLECTIVE_TRANSPORTS)
                                 + ")");
             }
         }
         List<String> gpuArgs = new ArrayList<>();
-        if (options.transports.contains(Transport.NCCL)) {
+        if (options.transports.stream()
+                .anyMatch(t -> Transports.reach(t) == TransportReach.DEVICES)) {
             int most = plan.rankCounts().get(plan.rankCounts().size() - 1);
             String refusal = ncclRefusal(gpu.probe(), most);
             if (refusal != null) {

@@ -63,6 +63,7 @@ final class BenchRankCommand implements Callable<Integer> {
         BenchWorkload w = BenchWorkload.named(workload);
         ChildRankGroup.run(
                 transport,
+                ChildRankGroup.settings(rank, null, null),
                 rank,
                 w.worldSize(),
                 groupId,

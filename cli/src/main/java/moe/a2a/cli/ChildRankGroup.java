@@ -5,30 +5,43 @@ import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.DataPlane;
+import moe.a2a.comm.GroupEpoch;
+import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.PlaneBinding;
+import moe.a2a.comm.PlaneSettings;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.shm.ShmCommunicator;
-import moe.a2a.comm.shm.ShmConfig;
+import moe.a2a.comm.TransportProbe;
+import moe.a2a.comm.TransportProvider;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.comm.tcp.TcpCommunicator;
 import moe.a2a.comm.tcp.TcpConfig;
 import moe.a2a.comm.tcp.TcpTransport;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How a bench child process ({@code bench-rank}, {@code bench-collective-rank}) joins its group of
- * sibling processes: over tcp by publishing its loopback port as a file in the run's folder and
- * waiting for every rank's, over shm through the shared-memory directory ({@code /dev/shm}) under
- * the run's group id.
+ * sibling processes: over its transport's data plane ({@link TransportProvider#dataPlane}), with
+ * the run's folder in the place of a control plane: each rank binds, publishes what its peers need
+ * ({@code rank-<r>.bind}: its address, and the group's token from the rank that makes one) and
+ * forms the group once every rank's is there. {@code bench-host-rank} joins its tcp groups by
+ * {@link #tcp} at addresses of its own choosing.
  */
 final class ChildRankGroup {
-    /** The transports a bench child process can run. */
-    static final List<Transport> TRANSPORTS = List.of(Transport.TCP, Transport.SHM);
-
     /** How long a bench child waits for its siblings, and each exchange for its peers. */
     static final long TIMEOUT_NS = TimeUnit.SECONDS.toNanos(120);
 
     private ChildRankGroup() {}
+
+    /** The transports a bench child process can run: every one between processes. */
+    static List<Transport> transports() {
+        return Transports.transports(Transports.betweenProcesses());
+    }
 
     /** What a rank does once it has joined its group. */
     @FunctionalInterface
@@ -37,44 +50,87 @@ final class ChildRankGroup {
     }
 
     /**
-     * Joins the group as {@code rank} of {@code n} ({@link #join}), runs {@code body} on it and
-     * leaves once every rank is done ({@link #finish}).
+     * The data-plane settings of a bench child on this host: loopback, the default shared-memory
+     * directory, CUDA device {@code device}.
      */
-    static void run(Transport transport, int rank, int n, long groupId, Path dir, RankBody body)
+    static PlaneSettings settings(
+            int device, @Nullable Path cudaLibDir, @Nullable Path ncclLibDir) {
+        return new PlaneSettings(
+                InetAddress.getLoopbackAddress().getHostAddress(),
+                0,
+                null,
+                Path.of(WorkerCommand.DEFAULT_SHM_DIR),
+                device,
+                cudaLibDir,
+                ncclLibDir);
+    }
+
+    /**
+     * Joins the group as {@code rank} of {@code n} over {@code transport} ({@link #join}), runs
+     * {@code body} on it and leaves once every rank is done ({@link #finish}).
+     *
+     * @throws IllegalArgumentException naming {@code --transport} when the transport cannot run
+     *     here
+     */
+    static void run(
+            Transport transport,
+            PlaneSettings settings,
+            int rank,
+            int n,
+            long groupId,
+            Path dir,
+            RankBody body)
             throws Exception {
-        try (TcpTransport tcp = new TcpTransport(1)) {
-            Communicator comm = join(transport, rank, n, groupId, dir, TIMEOUT_NS, tcp);
+        TransportProvider provider = Transports.provider(transport);
+        if (provider.reach() == TransportReach.THREADS) {
+            throw new IllegalArgumentException(
+                    "--transport: "
+                            + transport
+                            + " (expected: one of "
+                            + Transport.labels(transports())
+                            + ")");
+        }
+        TransportProbe probe = provider.probe(settings);
+        if (!probe.usable()) {
+            throw new IllegalArgumentException(
+                    "--transport: " + transport + ": " + probe.description());
+        }
+        try (DataPlane plane = provider.dataPlane(settings)) {
+            Communicator comm = join(plane, rank, n, groupId, dir, TIMEOUT_NS);
             body.run(comm);
             finish(comm, dir, rank, n, TIMEOUT_NS);
         }
     }
 
     /**
-     * Joins the group as {@code rank} of {@code n}; the communicator is the caller's to close.
-     *
-     * @param tcp the event loops of a tcp group; unused over shm
+     * Binds {@code plane} as {@code rank} of {@code n}, publishes the binding and forms the group
+     * with every rank's; the communicator is the caller's to close.
      */
     private static Communicator join(
-            Transport transport,
-            int rank,
-            int n,
-            long groupId,
-            Path dir,
-            long timeoutNs,
-            TcpTransport tcp)
+            DataPlane plane, int rank, int n, long groupId, Path dir, long timeoutNs)
             throws Exception {
-        if (transport == Transport.SHM) {
-            return ShmCommunicator.open(new ShmConfig(rank, n, groupId, timeoutNs));
+        PlaneBinding bound = plane.bind(new GroupEpoch(1, rank, n, groupId, timeoutNs));
+        PublishedFiles.publish(
+                dir.resolve("rank-" + rank + ".bind"),
+                bound.address() + "\n" + HexFormat.of().formatHex(bound.groupToken()));
+        List<String> addresses = new ArrayList<>();
+        byte[] token = new byte[0];
+        long deadline = System.nanoTime() + timeoutNs;
+        for (int r = 0; r < n; r++) {
+            int peer = r;
+            Path published =
+                    PublishedFiles.await(
+                            dir.resolve("rank-" + r + ".bind"),
+                            deadline,
+                            20,
+                            () -> "rank " + peer + " never published its binding");
+            List<String> lines = Files.readAllLines(published);
+            addresses.add(lines.get(0));
+            if (lines.size() > 1 && !lines.get(1).isEmpty() && token.length == 0) {
+                token = HexFormat.of().parseHex(lines.get(1));
+            }
         }
-        if (transport != Transport.TCP) {
-            throw new IllegalArgumentException(
-                    "--transport: "
-                            + transport
-                            + " (expected: "
-                            + Transport.labels(TRANSPORTS.toArray(Transport[]::new))
-                            + ")");
-        }
-        return tcp(tcp, rank, n, groupId, InetAddress.getLoopbackAddress(), dir, "rank", timeoutNs);
+        return plane.form(new GroupPeers(1, addresses, token));
     }
 
     /**

@@ -15,6 +15,8 @@ import moe.a2a.bench.CollectiveReport;
 import moe.a2a.bench.MachineLimits;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 
@@ -102,22 +104,38 @@ final class CollectiveBenchRun {
         }
     }
 
+    /** The labels of the plan's transports of {@code reaches}, comma-separated; empty if none. */
+    private static String reached(Plan plan, TransportReach... reaches) {
+        List<TransportReach> wanted = List.of(reaches);
+        return Transport.labels(
+                plan.transports().stream()
+                        .filter(t -> wanted.contains(Transports.reach(t)))
+                        .toList());
+    }
+
     static int run(Plan plan, List<String> gpuArgs, Path json, Path plots) throws Exception {
         printColumns(plan);
         double loopback = 0;
-        if (plan.transports().contains(Transport.TCP)) {
+        String network = reached(plan, TransportReach.NETWORK);
+        if (!network.isEmpty()) {
             loopback = MachineLimits.loopbackTcpGbps(LOOPBACK_BYTES);
             System.out.printf(
-                    Locale.ROOT, "link tcp: loopback TCP, one socket pair: %.2f GB/s%n", loopback);
+                    Locale.ROOT,
+                    "link %s: loopback TCP, one socket pair: %.2f GB/s%n",
+                    network,
+                    loopback);
         }
-        if (plan.transports().contains(Transport.LOCAL)
-                || plan.transports().contains(Transport.SHM)) {
+        String memory = reached(plan, TransportReach.THREADS, TransportReach.HOST);
+        if (!memory.isEmpty()) {
             System.out.println(
-                    "link local, shm: one Java thread's memcpy at the case's size, measured before"
-                            + " it");
+                    "link "
+                            + memory
+                            + ": one Java thread's memcpy at the case's size, measured before it");
         }
-        if (plan.transports().contains(Transport.NCCL)) {
-            System.out.println("link nccl: not measured (one process per GPU, devices 0 to N-1)");
+        String devices = reached(plan, TransportReach.DEVICES);
+        if (!devices.isEmpty()) {
+            System.out.println(
+                    "link " + devices + ": not measured (one process per GPU, devices 0 to N-1)");
         }
         printHeader();
         List<Measured> measured = new ArrayList<>();
@@ -132,22 +150,22 @@ final class CollectiveBenchRun {
                         (i, times) -> {
                             CollectiveCase c = cases.get(i);
                             double l =
-                                    switch (transport) {
-                                        case TCP -> link;
-                                        case LOCAL, SHM ->
+                                    switch (Transports.reach(transport)) {
+                                        case NETWORK -> link;
+                                        case THREADS, HOST ->
                                                 copyLinks.computeIfAbsent(
                                                         c.bytes(),
                                                         b ->
                                                                 MachineLimits.copyGbps(
                                                                         (int) (long) b));
-                                        default -> 0;
+                                        case DEVICES -> 0;
                                     };
                             CollectiveReport r = CollectiveReport.of(c, transport, times, l);
                             print(r);
                             measured.add(new Measured(r, sized.get(i).requested()));
                         };
                 try {
-                    if (transport == Transport.LOCAL) {
+                    if (Transports.reach(transport) == TransportReach.THREADS) {
                         CollectiveRanks.runLocal(plan, cases, copyLinks, sink);
                     } else {
                         CollectiveRanks.runProcesses(plan, n, cases, transport, gpuArgs, sink);

@@ -14,6 +14,8 @@ import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.MachineLimits;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.comm.local.LocalGroup;
 
 /**
@@ -108,7 +110,7 @@ final class CollectiveRanks {
                                         Integer.toString(plan.iters()),
                                         "--warmup",
                                         Integer.toString(plan.warmup())));
-                if (transport == Transport.NCCL) {
+                if (Transports.reach(transport) == TransportReach.DEVICES) {
                     args.addAll(gpuArgs);
                 }
                 children.start(jvmOptions, args);

@@ -5,9 +5,12 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Iterator;
+import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReference;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.cluster.TransportPolicy;
@@ -70,13 +73,21 @@ final class ControlPlaneCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (transportChoice.equalsIgnoreCase(Transport.LOCAL.label())) {
+        if (Transports.all().stream()
+                .anyMatch(
+                        p ->
+                                p.reach() == TransportReach.THREADS
+                                        && p.transport()
+                                                .label()
+                                                .equalsIgnoreCase(transportChoice))) {
             throw new IllegalArgumentException(
                     "--transport: "
                             + transportChoice
                             + " (expected: "
                             + String.join(", ", TransportPolicy.labels())
-                            + "; serve runs the local transport)");
+                            + "; serve runs the "
+                            + transportChoice.toLowerCase(Locale.ROOT)
+                            + " transport)");
         }
         TransportPolicy policy = TransportPolicy.parse("--transport", transportChoice);
         Transport transport = policy.fixed();
@@ -84,24 +95,32 @@ final class ControlPlaneCommand implements Callable<Integer> {
         NettyServerBuilder workerPort = server.clusterPort(clusterPort);
         WeightSource weights = model.open();
         ModelConfig config = model.config(weights);
-        if (transport == Transport.NCCL && config.dispatchDType() != DispatchDType.BF16) {
+        boolean onDevices =
+                transport != null && Transports.reach(transport) == TransportReach.DEVICES;
+        if (onDevices && config.dispatchDType() != DispatchDType.BF16) {
             throw new IllegalArgumentException(
                     "--dispatch-dtype: "
                             + config.dispatchDType().label()
-                            + " (expected: bf16 with --transport nccl; FP8 dispatch runs on tcp)");
+                            + " (expected: bf16 with --transport "
+                            + transport
+                            + "; FP8 dispatch runs on tcp)");
         }
-        if (transport == Transport.NCCL && config.microBatches() != 1) {
+        if (onDevices && config.microBatches() != 1) {
             throw new IllegalArgumentException(
                     "--micro-batches: "
                             + config.microBatches()
-                            + " (expected: 1 with --transport nccl; micro-batches run on tcp)");
+                            + " (expected: 1 with --transport "
+                            + transport
+                            + "; micro-batches run on tcp)");
         }
-        if (transport == Transport.NCCL && server.rebalanceEvery != 0) {
+        if (onDevices && server.rebalanceEvery != 0) {
             throw new IllegalArgumentException(
                     "--rebalance-every: "
                             + server.rebalanceEvery
-                            + " (expected: 0 with --transport nccl; GPU ranks keep the placement they"
-                            + " start with, live rebalancing runs on tcp)");
+                            + " (expected: 0 with --transport "
+                            + transport
+                            + "; GPU ranks keep the placement they start with, live rebalancing"
+                            + " runs on tcp)");
         }
         ModelSpec spec = model.spec(config);
         String fingerprint = ModelOptions.fingerprint(spec);

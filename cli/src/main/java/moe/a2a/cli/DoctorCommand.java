@@ -1,10 +1,16 @@
 package moe.a2a.cli;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
-import moe.a2a.comm.shm.ShmConfig;
+import moe.a2a.comm.PlaneSettings;
+import moe.a2a.comm.TransportProbe;
+import moe.a2a.comm.TransportProvider;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.gpu.GpuLibraries;
 import moe.a2a.gpu.GpuProbe;
-import moe.a2a.worker.ShmDataPlane;
 import org.bytedeco.javacpp.Loader;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -36,16 +42,42 @@ final class DoctorCommand implements Callable<Integer> {
         System.out.println("libraries:  " + libraries.describe());
         GpuProbe.Result probe = GpuProbe.probe(libraries);
         System.out.println("gpu probe:  " + probe.describe());
-        String shmUnusable = ShmDataPlane.unusable(ShmConfig.DEFAULT_DIRECTORY);
-        String shm = shmUnusable == null ? ", shm" : "";
+        PlaneSettings settings =
+                new PlaneSettings(
+                        "localhost",
+                        0,
+                        null,
+                        Path.of(WorkerCommand.DEFAULT_SHM_DIR),
+                        0,
+                        gpu.cudaLibDir,
+                        gpu.ncclLibDir);
+        List<String> all = new ArrayList<>();
+        List<String> offered = new ArrayList<>();
+        StringBuilder missing = new StringBuilder();
+        for (TransportProvider p : Transports.all()) {
+            if (p.reach() == TransportReach.THREADS) {
+                all.add(p.transport() + " (serve)");
+            }
+        }
+        for (TransportProvider p : OfferedTransports.offerable()) {
+            TransportProbe found = p.probe(settings);
+            if (found.usable()) {
+                all.add(p.transport().label());
+                offered.add(p.transport().label());
+            } else if (p.reach() != TransportReach.DEVICES) {
+                missing.append(" (no ")
+                        .append(p.transport())
+                        .append(": ")
+                        .append(found.description())
+                        .append(')');
+            }
+        }
         System.out.println(
-                "transports: local (serve), tcp"
-                        + shm
-                        + (probe.usable() ? ", nccl" : "")
-                        + "; worker --transport auto offers tcp"
-                        + shm
-                        + (probe.usable() ? ", nccl" : "")
-                        + (shmUnusable == null ? "" : " (no shm: " + shmUnusable + ")"));
+                "transports: "
+                        + String.join(", ", all)
+                        + "; worker --transport auto offers "
+                        + String.join(", ", offered)
+                        + missing);
         return 0;
     }
 }

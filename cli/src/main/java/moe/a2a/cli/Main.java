@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.time.Duration;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.Transports;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -57,7 +58,7 @@ public final class Main {
         Main main = new Main();
         return new CommandLine(main)
                 .setCaseInsensitiveEnumValuesAllowed(true)
-                .registerConverter(Transport.class, text -> Transport.parse("transport", text))
+                .registerConverter(Transport.class, text -> Transports.parse("transport", text))
                 .registerConverter(Duration.class, new Durations())
                 .setExecutionExceptionHandler(Main::reportFailure)
                 .setExecutionStrategy(

@@ -15,7 +15,7 @@ import moe.a2a.bench.CollectiveCase;
 import moe.a2a.bench.CollectiveReport;
 import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.comm.CollectiveAlgo;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.Transports;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import moe.a2a.v1.BenchEvent;
@@ -180,6 +180,6 @@ final class RemoteBench {
             times.add(new CollectiveTimes(ns, t.getWrong()));
         }
         return CollectiveReport.of(
-                c, Transport.parse("transport", r.getTransport()), times, r.getLinkGbps());
+                c, Transports.parse("transport", r.getTransport()), times, r.getLinkGbps());
     }
 }

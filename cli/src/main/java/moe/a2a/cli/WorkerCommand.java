@@ -4,23 +4,21 @@ import io.grpc.ManagedChannel;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.Hosts;
+import moe.a2a.comm.PlaneSettings;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.tcp.DataPlaneTls;
-import moe.a2a.comm.tcp.TcpTransport;
+import moe.a2a.comm.TransportProvider;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.control.security.TlsFiles;
-import moe.a2a.gpu.GpuProbe;
 import moe.a2a.kernels.RowKernels;
 import moe.a2a.metrics.MetricsEndpoint;
-import moe.a2a.worker.DataPlane;
-import moe.a2a.worker.NcclDataPlane;
-import moe.a2a.worker.ShmDataPlane;
-import moe.a2a.worker.TcpDataPlane;
 import moe.a2a.worker.WorkerAgent;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -35,7 +33,10 @@ import picocli.CommandLine.Option;
                 "Run one rank: join the control plane, load this rank's experts, exchange tokens with the other workers.")
 final class WorkerCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerCommand.class);
-    private static final String AUTO = "auto";
+    static final String AUTO = "auto";
+
+    /** Where host-memory data planes map their files unless --shm-dir says otherwise. */
+    static final String DEFAULT_SHM_DIR = "/dev/shm";
 
     @Option(
             names = "--control-plane",
@@ -53,7 +54,7 @@ final class WorkerCommand implements Callable<Integer> {
 
     @Option(
             names = "--shm-dir",
-            defaultValue = "/dev/shm",
+            defaultValue = DEFAULT_SHM_DIR,
             description =
                     "Directory (a tmpfs) for the shared-memory data plane's files; the workers of an shm group must share it (default: ${DEFAULT-VALUE}).")
     Path shmDir;
@@ -114,7 +115,7 @@ final class WorkerCommand implements Callable<Integer> {
      * Mutual TLS between workers when the worker has TLS: the certificate it presents to the
      * cluster port, and the cluster's authority.
      */
-    private DataPlaneTls dataPlaneTls() {
+    private PlaneSettings.@Nullable TlsKeys dataPlaneTls() {
         TlsFiles files = connection.tlsFiles();
         if (files == null) {
             return null;
@@ -130,53 +131,35 @@ final class WorkerCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        // null: auto
-        Transport transport =
-                transportChoice.equalsIgnoreCase(AUTO)
-                        ? null
-                        : Transport.parse("--transport", transportChoice);
-        if (transport == Transport.LOCAL) {
-            throw new IllegalArgumentException(
-                    "--transport: local (expected: auto, tcp, shm or nccl; serve runs the local"
-                            + " transport)");
-        }
-        DataPlaneTls dataTls = dataPlaneTls();
-        List<Transport> offered = new ArrayList<>();
-        String probeLine = "";
-        String shmUnusable = null;
-        if (transport == null || transport == Transport.SHM) {
-            shmUnusable = ShmDataPlane.unusable(shmDir);
-            if (transport == Transport.SHM && shmUnusable != null) {
-                System.err.println("--transport shm: --shm-dir: " + shmUnusable);
-                return 2;
+        List<TransportProvider> offerable = OfferedTransports.offerable();
+        TransportProvider chosen = null; // null: auto
+        if (!transportChoice.equalsIgnoreCase(AUTO)) {
+            Transport transport = Transports.parse("--transport", transportChoice);
+            if (Transports.reach(transport) == TransportReach.THREADS) {
+                throw new IllegalArgumentException(
+                        "--transport: "
+                                + transport
+                                + " (expected: "
+                                + OfferedTransports.choices(offerable)
+                                + "; serve runs the "
+                                + transport
+                                + " transport)");
             }
+            chosen = Transports.provider(transport);
         }
-        if (transport == null || transport == Transport.NCCL) {
-            GpuProbe.Result probe = gpu.probe();
-            probeLine = probe.describe();
-            if (transport == Transport.NCCL && !probe.usable()) {
-                System.err.println("--transport nccl: " + probeLine);
-                return 2;
-            }
-            if (probe.usable()) {
-                offered.add(Transport.NCCL);
-            }
-            LOG.info("GPU probe: {}", probeLine);
-        }
-        if ((transport == null || transport == Transport.SHM) && shmUnusable == null) {
-            offered.add(0, Transport.SHM);
-        }
-        if (transport == null || transport == Transport.TCP) {
-            offered.add(0, Transport.TCP);
-        }
-        if (transport == null) {
-            LOG.info(
-                    "--transport auto: offering {} to the control plane{}{}",
-                    offered,
-                    offered.contains(Transport.NCCL)
-                            ? ""
-                            : " (no GPU data plane here, see the probe above)",
-                    shmUnusable == null ? "" : " (no shm: --shm-dir " + shmUnusable + ")");
+        PlaneSettings settings =
+                new PlaneSettings(
+                        dataHost,
+                        dataPort,
+                        dataPlaneTls(),
+                        shmDir,
+                        device,
+                        gpu.cudaLibDir,
+                        gpu.ncclLibDir);
+        OfferedTransports offer = OfferedTransports.probe(chosen, offerable, settings);
+        if (offer.refusal() != null) {
+            System.err.println(offer.refusal());
+            return 2;
         }
         String id =
                 workerId != null
@@ -184,29 +167,17 @@ final class WorkerCommand implements Callable<Integer> {
                         : "worker-" + UUID.randomUUID().toString().substring(0, 8);
         PrometheusMeterRegistry registry = ServerOptions.registry("worker");
         MetricsEndpoint metrics = ServerOptions.metrics(registry, "0.0.0.0", metricsPort);
-        try (TcpTransport tcp = new TcpTransport(2)) {
+        try (OfferedTransports.Planes planes = offer.open(settings)) {
             LOG.info(
-                    "moe-a2a worker {}: controlPlane={} transports={} (tcp: {}) dataHost={} dataPort={}"
+                    "moe-a2a worker {}: controlPlane={} transports={}{} dataHost={} dataPort={}"
                             + " kernels={}",
                     id,
                     controlPlane,
-                    offered,
-                    tcp.description(),
+                    offer.transports(),
+                    planes.descriptions(),
                     dataHost,
                     dataPort,
                     RowKernels.implementation());
-            List<DataPlane> planes = new ArrayList<>();
-            if (offered.contains(Transport.TCP)) {
-                planes.add(new TcpDataPlane(tcp, dataHost, dataPort, dataTls));
-            }
-            if (offered.contains(Transport.SHM)) {
-                ShmDataPlane shm = new ShmDataPlane(shmDir);
-                LOG.info("shm: directory {}, domain {}", shmDir, shm.domain());
-                planes.add(shm);
-            }
-            if (offered.contains(Transport.NCCL)) {
-                planes.add(NcclDataPlane.onDevice(device));
-            }
             ManagedChannel channel = connection.open(controlPlane);
             WorkerAgent agent =
                     new WorkerAgent(
@@ -217,9 +188,9 @@ final class WorkerCommand implements Callable<Integer> {
                                     expectModel,
                                     rejoinTimeout,
                                     Duration.ofMillis(500),
-                                    probeLine,
-                                    ShmDataPlane.hostName()),
-                            planes,
+                                    offer.deviceProbe(),
+                                    Hosts.localName()),
+                            planes.all(),
                             registry);
             // a requested stop is not a failure: leave the group, then exit 0
             Runtime.getRuntime()

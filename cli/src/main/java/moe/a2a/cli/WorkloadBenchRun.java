@@ -9,6 +9,8 @@ import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.RowKernels;
@@ -42,7 +44,8 @@ final class WorkloadBenchRun {
                 cores,
                 RowKernels.implementation());
         double loopback = 0;
-        if (options.transports.contains(Transport.TCP)) {
+        if (options.transports.stream()
+                .anyMatch(t -> Transports.reach(t) == TransportReach.NETWORK)) {
             loopback = MachineLimits.loopbackTcpGbps(4L << 30);
             System.out.printf(Locale.ROOT, "loopback TCP, one socket pair: %.2f GB/s%n", loopback);
         }

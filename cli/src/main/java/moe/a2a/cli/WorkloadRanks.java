@@ -6,6 +6,8 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.workload.BenchWorkload;
 
@@ -20,7 +22,7 @@ record WorkloadRanks(
     /** Every rank's times for one run of {@code w} on {@code transport}. */
     List<RankTimes> run(BenchWorkload w, Transport transport, int warmup, int iters)
             throws Exception {
-        return transport == Transport.LOCAL
+        return Transports.reach(transport) == TransportReach.THREADS
                 ? LocalBenchRanks.run(
                         w, scope, warmup, iters, dispatchDType, redundantExperts, expertFfn)
                 : runProcesses(w, transport, warmup, iters);

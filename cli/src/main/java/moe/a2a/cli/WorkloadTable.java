@@ -4,6 +4,8 @@ import java.util.Locale;
 import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.metrics.Imbalance;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
@@ -74,7 +76,7 @@ final class WorkloadTable {
                 r.totalP50Us() / r.copyBoundUs(),
                 r.barrierP50Us(),
                 r.ok() ? "ok" : "FAIL");
-        if (transport == Transport.TCP) {
+        if (Transports.reach(transport) == TransportReach.NETWORK) {
             System.out.printf(
                     Locale.ROOT,
                     "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",

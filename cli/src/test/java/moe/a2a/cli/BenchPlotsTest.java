@@ -9,7 +9,7 @@ import javax.imageio.ImageIO;
 import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.RankTimes;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.local.LocalTransportProvider;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import org.junit.jupiter.api.Test;
@@ -31,7 +31,7 @@ class BenchPlotsTest {
         BenchReport report =
                 BenchReport.of(
                         w,
-                        Transport.LOCAL,
+                        LocalTransportProvider.LOCAL,
                         BenchScope.DISPATCHER,
                         rows,
                         List.of(times, times),

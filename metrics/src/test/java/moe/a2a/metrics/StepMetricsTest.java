@@ -9,7 +9,7 @@ import java.util.concurrent.CompletionException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.local.LocalTransportProvider;
 import moe.a2a.dispatch.Placement;
 import org.junit.jupiter.api.Test;
 
@@ -18,7 +18,8 @@ class StepMetricsTest {
     @Test
     void shouldExposeDocumentedSeriesWhenStepsAreRecorded() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        StepMetrics metrics = new StepMetrics(registry, new int[] {0, 1}, 4, 2, Transport.LOCAL);
+        StepMetrics metrics =
+                new StepMetrics(registry, new int[] {0, 1}, 4, 2, LocalTransportProvider.LOCAL);
         new ClusterMetrics(4, () -> 3, () -> 1, () -> 2, () -> 1).bindTo(registry);
         new QueueMetrics(() -> 5, () -> 321).bindTo(registry);
         // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1

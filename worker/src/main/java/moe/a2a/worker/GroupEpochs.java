@@ -4,8 +4,11 @@ import java.util.Arrays;
 import moe.a2a.bench.BenchTaskCodec;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.SparseCommunicator;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
+import moe.a2a.protocol.PlaneCodec;
 import moe.a2a.protocol.TaskCodec;
 import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Bound;
@@ -48,7 +51,7 @@ final class GroupEpochs {
     void prepare(PrepareGroup prepare, SessionSender sender) {
         drop("new group epoch " + prepare.getEpoch());
         if (!prepare.getTransport().isEmpty()) {
-            planes.useForEpoch(Transport.parse("prepare.transport", prepare.getTransport()));
+            planes.useForEpoch(Transports.parse("prepare.transport", prepare.getTransport()));
         }
         int rank = assignment.rank();
         int worldSize = assignment.worldSize();
@@ -64,14 +67,17 @@ final class GroupEpochs {
             }
             acrossHosts =
                     new HostGroupsPlane(
-                            offered(Transport.TCP, "the rails across hosts"),
-                            offered(Transport.SHM, "the group inside this host"),
+                            offered(TransportReach.NETWORK, "the rails across hosts"),
+                            offered(TransportReach.HOST, "the group inside this host"),
                             prepare,
                             rank,
                             worldSize);
             bound = acrossHosts.bind(prepare);
         } else if (groupRanks.length == 0) {
-            bound = planes.current().bind(rank, worldSize, prepare);
+            bound =
+                    PlaneCodec.bound(
+                            prepare.getEpoch(),
+                            planes.current().bind(PlaneCodec.epoch(prepare, rank, worldSize)));
         } else {
             int member = Arrays.binarySearch(groupRanks, rank);
             if (member < 0) {
@@ -82,21 +88,27 @@ final class GroupEpochs {
                                 + rank
                                 + ")");
             }
-            bound = planes.current().bind(member, groupRanks.length, prepare);
+            bound =
+                    PlaneCodec.bound(
+                            prepare.getEpoch(),
+                            planes.current()
+                                    .bind(PlaneCodec.epoch(prepare, member, groupRanks.length)));
         }
         boundEpoch = prepare.getEpoch();
         sender.send(WorkerMessage.newBuilder().setBound(bound).build());
     }
 
-    /** The data plane of {@code transport} that this worker offered, needed for {@code what}. */
-    private DataPlane offered(Transport transport, String what) {
-        DataPlane offered = planes.get(transport);
+    /** The data plane of {@code reach} that this worker offered, needed for {@code what}. */
+    private DataPlane offered(TransportReach reach, String what) {
+        DataPlane offered = planes.of(reach);
         if (offered == null) {
             throw new A2aException(
                     "prepare.member_hosts: a group across hosts runs "
                             + what
                             + " over "
-                            + transport
+                            + Transports.first(reach)
+                                    .map(p -> p.transport().label())
+                                    .orElse(reach.name())
                             + " (this worker offered "
                             + planes.transports()
                             + ")");
@@ -119,7 +131,7 @@ final class GroupEpochs {
             formed = acrossHosts.form(form);
             acrossHosts = null;
         } else {
-            Communicator comm = planes.current().form(form);
+            Communicator comm = planes.current().form(PlaneCodec.peers(form));
             if (groupRanks.length > 0) {
                 comm = new SparseCommunicator(comm, groupRanks, assignment.worldSize());
             }

@@ -1,18 +1,25 @@
 package moe.a2a.worker;
 
+import java.util.ArrayList;
+import java.util.List;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.DataPlane;
+import moe.a2a.comm.GroupEpoch;
+import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.PlaneBinding;
 import moe.a2a.dispatch.HostTopology;
+import moe.a2a.protocol.PlaneCodec;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.PrepareGroup;
 
 /**
- * How a worker joins a group across hosts ({@code PrepareGroup.member_hosts}): its rail over tcp
- * (rank: its host; size: the hosts) and its host group over shm (rank: its local index; size: the
- * host's ranks), bound and formed together. Each rail and each host group gets a group id of its
- * own, derived from the epoch's, so that a connection or file of one never passes for another's.
- * Used by the worker's data-plane thread only.
+ * How a worker joins a group across hosts ({@code PrepareGroup.member_hosts}): its rail over its
+ * network data plane (rank: its host; size: the hosts) and its host group over its host-memory one
+ * (rank: its local index; size: the host's ranks), bound and formed together. Each rail and each
+ * host group gets a group id of its own, derived from the epoch's, so that a connection or file of
+ * one never passes for another's. Used by the worker's data-plane thread only.
  */
 final class HostGroupsPlane {
     /** Spreads the salts of {@link #groupId} over the whole id. */
@@ -24,8 +31,8 @@ final class HostGroupsPlane {
     private final int rank;
 
     /**
-     * @param rail the worker's tcp data plane
-     * @param host the worker's shm data plane
+     * @param rail the worker's network data plane ({@link moe.a2a.comm.TransportReach#NETWORK})
+     * @param host the worker's host-memory data plane ({@link moe.a2a.comm.TransportReach#HOST})
      * @throws IllegalArgumentException naming {@code prepare.member_hosts} when it is not a
      *     topology of {@code worldSize} ranks
      */
@@ -58,21 +65,17 @@ final class HostGroupsPlane {
     Bound bind(PrepareGroup prepare) {
         int g = topology.host(rank);
         int l = topology.local(rank);
-        Bound bound =
-                rail.bind(
-                        g,
-                        topology.hosts(),
-                        prepare.toBuilder().setGroupId(groupId(prepare, 2L * l + 1)).build());
+        GroupEpoch epoch = PlaneCodec.epoch(prepare, rank, topology.worldSize());
+        PlaneBinding bound =
+                rail.bind(epoch.as(g, topology.hosts()).withGroupId(groupId(prepare, 2L * l + 1)));
         try {
             host.bind(
-                    l,
-                    topology.ranksPerHost(),
-                    prepare.toBuilder().setGroupId(groupId(prepare, 2L * g + 2)).build());
+                    epoch.as(l, topology.ranksPerHost()).withGroupId(groupId(prepare, 2L * g + 2)));
         } catch (RuntimeException e) {
             rail.drop();
             throw e;
         }
-        return bound;
+        return PlaneCodec.bound(prepare.getEpoch(), bound);
     }
 
     /** Connects the rail to the rail addresses among {@code form}'s peers, then the host group. */
@@ -86,19 +89,20 @@ final class HostGroupsPlane {
                             + ", one rail address per rank)");
         }
         int l = topology.local(rank);
-        FormGroup.Builder railForm = FormGroup.newBuilder().setEpoch(form.getEpoch());
+        List<String> railPeers = new ArrayList<>();
         for (int g = 0; g < topology.hosts(); g++) {
-            railForm.addPeers(form.getPeers(topology.rank(g, l)));
+            railPeers.add(form.getPeers(topology.rank(g, l)));
         }
+        GroupPeers peers = PlaneCodec.peers(form);
         Communicator railComm;
         try {
-            railComm = rail.form(railForm.build());
+            railComm = rail.form(new GroupPeers(peers.epoch(), railPeers, peers.groupToken()));
         } catch (RuntimeException e) {
             host.drop();
             throw e;
         }
         try {
-            return new FormedGroup(railComm, host.form(form), topology);
+            return new FormedGroup(railComm, host.form(peers), topology);
         } catch (RuntimeException e) {
             railComm.abort(e);
             railComm.close();

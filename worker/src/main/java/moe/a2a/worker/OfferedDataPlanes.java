@@ -1,10 +1,14 @@
 package moe.a2a.worker;
 
-import java.util.EnumMap;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Set;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.v1.Join;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -19,27 +23,42 @@ import org.slf4j.LoggerFactory;
 final class OfferedDataPlanes {
     private static final Logger LOG = LoggerFactory.getLogger(OfferedDataPlanes.class);
 
-    private final EnumMap<Transport, DataPlane> offered = new EnumMap<>(Transport.class);
+    private final LinkedHashMap<Transport, DataPlane> offered = new LinkedHashMap<>();
 
     /** Null until the control plane accepts this worker. */
     private DataPlane current;
 
     OfferedDataPlanes(List<DataPlane> dataPlanes) {
-        for (DataPlane plane : dataPlanes) {
-            offered.put(plane.transport(), plane);
-        }
+        dataPlanes.stream()
+                .sorted(Comparator.comparingInt(p -> Transports.provider(p.transport()).order()))
+                .forEach(plane -> offered.put(plane.transport(), plane));
     }
 
-    /** The transports offered, in the order of {@link Transport}. */
+    /** The transports offered, in their providers' order. */
     Set<Transport> transports() {
         return offered.keySet();
     }
 
-    /** Adds each offered plane's own details to {@code join}. */
+    /**
+     * Adds to {@code join} the memory domain (and its directory) of the plane whose ranks share a
+     * host's memory, when one is offered: the control plane groups such workers by it.
+     */
     void describe(Join.Builder join) {
         for (DataPlane plane : offered.values()) {
-            plane.describe(join);
+            if (Transports.reach(plane.transport()) == TransportReach.HOST) {
+                join.setShmDomain(plane.domain()).setShmDirectory(plane.description());
+            }
         }
+    }
+
+    /** The offered plane whose ranks may be as {@code reach} says, or null if none is. */
+    @Nullable DataPlane of(TransportReach reach) {
+        for (DataPlane plane : offered.values()) {
+            if (Transports.reach(plane.transport()) == reach) {
+                return plane;
+            }
+        }
+        return null;
     }
 
     /** The offered plane of {@code transport}, or null if this worker did not offer it. */
@@ -53,14 +72,14 @@ final class OfferedDataPlanes {
     }
 
     /**
-     * Runs the rank on the plane named in {@code accepted.transport} (tcp when empty, as an older
-     * control plane sends it); returns that plane's transport.
+     * Runs the rank on the plane named in {@code accepted.transport} (the network transport when
+     * empty, as an older control plane sends it); returns that plane's transport.
      */
     Transport accept(String acceptedTransport) {
         Transport transport =
                 acceptedTransport.isEmpty()
-                        ? Transport.TCP
-                        : Transport.parse("accepted.transport", acceptedTransport);
+                        ? Transports.require(TransportReach.NETWORK).transport()
+                        : Transports.parse("accepted.transport", acceptedTransport);
         DataPlane chosen = require("accepted.transport", transport);
         if (current != chosen) {
             LOG.info(
@@ -74,16 +93,17 @@ final class OfferedDataPlanes {
 
     /**
      * Runs this epoch's group over {@code transport} (a control plane on --transport auto picks it
-     * per epoch). The rank's runtime stays: tcp and shm share the CPU one, so only a switch between
-     * them is possible without loading again.
+     * per epoch). The rank's runtime stays: the planes of host memory share the CPU one, so a
+     * switch to or from a device's plane would need loading again, and is refused.
      */
     void useForEpoch(Transport transport) {
-        if (current != null && current.transport() == transport) {
+        if (current != null && current.transport().equals(transport)) {
             return;
         }
         DataPlane chosen = require("prepare.transport", transport);
         if (current != null
-                && (transport == Transport.NCCL || current.transport() == Transport.NCCL)) {
+                && (Transports.reach(transport) == TransportReach.DEVICES
+                        || Transports.reach(current.transport()) == TransportReach.DEVICES)) {
             throw new A2aException(
                     "prepare.transport: "
                             + transport

@@ -7,9 +7,11 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.CpuRankRuntime;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.gpu.GpuRankRuntime;
 import moe.a2a.metrics.StepMetrics;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.Accepted;
@@ -90,7 +92,7 @@ final class RankAssignment {
         for (PlacementSpec p : accepted.getPlacementsList()) {
             placements.add(PlacementCodec.decode(p, model.experts(), worldSize));
         }
-        RankRuntime runtime = planes.current().runtime(model, weights, placements.get(0), rank);
+        RankRuntime runtime = runtime(model, weights, placements.get(0), planes.current().device());
         // A layer the coordinator has rebalanced since the start differs from layer 0's placement.
         for (int layer = 1; layer < placements.size(); layer++) {
             if (!placements.get(layer).sameSlots(placements.get(0))
@@ -119,6 +121,17 @@ final class RankAssignment {
                 weights.description(),
                 placements.get(0).version(),
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+    }
+
+    /**
+     * The runtime of this rank: on {@code device} when its data plane keeps rows there, else on the
+     * host.
+     */
+    private RankRuntime runtime(
+            ModelConfig model, WeightSource weights, Placement placement, int device) {
+        return device >= 0
+                ? new GpuRankRuntime(model, weights, placement, rank, device)
+                : new CpuRankRuntime(model, weights, placement, rank);
     }
 
     /**

@@ -10,6 +10,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
+import moe.a2a.comm.DataPlane;
 import moe.a2a.v1.ClusterServiceGrpc;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

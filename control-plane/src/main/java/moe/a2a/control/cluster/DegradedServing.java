@@ -3,7 +3,8 @@ package moe.a2a.control.cluster;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.Placement;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -59,7 +60,7 @@ final class DegradedServing {
      */
     int @Nullable [] degrade(String reason) {
         int[] held = membership.heldRanks();
-        if (formation.transport() == Transport.NCCL || held.length == 0) {
+        if (Transports.reach(formation.transport()) == TransportReach.DEVICES || held.length == 0) {
             return null;
         }
         boolean[] lost = new boolean[worldSize];

@@ -20,6 +20,8 @@ import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.CpuRankRuntime;
@@ -110,7 +112,7 @@ public final class EmbeddedCluster implements RankGroup {
 
     @Override
     public Transport transport() {
-        return Transport.LOCAL;
+        return Transports.require(TransportReach.THREADS).transport();
     }
 
     @Override

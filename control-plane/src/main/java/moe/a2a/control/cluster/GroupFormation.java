@@ -6,6 +6,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.v1.AbortGroup;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ControlMessage;
@@ -43,7 +45,7 @@ final class GroupFormation {
     private long formStartNanos;
 
     /** The data plane of this epoch's group. */
-    private GroupPlan plan = GroupPlan.flat(Transport.TCP, "before the first epoch");
+    private GroupPlan plan = GroupPlan.flat(TransportPolicy.network(), "before the first epoch");
 
     GroupFormation(Membership members, int worldSize, long exchangeTimeoutNs) {
         this.members = members;
@@ -105,7 +107,7 @@ final class GroupFormation {
         if (epoch == 0 || b.getEpoch() != epoch || bound[rank] != null) {
             return null;
         }
-        if (plan.transport() == Transport.NCCL && rank == 0) {
+        if (Transports.reach(plan.transport()) == TransportReach.DEVICES && rank == 0) {
             if (b.getNcclUniqueId().size() != NCCL_UNIQUE_ID_BYTES) {
                 return "rank 0's bound.nccl_unique_id: "
                         + b.getNcclUniqueId().size()

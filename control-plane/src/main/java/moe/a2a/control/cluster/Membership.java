@@ -5,11 +5,13 @@ import io.grpc.StatusException;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.EnumSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.Accepted;
@@ -32,10 +34,11 @@ final class Membership {
     private final @Nullable WorkerSession[] ranks;
 
     /**
-     * Under auto: whether the cluster's workers run on GPUs (over NCCL). The first worker to join a
-     * cluster that holds no rank decides: it does when it offers nccl.
+     * Under auto: the device transport the cluster's workers run on GPUs over (NCCL), or null when
+     * they run on CPUs. The first worker to join a cluster that holds no rank decides: they run on
+     * GPUs when it offers a transport of {@link TransportReach#DEVICES}.
      */
-    private boolean onGpus;
+    private @Nullable Transport onDevices;
 
     Membership(
             ModelSpec spec,
@@ -76,7 +79,11 @@ final class Membership {
         }
         Set<Transport> offered = offered(join);
         if (policy.auto() && heldRanks().length == 0) {
-            onGpus = offered.contains(Transport.NCCL);
+            onDevices =
+                    offered.stream()
+                            .filter(t -> Transports.reach(t) == TransportReach.DEVICES)
+                            .findFirst()
+                            .orElse(null);
         }
         Transport required = required();
         if (!offered.contains(required)) {
@@ -88,7 +95,7 @@ final class Membership {
                                     + required
                                     + (!policy.auto()
                                             ? ", this cluster's data plane"
-                                            : onGpus
+                                            : onDevices != null
                                                     ? ", this cluster's data plane: it runs"
                                                             + " --transport auto and its workers"
                                                             + " are on GPUs"
@@ -100,7 +107,7 @@ final class Membership {
                                             : "; the worker's GPU probe: " + join.getGpuProbe()))
                     .asException();
         }
-        if (required == Transport.SHM) {
+        if (Transports.reach(required) == TransportReach.HOST) {
             checkSameShmDomain(join);
         }
         int rank = freeRank(join.getPreferredRank());
@@ -116,7 +123,9 @@ final class Membership {
                         rank,
                         offered,
                         join.getHost(),
-                        offered.contains(Transport.SHM) ? join.getShmDomain() : "",
+                        WorkerSession.offers(offered, TransportReach.HOST)
+                                ? join.getShmDomain()
+                                : "",
                         out);
         ranks[rank] = session;
         session.send(
@@ -142,14 +151,17 @@ final class Membership {
         return session;
     }
 
-    /** What {@code join} offers; none listed means tcp alone. Unknown labels are ignored. */
+    /**
+     * What {@code join} offers; none listed means the network transport alone. Labels of no
+     * transport on this class path are ignored.
+     */
     private static Set<Transport> offered(Join join) {
-        Set<Transport> offered = EnumSet.noneOf(Transport.class);
+        Set<Transport> offered = new LinkedHashSet<>();
         if (join.getTransportsCount() == 0) {
-            offered.add(Transport.TCP);
+            offered.add(TransportPolicy.network());
         }
         for (String label : join.getTransportsList()) {
-            for (Transport t : Transport.values()) {
+            for (Transport t : Transports.transports(Transports.all())) {
                 if (t.label().equalsIgnoreCase(label)) {
                     offered.add(t);
                 }
@@ -204,15 +216,16 @@ final class Membership {
      * group would run if it formed with the sessions held now.
      */
     private Transport expected(WorkerSession session) {
-        if (!policy.auto() || onGpus) {
+        if (!policy.auto() || onDevices != null) {
             return required();
         }
-        return pick(heldRanks()) == Transport.SHM ? Transport.SHM : Transport.TCP;
+        Transport picked = pick(heldRanks());
+        return Transports.reach(picked) == TransportReach.HOST ? picked : TransportPolicy.network();
     }
 
     /** What a worker must offer to be admitted: the fixed transport; under auto nccl on GPUs. */
     private Transport required() {
-        return policy.auto() && onGpus ? Transport.NCCL : policy.required();
+        return policy.auto() && onDevices != null ? onDevices : policy.required();
     }
 
     /**
@@ -234,9 +247,9 @@ final class Membership {
         if (!policy.auto()) {
             return GroupPlan.flat(policy.required(), "--transport " + policy.required());
         }
-        if (onGpus) {
+        if (onDevices != null) {
             return GroupPlan.flat(
-                    Transport.NCCL,
+                    onDevices,
                     "auto: the workers are on GPUs (the first to join offered nccl, as every"
                             + " member must)");
         }
@@ -246,7 +259,7 @@ final class Membership {
             WorkerSession s = ranks[members[i]];
             if (s == null || !s.offersShm()) {
                 return GroupPlan.flat(
-                        Transport.TCP, whyTcp(members, "not every member offers shm"));
+                        TransportPolicy.network(), whyTcp(members, "not every member offers shm"));
             }
             int d = domains.indexOf(s.shmDomain);
             if (d < 0) {
@@ -257,7 +270,7 @@ final class Membership {
         }
         if (domains.size() == 1) {
             return GroupPlan.flat(
-                    Transport.SHM,
+                    Transports.require(TransportReach.HOST).transport(),
                     "auto: every member on " + ranks[members[0]].hostName() + ", one shm domain");
         }
         int[] count = new int[domains.size()];
@@ -275,10 +288,11 @@ final class Membership {
             blocker = "dispatch dtype " + spec.getDispatchDtype();
         }
         if (blocker != null) {
-            return GroupPlan.flat(Transport.TCP, whyTcp(members, "not across hosts: " + blocker));
+            return GroupPlan.flat(
+                    TransportPolicy.network(), whyTcp(members, "not across hosts: " + blocker));
         }
         return new GroupPlan(
-                Transport.TCP,
+                TransportPolicy.network(),
                 hostOf,
                 "auto: "
                         + domains.size()

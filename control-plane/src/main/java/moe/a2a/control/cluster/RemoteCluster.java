@@ -4,9 +4,7 @@ import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
-import java.util.EnumSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -17,6 +15,7 @@ import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
@@ -53,9 +52,9 @@ import moe.a2a.workload.BenchWorkload;
  * thread, outside the lock.
  */
 public final class RemoteCluster implements RankGroup {
-    /** The data planes worker processes can run. */
-    public static final Set<Transport> TRANSPORTS =
-            EnumSet.of(Transport.TCP, Transport.SHM, Transport.NCCL);
+    /** The data planes worker processes can run: every transport on the class path but threads. */
+    public static final List<Transport> TRANSPORTS =
+            Transports.transports(Transports.betweenProcesses());
 
     private final ModelConfig model;
     private final TransportPolicy policy;

@@ -3,6 +3,8 @@ package moe.a2a.control.cluster;
 import java.util.ArrayList;
 import java.util.List;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -28,7 +30,7 @@ public record TransportPolicy(@Nullable Transport fixed) {
                     "transport: "
                             + fixed
                             + " (expected: one of "
-                            + Transport.labels(RemoteCluster.TRANSPORTS.toArray(Transport[]::new))
+                            + Transport.labels(RemoteCluster.TRANSPORTS)
                             + ")");
         }
     }
@@ -49,7 +51,7 @@ public record TransportPolicy(@Nullable Transport fixed) {
         }
         Transport t;
         try {
-            t = Transport.parse(field, text);
+            t = Transports.parse(field, text);
         } catch (IllegalArgumentException e) {
             t = null;
         }
@@ -78,11 +80,17 @@ public record TransportPolicy(@Nullable Transport fixed) {
     }
 
     /**
-     * The transport a worker must offer to be admitted: the fixed one; tcp under auto (nccl once
-     * the cluster's workers are on GPUs, which {@code Membership} decides).
+     * The transport a worker must offer to be admitted: the fixed one; the network transport under
+     * auto (the device transport once the cluster's workers are on GPUs, which {@code Membership}
+     * decides).
      */
     Transport required() {
-        return fixed != null ? fixed : Transport.TCP;
+        return fixed != null ? fixed : network();
+    }
+
+    /** The transport between processes on any hosts: what auto falls back to. */
+    static Transport network() {
+        return Transports.require(TransportReach.NETWORK).transport();
     }
 
     public String label() {

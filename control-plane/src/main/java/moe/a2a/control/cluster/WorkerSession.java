@@ -4,6 +4,8 @@ import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.util.Set;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.v1.ControlMessage;
 
 /**
@@ -45,7 +47,12 @@ final class WorkerSession {
 
     /** Whether the worker can exchange through shared memory with others of its domain. */
     boolean offersShm() {
-        return offered.contains(Transport.SHM) && !shmDomain.isEmpty();
+        return offers(offered, TransportReach.HOST) && !shmDomain.isEmpty();
+    }
+
+    /** Whether {@code offered} holds a transport of {@code reach}. */
+    static boolean offers(Set<Transport> offered, TransportReach reach) {
+        return offered.stream().anyMatch(t -> Transports.reach(t) == reach);
     }
 
     /** Its host name, or "an unnamed host". */

@@ -19,6 +19,8 @@ import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.StepScheduler;
 import moe.a2a.kernels.DType;
@@ -159,7 +161,7 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
                                             .setTotal(cases.size()))
                             .build());
             double link =
-                    transport == Transport.LOCAL
+                    Transports.reach(transport) == TransportReach.THREADS
                             ? links.computeIfAbsent(
                                     c.bytes(), b -> MachineLimits.copyGbps((int) (long) b))
                             : 0;

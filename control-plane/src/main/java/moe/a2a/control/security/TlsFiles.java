@@ -15,7 +15,7 @@ import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.comm.tcp.DataPlaneTls;
+import moe.a2a.comm.PlaneSettings;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -136,17 +136,16 @@ public final class TlsFiles implements AutoCloseable {
         return b.build();
     }
 
-    /** Mutual TLS for the data plane: this certificate, peers signed by the authority. */
-    public DataPlaneTls dataPlane() {
+    /**
+     * Mutual TLS for the data plane: this certificate, peers signed by the authority (both reloaded
+     * when their files change).
+     */
+    public PlaneSettings.TlsKeys dataPlane() {
         if (keys == null || authority == null) {
             throw new IllegalStateException(
                     "data-plane TLS needs --tls-cert, --tls-key and --tls-ca");
         }
-        try {
-            return DataPlaneTls.of(keys, trust(Verification.CERTIFICATE_ONLY_VERIFICATION));
-        } catch (IOException e) {
-            throw new IllegalArgumentException("data-plane TLS: " + e.getMessage(), e);
-        }
+        return new PlaneSettings.TlsKeys(keys, trust(Verification.CERTIFICATE_ONLY_VERIFICATION));
     }
 
     private AdvancedTlsX509TrustManager trust(Verification verification) {

@@ -7,7 +7,7 @@ import io.grpc.stub.StreamObserver;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.tcp.TcpTransportProvider;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Heartbeat;
@@ -28,7 +28,7 @@ class ClusterMembershipTest {
 
     @BeforeEach
     void start() throws Exception {
-        fixture = new InProcessCluster(Transport.TCP);
+        fixture = new InProcessCluster(TcpTransportProvider.TCP);
         cluster = fixture.cluster;
     }
 

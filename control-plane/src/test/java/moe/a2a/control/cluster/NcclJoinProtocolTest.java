@@ -6,7 +6,7 @@ import com.google.protobuf.ByteString;
 import io.grpc.Status;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.control.cluster.ClusterMembershipTest.Session;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ControlMessage;
@@ -27,7 +27,7 @@ class NcclJoinProtocolTest {
 
     @BeforeEach
     void start() throws Exception {
-        fixture = new InProcessCluster(Transport.NCCL);
+        fixture = new InProcessCluster(NcclTransportProvider.NCCL);
         cluster = fixture.cluster;
     }
 

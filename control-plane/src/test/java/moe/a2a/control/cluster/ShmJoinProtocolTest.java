@@ -4,7 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.Status;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.shm.ShmTransportProvider;
+import moe.a2a.comm.tcp.TcpTransportProvider;
 import moe.a2a.control.cluster.ClusterMembershipTest.Session;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ControlMessage;
@@ -53,7 +54,7 @@ class ShmJoinProtocolTest {
                 Thread.sleep(10);
             }
             assertThat(fixture.cluster.healthy()).isEqualTo(2);
-            assertThat(fixture.cluster.transport()).isEqualTo(Transport.SHM);
+            assertThat(fixture.cluster.transport()).isEqualTo(ShmTransportProvider.SHM);
         }
     }
 
@@ -68,7 +69,7 @@ class ShmJoinProtocolTest {
                     .isEqualTo("tcp");
             assertThat(a.next().getPrepare().getTransport()).isEqualTo("tcp");
             assertThat(b.next().getPrepare().getTransport()).isEqualTo("tcp");
-            assertThat(fixture.cluster.transport()).isEqualTo(Transport.TCP);
+            assertThat(fixture.cluster.transport()).isEqualTo(TcpTransportProvider.TCP);
         }
     }
 
@@ -116,7 +117,7 @@ class ShmJoinProtocolTest {
                 Thread.sleep(10);
             }
             assertThat(fixture.cluster.healthy()).isEqualTo(4);
-            assertThat(fixture.cluster.transport()).isEqualTo(Transport.TCP);
+            assertThat(fixture.cluster.transport()).isEqualTo(TcpTransportProvider.TCP);
             assertThat(fixture.cluster.hosts()).isEqualTo(2);
         }
     }
@@ -188,7 +189,7 @@ class ShmJoinProtocolTest {
 
     @Test
     void shmShouldRefuseWorkerOnAnotherHostNamingBoth() throws Exception {
-        try (InProcessCluster fixture = new InProcessCluster(Transport.SHM)) {
+        try (InProcessCluster fixture = new InProcessCluster(ShmTransportProvider.SHM)) {
             Session a = join(fixture, "a", 0, "box-1", HOST_A, true);
             assertThat(a.next().getAccepted().getTransport()).isEqualTo("shm");
             Session b = join(fixture, "b", 1, "box-2", HOST_B, true);
@@ -208,7 +209,7 @@ class ShmJoinProtocolTest {
 
     @Test
     void shmShouldRefuseWorkerThatDoesNotOfferIt() throws Exception {
-        try (InProcessCluster fixture = new InProcessCluster(Transport.SHM)) {
+        try (InProcessCluster fixture = new InProcessCluster(ShmTransportProvider.SHM)) {
             Session a = join(fixture, "a", 0, "box-1", "", false);
             Status refused = a.end.get(5, TimeUnit.SECONDS);
             assertThat(refused.getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);

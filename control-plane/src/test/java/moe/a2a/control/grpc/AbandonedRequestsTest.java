@@ -17,7 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.local.LocalTransportProvider;
 import moe.a2a.control.cluster.EmbeddedCluster;
 import moe.a2a.control.cluster.ForwardJob;
 import moe.a2a.control.cluster.ForwardOutcome;
@@ -48,14 +48,21 @@ class AbandonedRequestsTest {
     final SeededWeights weights = new SeededWeights(3, E, H, 48, 1);
     final ModelConfig model = new ModelConfig(E, H, 48, K, 1);
     final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    final StepMetrics metrics = new StepMetrics(registry, new int[] {0}, E, 4, Transport.LOCAL);
+    final StepMetrics metrics =
+            new StepMetrics(registry, new int[] {0}, E, 4, LocalTransportProvider.LOCAL);
     final EmbeddedCluster cluster =
             new EmbeddedCluster(model, weights, 4, TimeUnit.SECONDS.toNanos(10));
     final StepScheduler scheduler =
             new StepScheduler(
                     cluster, 64, 16, 1 << 20, 1, 0, metrics, new Rebalancer(cluster, 0, metrics));
     final MoeGrpcService service =
-            new MoeGrpcService(model, weights, cluster.placements(), scheduler, Transport.LOCAL, 0);
+            new MoeGrpcService(
+                    model,
+                    weights,
+                    cluster.placements(),
+                    scheduler,
+                    LocalTransportProvider.LOCAL,
+                    0);
     final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
 
     @AfterEach

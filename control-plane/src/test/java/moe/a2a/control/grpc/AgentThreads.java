@@ -9,8 +9,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
+import moe.a2a.comm.DataPlane;
 import moe.a2a.control.cluster.RemoteCluster;
-import moe.a2a.worker.DataPlane;
 import moe.a2a.worker.WorkerAgent;
 
 /** Worker agents {@code worker-0..N-1}, each on a thread of its own, joining over one channel. */

@@ -12,24 +12,21 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ForwardingCommunicator;
+import moe.a2a.comm.GroupEpoch;
+import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.PlaneBinding;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.tcp.TcpDataPlane;
+import moe.a2a.comm.tcp.TcpTransportProvider;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
-import moe.a2a.dispatch.Placement;
-import moe.a2a.experts.ModelConfig;
-import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
-import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.DType;
-import moe.a2a.v1.Bound;
-import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.ForwardRequest;
-import moe.a2a.v1.PrepareGroup;
-import moe.a2a.worker.DataPlane;
-import moe.a2a.worker.TcpDataPlane;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -44,7 +41,7 @@ class CountMismatchClusterTest {
 
     @Test
     void shouldRebuildTheGroupAfterAPeerSendsOtherCountsThanItAnnounced() throws Exception {
-        RemoteCluster cluster = NcclClusterTest.remoteCluster(Transport.TCP);
+        RemoteCluster cluster = NcclClusterTest.remoteCluster(TcpTransportProvider.TCP);
         AtomicBoolean lie = new AtomicBoolean();
         try (ServedCluster served =
                 ServedCluster.start(
@@ -97,19 +94,13 @@ class CountMismatchClusterTest {
         }
 
         @Override
-        public Bound bind(int rank, int worldSize, PrepareGroup prepare) {
-            return inner.bind(rank, worldSize, prepare);
+        public PlaneBinding bind(GroupEpoch epoch) {
+            return inner.bind(epoch);
         }
 
         @Override
-        public Communicator form(FormGroup form) {
-            return new LyingCommunicator(inner.form(form), lie);
-        }
-
-        @Override
-        public RankRuntime runtime(
-                ModelConfig model, WeightSource weights, Placement placement, int rank) {
-            return inner.runtime(model, weights, placement, rank);
+        public Communicator form(GroupPeers peers) {
+            return new LyingCommunicator(inner.form(peers), lie);
         }
 
         @Override

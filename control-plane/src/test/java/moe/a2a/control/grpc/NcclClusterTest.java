@@ -15,18 +15,17 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.nccl.FakeNcclGroup;
+import moe.a2a.comm.nccl.NcclDataPlane;
+import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
 import moe.a2a.dispatch.Placement;
-import moe.a2a.experts.CpuRankRuntime;
 import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ModelConfig;
-import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
-import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.DType;
 import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.BenchRequest;
@@ -38,7 +37,6 @@ import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.MoeServiceGrpc;
-import moe.a2a.worker.NcclDataPlane;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -71,7 +69,7 @@ class NcclClusterTest {
 
     @Test
     void shouldServeReferenceAnswersWhenWorkersExchangeOverNccl() throws Exception {
-        RemoteCluster cluster = remoteCluster(Transport.NCCL);
+        RemoteCluster cluster = remoteCluster(NcclTransportProvider.NCCL);
         String name = InProcessServerBuilder.generateName();
         String clientName = InProcessServerBuilder.generateName();
         AgentThreads agents = null;
@@ -85,7 +83,7 @@ class NcclClusterTest {
                         new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
                         new SimpleMeterRegistry(),
                         true)) {
-            assertThat(server.group().transport()).isEqualTo(Transport.NCCL);
+            assertThat(server.group().transport()).isEqualTo(NcclTransportProvider.NCCL);
             ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
             agents =
                     new AgentThreads(
@@ -98,7 +96,9 @@ class NcclClusterTest {
                         .containsExactly(madeIds.get(0));
             }
             synchronized (joinedTransports) {
-                assertThat(joinedTransports).hasSize(WORLD).containsOnly(Transport.NCCL);
+                assertThat(joinedTransports)
+                        .hasSize(WORLD)
+                        .containsOnly(NcclTransportProvider.NCCL);
             }
 
             ManagedChannel client = InProcessChannelBuilder.forName(clientName).build();
@@ -240,10 +240,10 @@ class NcclClusterTest {
             }
         }
 
+        /** The ranks run on the CPU. */
         @Override
-        public RankRuntime runtime(
-                ModelConfig model, WeightSource weights, Placement placement, int rank) {
-            return new CpuRankRuntime(model, weights, placement, rank);
+        public int device() {
+            return -1;
         }
     }
 }

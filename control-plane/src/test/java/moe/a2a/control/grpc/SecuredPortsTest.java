@@ -33,8 +33,10 @@ import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocket;
 import javax.net.ssl.TrustManager;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.tcp.DataPlaneTls;
+import moe.a2a.comm.tcp.TcpDataPlane;
 import moe.a2a.comm.tcp.TcpTransport;
+import moe.a2a.comm.tcp.TcpTransportProvider;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
 import moe.a2a.control.security.BearerAuth;
@@ -51,7 +53,6 @@ import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.v1.WorkerMessage;
-import moe.a2a.worker.TcpDataPlane;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -98,7 +99,7 @@ class SecuredPortsTest {
         workerTls = TlsFiles.load(workerCert.certificate(), workerCert.key(), caFile, RELOAD);
         TokenFile tokens = TokenFile.open(tokenFile);
 
-        cluster = NcclClusterTest.remoteCluster(Transport.TCP);
+        cluster = NcclClusterTest.remoteCluster(TcpTransportProvider.TCP);
         clusterServer =
                 ClusterServer.start(
                         GrpcLimits.netty(loopback(), serverTls.server(true))
@@ -123,7 +124,13 @@ class SecuredPortsTest {
                 new AgentThreads(
                         toCluster,
                         2,
-                        r -> List.of(new TcpDataPlane(tcp, "127.0.0.1", 0, workerTls.dataPlane())));
+                        r ->
+                                List.of(
+                                        new TcpDataPlane(
+                                                tcp,
+                                                "127.0.0.1",
+                                                0,
+                                                DataPlaneTls.of(workerTls.dataPlane()))));
         agents.awaitFormed(cluster, "workers formed over mutual TLS");
     }
 

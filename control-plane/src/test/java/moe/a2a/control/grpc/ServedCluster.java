@@ -7,11 +7,11 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
+import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.v1.MoeServiceGrpc;
-import moe.a2a.worker.DataPlane;
 
 /**
  * A {@link RemoteCluster} served in-process, as the cluster tests need it: its cluster port, a

@@ -16,7 +16,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import java.util.stream.Stream;
 import moe.a2a.comm.Transport;
+import moe.a2a.comm.shm.ShmDataPlane;
 import moe.a2a.comm.shm.ShmFiles;
+import moe.a2a.comm.shm.ShmTransportProvider;
+import moe.a2a.comm.tcp.TcpDataPlane;
+import moe.a2a.comm.tcp.TcpTransportProvider;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.cluster.TransportPolicy;
@@ -30,8 +34,6 @@ import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.MoeServiceGrpc;
-import moe.a2a.worker.ShmDataPlane;
-import moe.a2a.worker.TcpDataPlane;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -54,7 +56,7 @@ class ShmClusterTest {
     void autoShouldServeReferenceAnswersOverShmAndLeaveNoFiles() throws Exception {
         run(
                 r -> shm,
-                Transport.SHM,
+                ShmTransportProvider.SHM,
                 () ->
                         assertThat(shmFiles(shm))
                                 .as("the group's files while it serves")
@@ -64,7 +66,7 @@ class ShmClusterTest {
 
     @Test
     void autoShouldRunTcpWhenWorkersHaveDifferentShmDomains() throws Exception {
-        run(r -> r == 0 ? shm : otherShm, Transport.TCP, () -> {});
+        run(r -> r == 0 ? shm : otherShm, TcpTransportProvider.TCP, () -> {});
         assertThat(shmFiles(shm)).isEmpty();
         assertThat(shmFiles(otherShm)).isEmpty();
     }
@@ -98,7 +100,7 @@ class ShmClusterTest {
                             new TcpDataPlane(served.tcp, "127.0.0.1", 0, null),
                             new ShmDataPlane(shm)));
             agents.awaitFormed(cluster, "the group formed again with the replacement");
-            assertThat(cluster.transport()).isEqualTo(Transport.SHM);
+            assertThat(cluster.transport()).isEqualTo(ShmTransportProvider.SHM);
             for (int i = 0; i < 3; i++) {
                 ForwardRequest after =
                         MoeGrpcServiceTest.request(random, 0, 4 + 5 * i, DType.BF16, Routing.TOPK);

@@ -19,7 +19,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.comm.Transport;
+import moe.a2a.comm.local.LocalTransportProvider;
 import moe.a2a.control.cluster.EmbeddedCluster;
 import moe.a2a.control.cluster.Rebalancer;
 import moe.a2a.control.cluster.StepScheduler;
@@ -53,7 +53,8 @@ class StreamingAndAdmissionTest {
     final ModelConfig model = new ModelConfig(E, H, MoeGrpcServiceTest.I, K, 1);
     final ReferenceAnswers answers = new ReferenceAnswers(weights, K);
     final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    final StepMetrics metrics = new StepMetrics(registry, new int[] {0}, E, 4, Transport.LOCAL);
+    final StepMetrics metrics =
+            new StepMetrics(registry, new int[] {0}, E, 4, LocalTransportProvider.LOCAL);
     final EmbeddedCluster cluster =
             new EmbeddedCluster(model, weights, 4, TimeUnit.SECONDS.toNanos(10));
     static final int QUEUE = 64;
@@ -83,7 +84,7 @@ class StreamingAndAdmissionTest {
                                                 weights,
                                                 cluster.placements(),
                                                 scheduler,
-                                                Transport.LOCAL,
+                                                LocalTransportProvider.LOCAL,
                                                 0),
                                         scheduler))
                         .build()

@@ -96,7 +96,7 @@ public final class NcclCommunicator implements Communicator {
 
     @Override
     public Transport transport() {
-        return Transport.NCCL;
+        return NcclTransportProvider.NCCL;
     }
 
     @Override

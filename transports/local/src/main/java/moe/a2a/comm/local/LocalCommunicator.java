@@ -51,7 +51,7 @@ public final class LocalCommunicator implements Communicator {
 
     @Override
     public Transport transport() {
-        return Transport.LOCAL;
+        return LocalTransportProvider.LOCAL;
     }
 
     @Override

@@ -195,7 +195,7 @@ public final class ShmCommunicator implements Communicator {
 
     @Override
     public Transport transport() {
-        return Transport.SHM;
+        return ShmTransportProvider.SHM;
     }
 
     @Override

@@ -5,9 +5,11 @@ import io.netty.handler.ssl.ClientAuth;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslHandler;
+import java.io.UncheckedIOException;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.X509ExtendedKeyManager;
 import javax.net.ssl.X509ExtendedTrustManager;
+import moe.a2a.comm.PlaneSettings;
 
 /**
  * Mutual TLS for the data plane: every connection between ranks presents this rank's certificate
@@ -41,6 +43,19 @@ public final class DataPlaneTls {
                         .trustManager(trust)
                         .endpointIdentificationAlgorithm(null)
                         .build());
+    }
+
+    /**
+     * Contexts over a worker's TLS keys.
+     *
+     * @throws UncheckedIOException when a context cannot be built over them
+     */
+    public static DataPlaneTls of(PlaneSettings.TlsKeys tls) {
+        try {
+            return of(tls.keys(), tls.trust());
+        } catch (SSLException e) {
+            throw new UncheckedIOException("data-plane TLS: " + e.getMessage(), e);
+        }
     }
 
     /** The TLS handler of a data connection this rank accepted ({@code accepted}) or dialled. */

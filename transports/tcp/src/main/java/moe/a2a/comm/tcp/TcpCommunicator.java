@@ -142,7 +142,7 @@ public final class TcpCommunicator implements Communicator {
 
     @Override
     public Transport transport() {
-        return Transport.TCP;
+        return TcpTransportProvider.TCP;
     }
 
     /**

@@ -1,25 +1,23 @@
-package moe.a2a.worker;
+package moe.a2a.comm.shm;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.DataPlane;
+import moe.a2a.comm.GroupEpoch;
+import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.Hosts;
+import moe.a2a.comm.PlaneBinding;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.shm.ShmCommunicator;
-import moe.a2a.comm.shm.ShmConfig;
-import moe.a2a.v1.Bound;
-import moe.a2a.v1.FormGroup;
-import moe.a2a.v1.Join;
-import moe.a2a.v1.PrepareGroup;
 import org.jspecify.annotations.Nullable;
 
 /**
  * Over shared memory ({@link ShmCommunicator}): the workers of the group are processes of one host
  * and map each other's files in one directory ({@code /dev/shm} by default). Bind only remembers
  * the epoch's settings (rank, size, the group id that names the files, the exchange timeout) and
- * answers an empty Bound; form creates this rank's files and waits for every peer's. The worker
+ * tells the peers nothing; form creates this rank's files and waits for every peer's. The worker
  * tells the control plane which workers it can share memory with through its {@link #domain}.
  */
 public final class ShmDataPlane implements DataPlane {
@@ -63,7 +61,7 @@ public final class ShmDataPlane implements DataPlane {
     public static String domain(Path directory) {
         String boot = read(Path.of("/proc/sys/kernel/random/boot_id"));
         if (boot.isEmpty()) {
-            boot = "host:" + hostName();
+            boot = "host:" + Hosts.localName();
         }
         String pidNs;
         try {
@@ -87,16 +85,6 @@ public final class ShmDataPlane implements DataPlane {
         return "boot=" + boot + ",pidns=" + pidNs + ",dir=" + dir;
     }
 
-    /** This host's name: {@code HOSTNAME}, else {@code /etc/hostname}, else "localhost". */
-    public static String hostName() {
-        String env = System.getenv("HOSTNAME");
-        if (env != null && !env.isBlank()) {
-            return env.strip();
-        }
-        String file = read(Path.of("/etc/hostname"));
-        return file.isEmpty() ? "localhost" : file;
-    }
-
     private static String read(Path file) {
         try {
             return Files.readString(file).strip();
@@ -110,39 +98,41 @@ public final class ShmDataPlane implements DataPlane {
     }
 
     /** This worker's {@link #domain(Path)} with its directory. */
+    @Override
     public String domain() {
         return domain;
     }
 
     @Override
     public Transport transport() {
-        return Transport.SHM;
+        return ShmTransportProvider.SHM;
+    }
+
+    /** The directory the groups' files live in. */
+    @Override
+    public String description() {
+        return directory.toString();
     }
 
     @Override
-    public void describe(Join.Builder join) {
-        join.setShmDomain(domain).setShmDirectory(directory.toString());
-    }
-
-    @Override
-    public Bound bind(int rank, int worldSize, PrepareGroup prepare) {
+    public PlaneBinding bind(GroupEpoch epoch) {
         bound =
                 new ShmConfig(
-                        rank,
-                        worldSize,
-                        prepare.getGroupId(),
+                        epoch.rank(),
+                        epoch.worldSize(),
+                        epoch.groupId(),
                         directory,
-                        TimeUnit.MILLISECONDS.toNanos(prepare.getExchangeTimeoutMs()));
-        boundEpoch = prepare.getEpoch();
-        return Bound.newBuilder().setEpoch(prepare.getEpoch()).build();
+                        epoch.exchangeTimeoutNs());
+        boundEpoch = epoch.epoch();
+        return PlaneBinding.NONE;
     }
 
     @Override
-    public Communicator form(FormGroup form) {
+    public Communicator form(GroupPeers peers) {
         ShmConfig config = bound;
-        if (config == null || form.getEpoch() != boundEpoch) {
+        if (config == null || peers.epoch() != boundEpoch) {
             throw new A2aException(
-                    "form.epoch: " + form.getEpoch() + " was never bound on this worker");
+                    "form.epoch: " + peers.epoch() + " was never bound on this worker");
         }
         drop();
         return ShmCommunicator.open(config);

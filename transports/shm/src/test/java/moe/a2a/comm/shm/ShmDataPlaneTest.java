@@ -1,24 +1,23 @@
-package moe.a2a.worker;
+package moe.a2a.comm.shm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
-import moe.a2a.comm.Transport;
-import moe.a2a.v1.Bound;
-import moe.a2a.v1.FormGroup;
-import moe.a2a.v1.Join;
-import moe.a2a.v1.PrepareGroup;
+import moe.a2a.comm.GroupEpoch;
+import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.PlaneBinding;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link ShmDataPlane} on its own: its domain tells directories apart, bind answers an empty Bound
+ * {@link ShmDataPlane} on its own: its domain tells directories apart, bind tells the peers nothing
  * and form opens the group of the bound epoch in the plane's directory.
  */
 @Timeout(60)
@@ -35,13 +34,11 @@ class ShmDataPlaneTest {
     }
 
     @Test
-    void shouldDescribeItselfInJoin() {
+    void shouldNameItsDomainAndDirectory() {
         ShmDataPlane plane = new ShmDataPlane(dir);
-        Join.Builder join = Join.newBuilder();
-        plane.describe(join);
-        assertThat(join.getShmDomain()).isEqualTo(plane.domain());
-        assertThat(join.getShmDirectory()).isEqualTo(dir.toString());
-        assertThat(plane.transport()).isEqualTo(Transport.SHM);
+        assertThat(plane.domain()).isEqualTo(ShmDataPlane.domain(dir));
+        assertThat(plane.description()).isEqualTo(dir.toString());
+        assertThat(plane.transport()).isEqualTo(ShmTransportProvider.SHM);
     }
 
     @Test
@@ -53,23 +50,18 @@ class ShmDataPlaneTest {
 
     @Test
     void shouldFormTheBoundEpochsGroupAndRemoveItsFilesOnClose() throws Exception {
-        PrepareGroup prepare =
-                PrepareGroup.newBuilder()
-                        .setEpoch(3)
-                        .setGroupId(0x5eed)
-                        .setExchangeTimeoutMs(10_000)
-                        .build();
+        GroupEpoch epoch = new GroupEpoch(3, 0, 2, 0x5eed, 10_000_000_000L);
         ShmDataPlane a = new ShmDataPlane(dir);
         ShmDataPlane b = new ShmDataPlane(dir);
-        Bound bound = a.bind(0, 2, prepare);
-        assertThat(bound.getEpoch()).isEqualTo(3);
-        assertThat(bound.getDataAddress()).as("no address: the group id names the files").isEmpty();
-        b.bind(1, 2, prepare);
-        FormGroup form = FormGroup.newBuilder().setEpoch(3).build();
+        PlaneBinding bound = a.bind(epoch);
+        assertThat(bound.address()).as("no address: the group id names the files").isEmpty();
+        assertThat(bound.groupToken()).isEmpty();
+        b.bind(epoch.as(1, 2));
+        GroupPeers form = new GroupPeers(3, List.of(), new byte[0]);
         CompletableFuture<Communicator> second = CompletableFuture.supplyAsync(() -> b.form(form));
         try (Communicator c0 = a.form(form);
                 Communicator c1 = second.join()) {
-            assertThat(c0.transport()).isEqualTo(Transport.SHM);
+            assertThat(c0.transport()).isEqualTo(ShmTransportProvider.SHM);
             assertThat(c0.rank()).isZero();
             assertThat(c1.rank()).isEqualTo(1);
             CompletableFuture<Void> barrier = CompletableFuture.runAsync(c1::barrier);
@@ -87,15 +79,8 @@ class ShmDataPlaneTest {
     @Test
     void shouldRefuseToFormAnEpochItDidNotBind() {
         ShmDataPlane plane = new ShmDataPlane(dir);
-        plane.bind(
-                0,
-                1,
-                PrepareGroup.newBuilder()
-                        .setEpoch(1)
-                        .setGroupId(7)
-                        .setExchangeTimeoutMs(1000)
-                        .build());
-        assertThatThrownBy(() -> plane.form(FormGroup.newBuilder().setEpoch(2).build()))
+        plane.bind(new GroupEpoch(1, 0, 1, 7, 1_000_000_000L));
+        assertThatThrownBy(() -> plane.form(new GroupPeers(2, List.of(), new byte[0])))
                 .isInstanceOf(A2aException.class)
                 .hasMessage("form.epoch: 2 was never bound on this worker");
     }

@@ -1,29 +1,27 @@
-package moe.a2a.worker;
+package moe.a2a.comm.tcp;
 
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.DataPlane;
+import moe.a2a.comm.GroupEpoch;
+import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.PlaneBinding;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.tcp.DataPlaneTls;
-import moe.a2a.comm.tcp.TcpCommunicator;
-import moe.a2a.comm.tcp.TcpConfig;
-import moe.a2a.comm.tcp.TcpTransport;
-import moe.a2a.v1.Bound;
-import moe.a2a.v1.FormGroup;
-import moe.a2a.v1.PrepareGroup;
 import org.jspecify.annotations.Nullable;
 
 /**
  * Over TCP: bind listens on the data port and reports its address; form connects to every peer's.
+ * Owns its event loops ({@link TcpTransport}) when made by {@link TcpTransportProvider}.
  */
 public final class TcpDataPlane implements DataPlane {
     private final TcpTransport transport;
     private final String dataHost;
     private final int dataPort;
     private final @Nullable DataPlaneTls tls;
+    private final boolean ownsTransport;
     private @Nullable TcpCommunicator bound;
 
     /**
@@ -32,6 +30,16 @@ public final class TcpDataPlane implements DataPlane {
      */
     public TcpDataPlane(
             TcpTransport transport, String dataHost, int dataPort, @Nullable DataPlaneTls tls) {
+        this(transport, dataHost, dataPort, tls, false);
+    }
+
+    private TcpDataPlane(
+            TcpTransport transport,
+            String dataHost,
+            int dataPort,
+            @Nullable DataPlaneTls tls,
+            boolean ownsTransport) {
+        this.ownsTransport = ownsTransport;
         this.transport = transport;
         this.dataHost = dataHost;
         this.dataPort = dataPort;
@@ -40,39 +48,41 @@ public final class TcpDataPlane implements DataPlane {
 
     @Override
     public Transport transport() {
-        return Transport.TCP;
+        return TcpTransportProvider.TCP;
     }
 
     @Override
-    public Bound bind(int rank, int worldSize, PrepareGroup prepare) {
+    public String description() {
+        return transport.description();
+    }
+
+    @Override
+    public PlaneBinding bind(GroupEpoch epoch) {
         drop();
         TcpConfig config =
                 new TcpConfig(
-                        rank,
-                        worldSize,
-                        prepare.getGroupId(),
+                        epoch.rank(),
+                        epoch.worldSize(),
+                        epoch.groupId(),
                         new InetSocketAddress(dataPort),
-                        TimeUnit.MILLISECONDS.toNanos(prepare.getExchangeTimeoutMs()),
+                        epoch.exchangeTimeoutNs(),
                         TcpConfig.DEFAULT_MAX_FRAME_BYTES,
                         tls);
         TcpCommunicator comm = TcpCommunicator.bind(transport, config);
         bound = comm;
-        return Bound.newBuilder()
-                .setEpoch(prepare.getEpoch())
-                .setDataAddress(dataHost + ":" + comm.localAddress().getPort())
-                .build();
+        return PlaneBinding.at(dataHost + ":" + comm.localAddress().getPort());
     }
 
     @Override
-    public Communicator form(FormGroup form) {
+    public Communicator form(GroupPeers peers) {
         TcpCommunicator comm = bound;
         if (comm == null) {
             throw new A2aException(
-                    "form.epoch: " + form.getEpoch() + " was never bound on this worker");
+                    "form.epoch: " + peers.epoch() + " was never bound on this worker");
         }
         List<InetSocketAddress> addresses = new ArrayList<>();
-        for (int i = 0; i < form.getPeersCount(); i++) {
-            String peer = form.getPeers(i);
+        for (int i = 0; i < peers.addresses().size(); i++) {
+            String peer = peers.addresses().get(i);
             int colon = peer.lastIndexOf(':');
             if (colon <= 0) {
                 throw new IllegalArgumentException(
@@ -96,8 +106,20 @@ public final class TcpDataPlane implements DataPlane {
         }
     }
 
+    /**
+     * A data plane on event loops of its own ({@code ioThreads} of them), closed with it: a
+     * worker's.
+     */
+    public static TcpDataPlane withOwnLoops(
+            int ioThreads, String dataHost, int dataPort, @Nullable DataPlaneTls tls) {
+        return new TcpDataPlane(new TcpTransport(ioThreads), dataHost, dataPort, tls, true);
+    }
+
     @Override
     public void close() {
         drop();
+        if (ownsTransport) {
+            transport.close();
+        }
     }
 }
