@@ -1,5 +1,6 @@
 package moe.a2a.bench;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
@@ -10,18 +11,17 @@ import moe.a2a.v1.CollectiveBenchTask;
 import moe.a2a.workload.BenchWorkload;
 
 /**
- * Benchmark runs as the ClusterService messages that carry them, on both ends of a worker's
- * session: the control plane encodes BenchTask and decodes the ranks' BenchRankResult; the worker
- * the other way round. Each pair lives here so that both ends read a field the way the other wrote
- * it.
+ * Benchmark runs as the rank task payloads that carry them (bench_task.proto): the coordinator's
+ * {@code GroupBench} encodes BenchTask and decodes the ranks' BenchRankResult; the handlers on
+ * every rank the other way round. Each pair lives here so that both ends read a field the way the
+ * other wrote it.
  */
 public final class BenchTaskCodec {
     private BenchTaskCodec() {}
 
     public static BenchTask benchTask(
-            long benchId, BenchWorkload workload, BenchScope scope, int warmup, int iters) {
+            BenchWorkload workload, BenchScope scope, int warmup, int iters) {
         return BenchTask.newBuilder()
-                .setBenchId(benchId)
                 .setWorkload(workload.name())
                 .setScope(scope.name())
                 .setWarmup(warmup)
@@ -29,9 +29,8 @@ public final class BenchTaskCodec {
                 .build();
     }
 
-    public static BenchRankResult benchResult(long benchId, RankTimes times) {
-        BenchRankResult.Builder out =
-                BenchRankResult.newBuilder().setBenchId(benchId).setOk(times.ok());
+    public static BenchRankResult benchResult(RankTimes times) {
+        BenchRankResult.Builder out = BenchRankResult.newBuilder().setOk(times.ok());
         for (long v : times.dispatchNs()) {
             out.addDispatchNs(v);
         }
@@ -44,11 +43,6 @@ public final class BenchTaskCodec {
         return out.build();
     }
 
-    /** A rank's benchmark run that did not happen or broke; the control plane breaks the group. */
-    public static BenchRankResult benchFailure(long benchId, String error) {
-        return BenchRankResult.newBuilder().setBenchId(benchId).setError(error).build();
-    }
-
     public static RankTimes rankTimes(BenchRankResult res) {
         return new RankTimes(
                 TaskCodec.toArray(res.getDispatchNsList()),
@@ -58,10 +52,8 @@ public final class BenchTaskCodec {
     }
 
     /** A collective case for every rank of the group: {@link #collectiveCase} reads it back. */
-    public static BenchTask collectiveBenchTask(
-            long benchId, CollectiveCase c, int warmup, int iters) {
+    public static BenchTask collectiveBenchTask(CollectiveCase c, int warmup, int iters) {
         return BenchTask.newBuilder()
-                .setBenchId(benchId)
                 .setWarmup(warmup)
                 .setIters(iters)
                 .setCollective(
@@ -91,12 +83,9 @@ public final class BenchTaskCodec {
                 task.getRoot());
     }
 
-    public static BenchRankResult collectiveBenchResult(long benchId, CollectiveTimes times) {
+    public static BenchRankResult collectiveBenchResult(CollectiveTimes times) {
         BenchRankResult.Builder out =
-                BenchRankResult.newBuilder()
-                        .setBenchId(benchId)
-                        .setOk(times.wrong() == 0)
-                        .setWrong(times.wrong());
+                BenchRankResult.newBuilder().setOk(times.wrong() == 0).setWrong(times.wrong());
         for (long v : times.ns()) {
             out.addCollectiveNs(v);
         }
@@ -105,5 +94,23 @@ public final class BenchTaskCodec {
 
     public static CollectiveTimes collectiveTimes(BenchRankResult res) {
         return new CollectiveTimes(TaskCodec.toArray(res.getCollectiveNsList()), res.getWrong());
+    }
+
+    /** A rank task's payload as the BenchTask it carries; an error names the payload. */
+    public static BenchTask task(byte[] payload) {
+        try {
+            return BenchTask.parseFrom(payload);
+        } catch (InvalidProtocolBufferException e) {
+            throw new IllegalArgumentException("bench task payload: " + e.getMessage(), e);
+        }
+    }
+
+    /** A rank's answer as the BenchRankResult it carries; an error names the answer. */
+    public static BenchRankResult result(byte[] answer) {
+        try {
+            return BenchRankResult.parseFrom(answer);
+        } catch (InvalidProtocolBufferException e) {
+            throw new IllegalArgumentException("bench rank answer: " + e.getMessage(), e);
+        }
     }
 }

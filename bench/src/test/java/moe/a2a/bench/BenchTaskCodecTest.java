@@ -22,8 +22,8 @@ class BenchTaskCodecTest {
                         ReduceOp.MAX,
                         CollectiveAlgo.TREE,
                         2);
-        BenchTask task = BenchTaskCodec.collectiveBenchTask(7, c, 1, 5);
-        assertThat(task.getBenchId()).isEqualTo(7);
+        BenchTask task =
+                BenchTaskCodec.task(BenchTaskCodec.collectiveBenchTask(c, 1, 5).toByteArray());
         assertThat(task.getWarmup()).isEqualTo(1);
         assertThat(task.getIters()).isEqualTo(5);
         assertThat(task.getWorkload()).isEmpty();
@@ -31,7 +31,9 @@ class BenchTaskCodecTest {
 
         CollectiveTimes times = new CollectiveTimes(new long[] {5, 3, 9}, 4);
         CollectiveTimes back =
-                BenchTaskCodec.collectiveTimes(BenchTaskCodec.collectiveBenchResult(7, times));
+                BenchTaskCodec.collectiveTimes(
+                        BenchTaskCodec.result(
+                                BenchTaskCodec.collectiveBenchResult(times).toByteArray()));
         assertThat(back.ns()).containsExactly(5, 3, 9);
         assertThat(back.wrong()).isEqualTo(4);
     }
@@ -40,7 +42,6 @@ class BenchTaskCodecTest {
     void shouldNameTheFieldOfAnUnknownCollectiveChoice() {
         BenchTask task =
                 BenchTaskCodec.collectiveBenchTask(
-                        1,
                         new CollectiveCase(
                                 Collective.ALLREDUCE,
                                 2,

@@ -179,7 +179,13 @@ final class ControlPlaneCommand implements Callable<Integer> {
         try {
             moe.set(
                     MoeServer.start(
-                            clientPort, cluster, weights, server.settings(), registry, false));
+                            clientPort,
+                            cluster,
+                            weights,
+                            server.settings(),
+                            registry,
+                            false,
+                            ServerOptions.CLIENT_SERVICES));
         } catch (IOException | RuntimeException e) {
             workers.close();
             throw e;

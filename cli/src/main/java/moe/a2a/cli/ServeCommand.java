@@ -53,7 +53,14 @@ final class ServeCommand implements Callable<Integer> {
                         server.placement(config.experts()),
                         server.exchangeTimeout.toNanos());
         MoeServer moe =
-                MoeServer.start(clientPort, cluster, weights, server.settings(), registry, true);
+                MoeServer.start(
+                        clientPort,
+                        cluster,
+                        weights,
+                        server.settings(),
+                        registry,
+                        true,
+                        ServerOptions.CLIENT_SERVICES);
         server.drainOnSigterm(() -> moe, metrics);
         LOG.info(
                 "serving on port {} ({}; {} ranks ready in {} ms){}",

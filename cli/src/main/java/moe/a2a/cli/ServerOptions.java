@@ -12,7 +12,9 @@ import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.function.Supplier;
+import moe.a2a.bench.grpc.BenchGrpcService;
 import moe.a2a.control.cluster.FirstPlacement;
 import moe.a2a.control.grpc.GrpcLimits;
 import moe.a2a.control.grpc.MoeServer;
@@ -28,6 +30,9 @@ import picocli.CommandLine.Option;
 
 /** The flags shared by the server commands ({@code serve}, {@code control-plane}). */
 final class ServerOptions {
+    /** What the client port serves beside MoeService: BenchService, on the serving ranks. */
+    static final List<MoeServer.ClientService> CLIENT_SERVICES = List.of(BenchGrpcService::new);
+
     @Option(
             names = "--host",
             defaultValue = "127.0.0.1",

@@ -167,7 +167,8 @@ class CollectiveBenchCommandTest {
                         weights,
                         new MoeServer.Settings(64, 64, 1 << 20, 1 << 20, 2, 0, 0),
                         new SimpleMeterRegistry(),
-                        true)) {
+                        true,
+                        ServerOptions.CLIENT_SERVICES)) {
             Path json = dir.resolve("remote.json");
             StringWriter err = new StringWriter();
             int exit =

@@ -41,8 +41,8 @@ final class ControlMessageHandler {
                 case STEP:
                     epochs.step(message.getStep(), sender);
                     break;
-                case BENCH:
-                    epochs.bench(message.getBench(), sender);
+                case RANK_TASK:
+                    epochs.rankTask(message.getRankTask(), sender);
                     break;
                 case STAGE_PLACEMENT:
                     staging.stage(message.getStagePlacement(), sender);

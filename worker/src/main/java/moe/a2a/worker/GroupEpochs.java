@@ -1,7 +1,6 @@
 package moe.a2a.worker;
 
 import java.util.Arrays;
-import moe.a2a.bench.BenchTaskCodec;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.DataPlane;
@@ -9,12 +8,13 @@ import moe.a2a.comm.SparseCommunicator;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.protocol.PlaneCodec;
+import moe.a2a.protocol.RankTaskCodec;
 import moe.a2a.protocol.TaskCodec;
-import moe.a2a.v1.BenchTask;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.GroupReady;
 import moe.a2a.v1.PrepareGroup;
+import moe.a2a.v1.RankTaskRequest;
 import moe.a2a.v1.StepTask;
 import moe.a2a.v1.WorkerMessage;
 import org.jspecify.annotations.Nullable;
@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The rank's group, one epoch at a time: prepare binds the epoch's data plane, form connects the
- * group, steps and bench runs go to it while its epoch is current, and a drop (a new epoch, an
+ * group, steps and rank tasks go to it while its epoch is current, and a drop (a new epoch, an
  * abort, a lost session, shutdown) fails and closes it. Owned by the worker's data-plane thread.
  */
 final class GroupEpochs {
@@ -32,6 +32,7 @@ final class GroupEpochs {
     private final OfferedDataPlanes planes;
     private final RankAssignment assignment;
     private final RankTasks tasks = new RankTasks();
+    private final RankTaskRunner rankTasks = new RankTaskRunner();
     private @Nullable FormedGroup group;
     private long commEpoch = -1;
     private long boundEpoch = -1;
@@ -168,19 +169,18 @@ final class GroupEpochs {
         tasks.step(task, assignment.loaded(), group, assignment.worldSize(), sender);
     }
 
-    /** Runs this rank's part of a bench run on the group, or says it has none. */
-    void bench(BenchTask task, SessionSender sender) {
+    /** Runs this rank's part of a rank task on the group, or says it has none. */
+    void rankTask(RankTaskRequest request, SessionSender sender) {
         if (group == null) {
             sender.send(
-                    WorkerMessage.newBuilder()
-                            .setBenchResult(
-                                    BenchTaskCodec.benchFailure(
-                                            task.getBenchId(),
-                                            "rank " + assignment.rank() + " has no group"))
-                            .build());
+                    RankTaskCodec.failure(
+                            request.getTaskId(), "rank " + assignment.rank() + " has no group"));
             return;
         }
-        tasks.bench(task, group, sender);
+        rankTasks.run(
+                request,
+                new GroupRankContext(assignment.rank(), assignment.worldSize(), group),
+                sender);
     }
 
     /**

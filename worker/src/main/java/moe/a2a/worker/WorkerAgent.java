@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
  * <p>The pieces, by thread: {@link ControlSession} runs each session on the thread that calls
  * {@link #run}, and owns the heartbeat thread; {@link ControlMessageHandler} passes each message,
  * on the data-plane thread, to {@link RankAssignment} (the rank and what was loaded for it), {@link
- * GroupEpochs} (the group, its steps and bench runs) or {@link PlacementStaging} (which owns the
+ * GroupEpochs} (the group, its steps and rank tasks) or {@link PlacementStaging} (which owns the
  * loader thread).
  */
 public final class WorkerAgent implements AutoCloseable {

@@ -12,12 +12,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.stream.IntStream;
-import moe.a2a.bench.BenchRun;
-import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.CollectiveBench;
-import moe.a2a.bench.CollectiveCase;
-import moe.a2a.bench.CollectiveTimes;
-import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.TransportReach;
@@ -30,8 +24,10 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.experts.task.FlatRankContext;
+import moe.a2a.experts.task.RankTask;
+import moe.a2a.experts.task.RankTaskHandlers;
 import moe.a2a.kernels.DType;
-import moe.a2a.workload.BenchWorkload;
 
 /**
  * {@code N} ranks in this JVM on the in-process transport, each owned by its own thread. A step
@@ -206,50 +202,52 @@ public final class EmbeddedCluster implements RankGroup {
             int[] capacities) {
         final int outBytes = model.hidden() * dtype.sizeBytes();
         List<CompletableFuture<RankStepResult>> parts =
-                onEveryRank(
+                onEachRank(
                         (g, rank) -> {
-                            RankStepResult result =
-                                    workers[rank].step(
-                                            layer,
-                                            dtype,
-                                            tokens[rank],
-                                            counts[rank],
-                                            routing[rank],
-                                            capacities[rank]);
-                            return withOwnOutput(result, counts[rank] * outBytes);
+                            try {
+                                RankStepResult result =
+                                        workers[rank].step(
+                                                layer,
+                                                dtype,
+                                                tokens[rank],
+                                                counts[rank],
+                                                routing[rank],
+                                                capacities[rank]);
+                                return withOwnOutput(result, counts[rank] * outBytes);
+                            } catch (RuntimeException | Error e) {
+                                g.communicator(rank).abort(e);
+                                throw e;
+                            }
                         });
         return RankResults.all(parts, layer);
     }
 
+    /**
+     * {@inheritDoc} A group broken by a failed step is replaced first; a failing rank aborts the
+     * group, so that its peers fail too instead of waiting.
+     */
     @Override
-    public CompletableFuture<List<RankTimes>> bench(
-            BenchWorkload workload, BenchScope scope, int warmup, int iters) {
+    public CompletableFuture<List<byte[]>> onEveryRank(RankTask task) {
         return all(
-                onEveryRank(
+                onEachRank(
                         (g, rank) ->
-                                BenchRun.rank(
-                                        workload, scope, g.communicator(rank), warmup, iters)));
-    }
-
-    @Override
-    public CompletableFuture<List<CollectiveTimes>> benchCollective(
-            CollectiveCase c, int warmup, int iters) {
-        return all(
-                onEveryRank(
-                        (g, rank) -> CollectiveBench.rank(c, g.communicator(rank), warmup, iters)));
+                                RankTaskHandlers.installed()
+                                        .run(
+                                                task,
+                                                new FlatRankContext(
+                                                        rank,
+                                                        workers.length,
+                                                        g.communicator(rank)))));
     }
 
     /** What a rank runs on its thread, with the group of this run. */
     @FunctionalInterface
-    private interface RankTask<T> {
+    private interface RankWork<T> {
         T run(LocalGroup group, int rank);
     }
 
-    /**
-     * Runs {@code task} for every rank on its rank thread, a broken group replaced first; a rank
-     * that fails aborts the group, so that its peers fail too instead of waiting.
-     */
-    private <T> List<CompletableFuture<T>> onEveryRank(RankTask<T> task) {
+    /** Runs {@code work} for every rank on its rank thread, a broken group replaced first. */
+    private <T> List<CompletableFuture<T>> onEachRank(RankWork<T> work) {
         if (group.isBroken()) {
             rebuild();
         }
@@ -257,17 +255,7 @@ public final class EmbeddedCluster implements RankGroup {
         List<CompletableFuture<T>> parts = new ArrayList<>(workers.length);
         for (int r = 0; r < workers.length; r++) {
             final int rank = r;
-            parts.add(
-                    CompletableFuture.supplyAsync(
-                            () -> {
-                                try {
-                                    return task.run(g, rank);
-                                } catch (RuntimeException | Error e) {
-                                    g.communicator(rank).abort(e);
-                                    throw e;
-                                }
-                            },
-                            rankThreads[r]));
+            parts.add(CompletableFuture.supplyAsync(() -> work.run(g, rank), rankThreads[r]));
         }
         return parts;
     }

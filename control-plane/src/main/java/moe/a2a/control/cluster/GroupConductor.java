@@ -29,7 +29,7 @@ final class GroupConductor {
     private final ScheduledExecutorService timer;
     private final ClusterListener listener;
 
-    /** Fails every step, benchmark run and staging in flight; called with the lock held. */
+    /** Fails every step, rank task and staging in flight; called with the lock held. */
     private final Consumer<A2aException> failInFlight;
 
     private int rebuilds;

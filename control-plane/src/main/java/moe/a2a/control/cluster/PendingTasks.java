@@ -8,8 +8,8 @@ import java.util.concurrent.CompletableFuture;
 import moe.a2a.comm.A2aException;
 
 /**
- * Tasks (steps or benchmark runs) sent to every rank and not yet answered by all of them, by id, in
- * the order sent: each rank's answer completes its part, and a broken group fails them all. Not
+ * Tasks (steps or rank tasks) sent to every rank and not yet answered by all of them, by id, in the
+ * order sent: each rank's answer completes its part, and a broken group fails them all. Not
  * thread-safe: guarded by {@link RemoteCluster}'s lock.
  *
  * @param <T> one rank's answer

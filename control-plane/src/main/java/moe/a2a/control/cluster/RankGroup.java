@@ -3,17 +3,13 @@ package moe.a2a.control.cluster;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.CollectiveCase;
-import moe.a2a.bench.CollectiveTimes;
-import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.experts.task.RankTask;
 import moe.a2a.kernels.DType;
-import moe.a2a.workload.BenchWorkload;
 
 /**
  * The ranks that run steps for the scheduler: threads of this JVM ({@link EmbeddedCluster}) or
@@ -110,21 +106,12 @@ public interface RankGroup extends AutoCloseable {
             int[] capacities);
 
     /**
-     * Runs a benchmark workload on every rank's live communicator, returning each rank's times.
-     * Only call it with no step in flight ({@link StepScheduler#runBetweenSteps}); the workload's
-     * rank count must be {@link #worldSize()}.
+     * Runs {@code task} on every rank's live communicators, through the handler installed for its
+     * kind ({@link moe.a2a.experts.task.RankTaskHandlers}), returning each rank's answer in rank
+     * order. Only call it with no step in flight ({@link StepScheduler#runBetweenSteps}). A rank's
+     * failure fails the future; one that was not a refusal breaks the group, as a failed step does.
      */
-    CompletableFuture<List<RankTimes>> bench(
-            BenchWorkload workload, BenchScope scope, int warmup, int iters);
-
-    /**
-     * Runs a collective benchmark case on every rank's live communicator ({@link
-     * moe.a2a.bench.CollectiveBench}: each iteration timed, the first and last checked), returning
-     * each rank's times and wrong elements, in rank order. Only call it with no step in flight; the
-     * case's rank count must be {@link #worldSize()}.
-     */
-    CompletableFuture<List<CollectiveTimes>> benchCollective(
-            CollectiveCase c, int warmup, int iters);
+    CompletableFuture<List<byte[]>> onEveryRank(RankTask task);
 
     @Override
     void close();

@@ -9,10 +9,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.bench.BenchScope;
-import moe.a2a.bench.CollectiveCase;
-import moe.a2a.bench.CollectiveTimes;
-import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.Transports;
@@ -20,12 +16,12 @@ import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.experts.task.RankTask;
 import moe.a2a.kernels.DType;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.WorkerMessage;
-import moe.a2a.workload.BenchWorkload;
 
 /**
  * Ranks as worker processes, coordinated over their ClusterService sessions. Membership: a worker
@@ -43,8 +39,8 @@ import moe.a2a.workload.BenchWorkload;
  *
  * <p>This class routes the sessions' messages to the pieces that own each job: the {@link
  * GroupConductor} forms and breaks the group epoch by epoch, {@link DegradedServing} decides
- * whether it serves without lost ranks, {@link WorkerSteps}, {@link WorkerBenches} and {@link
- * PlacementRollout} keep the steps, benchmark runs and stagings in flight.
+ * whether it serves without lost ranks, {@link WorkerSteps}, {@link WorkerTasks} and {@link
+ * PlacementRollout} keep the steps, rank tasks and stagings in flight.
  *
  * <p>Session callbacks arrive on gRPC threads and {@link #submit} on the scheduler thread. One lock
  * guards all state: the {@link Membership}, the {@link GroupFormation}, the {@link ServingState}
@@ -72,7 +68,7 @@ public final class RemoteCluster implements RankGroup {
     private final PlacementRollout rollout;
     private final GroupConductor conductor;
     private final WorkerSteps steps;
-    private final WorkerBenches benches;
+    private final WorkerTasks tasks;
 
     /**
      * @param placement where the experts live, as this coordinator decided; its world size is the
@@ -153,7 +149,7 @@ public final class RemoteCluster implements RankGroup {
                         exchangeTimeoutNs,
                         timer,
                         conductor::breakGroup);
-        this.benches = new WorkerBenches(lock, state, membership, worldSize, conductor::breakGroup);
+        this.tasks = new WorkerTasks(lock, state, membership, worldSize, conductor::breakGroup);
         long periodNs = Math.max(TimeUnit.MILLISECONDS.toNanos(50), heartbeatTimeoutNs / 4);
         timer.scheduleAtFixedRate(this::checkHeartbeats, periodNs, periodNs, TimeUnit.NANOSECONDS);
     }
@@ -287,8 +283,8 @@ public final class RemoteCluster implements RankGroup {
                 case RESULT:
                     steps.onResult(session.rank, message.getResult());
                     break;
-                case BENCH_RESULT:
-                    benches.onResult(session.rank, message.getBenchResult());
+                case RANK_TASK_RESULT:
+                    tasks.onResult(session.rank, message.getRankTaskResult());
                     break;
                 case STAGED:
                     rollout.onStaged(session.rank, message.getStaged());
@@ -323,15 +319,8 @@ public final class RemoteCluster implements RankGroup {
     }
 
     @Override
-    public CompletableFuture<List<RankTimes>> bench(
-            BenchWorkload workload, BenchScope scope, int warmup, int iters) {
-        return benches.bench(workload, scope, warmup, iters);
-    }
-
-    @Override
-    public CompletableFuture<List<CollectiveTimes>> benchCollective(
-            CollectiveCase c, int warmup, int iters) {
-        return benches.benchCollective(c, warmup, iters);
+    public CompletableFuture<List<byte[]>> onEveryRank(RankTask task) {
+        return tasks.onEveryRank(task);
     }
 
     @Override
@@ -343,10 +332,10 @@ public final class RemoteCluster implements RankGroup {
         }
     }
 
-    /** Fails the steps, then the benchmark runs, then the stagings in flight. Lock held. */
+    /** Fails the steps, then the rank tasks, then the stagings in flight. Lock held. */
     private void failInFlight(A2aException failure) {
         steps.failAll(failure);
-        benches.failAll(failure);
+        tasks.failAll(failure);
         rollout.failAll(failure);
     }
 

@@ -113,7 +113,7 @@ public final class StepScheduler implements AutoCloseable {
 
     /**
      * Runs {@code work} on the ranks while no step is in flight: steps already submitted finish
-     * first, and later ones wait until the work's future completes. For benchmarks on the live data
+     * first, and later ones wait until the work's future completes. For rank tasks on the live data
      * plane. The returned future completes as the work's does.
      */
     public <T> CompletableFuture<T> runBetweenSteps(Supplier<CompletableFuture<T>> work) {

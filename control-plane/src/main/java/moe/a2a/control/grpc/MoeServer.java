@@ -1,5 +1,6 @@
 package moe.a2a.control.grpc;
 
+import io.grpc.BindableService;
 import io.grpc.Server;
 import io.grpc.ServerBuilder;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
@@ -9,6 +10,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.grpc.MetricCollectingServerInterceptor;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.Rebalancer;
@@ -20,12 +22,22 @@ import moe.a2a.metrics.StepMetrics;
 import moe.a2a.v1.MoeServiceGrpc;
 
 /**
- * The client port: MoeService and BenchService on a step scheduler over a {@link RankGroup}, plus
- * health and reflection, on whatever {@link ServerBuilder} the caller supplies (Netty, with TLS and
- * client tokens when configured, for the CLI; in-process for tests). Worker sessions have a port of
- * their own ({@link ClusterServer}).
+ * The client port: MoeService on a step scheduler over a {@link RankGroup}, the services its caller
+ * adds on the same group and scheduler (the CLI adds BenchService), plus health and reflection, on
+ * whatever {@link ServerBuilder} the caller supplies (Netty, with TLS and client tokens when
+ * configured, for the CLI; in-process for tests). Worker sessions have a port of their own ({@link
+ * ClusterServer}).
  */
 public final class MoeServer implements AutoCloseable {
+
+    /**
+     * A service served beside MoeService, built on the server's group and its scheduler (to run
+     * work on the ranks between steps); its malformed requests are answered as MoeService's are.
+     */
+    @FunctionalInterface
+    public interface ClientService {
+        BindableService create(RankGroup group, StepScheduler scheduler);
+    }
 
     /**
      * Server settings, validated when built.
@@ -81,10 +93,7 @@ public final class MoeServer implements AutoCloseable {
         this.server = server;
     }
 
-    /**
-     * Starts serving {@code group}, which this server then owns (and closes). Health starts as
-     * {@code serving} says; {@link #setServing} changes it.
-     */
+    /** Starts serving {@code group} with MoeService alone; see the other {@code start}. */
     public static MoeServer start(
             ServerBuilder<?> builder,
             RankGroup group,
@@ -92,6 +101,22 @@ public final class MoeServer implements AutoCloseable {
             Settings settings,
             MeterRegistry registry,
             boolean serving)
+            throws IOException {
+        return start(builder, group, weights, settings, registry, serving, List.of());
+    }
+
+    /**
+     * Starts serving {@code group}, which this server then owns (and closes), with {@code services}
+     * beside MoeService. Health starts as {@code serving} says; {@link #setServing} changes it.
+     */
+    public static MoeServer start(
+            ServerBuilder<?> builder,
+            RankGroup group,
+            WeightSource weights,
+            Settings settings,
+            MeterRegistry registry,
+            boolean serving,
+            List<ClientService> services)
             throws IOException {
         StepMetrics metrics =
                 new StepMetrics(
@@ -134,9 +159,11 @@ public final class MoeServer implements AutoCloseable {
                                             group::hosts,
                                             settings.capacityFactor()),
                                     scheduler))
-                    .addService(MalformedMessages.guard(new BenchGrpcService(group, scheduler)))
                     .addService(health.getHealthService())
                     .addService(ProtoReflectionServiceV1.newInstance());
+            for (ClientService service : services) {
+                builder.addService(MalformedMessages.guard(service.create(group, scheduler)));
+            }
             server = builder.build().start();
         } catch (IOException | RuntimeException e) {
             scheduler.close();

@@ -14,12 +14,12 @@ import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.worker.WorkerAgent;
 
 /** Worker agents {@code worker-0..N-1}, each on a thread of its own, joining over one channel. */
-final class AgentThreads {
+public final class AgentThreads {
     private final List<WorkerAgent> agents = new ArrayList<>();
     private final List<Thread> threads = new ArrayList<>();
 
     /** Starts {@code world} agents; agent r offers {@code planes.apply(r)}. */
-    AgentThreads(ManagedChannel channel, int world, IntFunction<List<DataPlane>> planes) {
+    public AgentThreads(ManagedChannel channel, int world, IntFunction<List<DataPlane>> planes) {
         for (int r = 0; r < world; r++) {
             add(channel, "worker-" + r, r, planes.apply(r));
         }
@@ -63,7 +63,7 @@ final class AgentThreads {
     /**
      * Waits until {@code cluster}'s group of all agents has formed, or fails saying {@code how}.
      */
-    void awaitFormed(RemoteCluster cluster, String how) throws InterruptedException {
+    public void awaitFormed(RemoteCluster cluster, String how) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (cluster.healthy() < agents.size() && System.nanoTime() < deadline) {
             Thread.sleep(20);
@@ -72,7 +72,7 @@ final class AgentThreads {
     }
 
     /** Closes every agent and waits for its thread. */
-    void close() throws InterruptedException {
+    public void close() throws InterruptedException {
         for (WorkerAgent agent : agents) {
             agent.close();
         }

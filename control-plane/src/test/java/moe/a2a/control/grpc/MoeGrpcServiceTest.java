@@ -62,7 +62,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /** MoeService end to end over an in-process channel, answers checked against the reference. */
 @Timeout(120)
-class MoeGrpcServiceTest {
+public class MoeGrpcServiceTest {
     static final int E = 8;
     static final int H = 32;
     static final int I = 48;
@@ -108,7 +108,8 @@ class MoeGrpcServiceTest {
         server.close();
     }
 
-    enum Routing {
+    /** How a request routes its tokens: top-k given, router logits, or the model's gate. */
+    public enum Routing {
         TOPK,
         LOGITS,
         GATE
@@ -528,7 +529,7 @@ class MoeGrpcServiceTest {
         answers.assertMatches(where, request, response);
     }
 
-    static ForwardRequest request(
+    public static ForwardRequest request(
             SplittableRandom random, int layer, int tokens, DType dtype, Routing routing) {
         ByteBuffer data =
                 ByteBuffer.allocate(tokens * H * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);

@@ -6,15 +6,10 @@ import io.grpc.ManagedChannel;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.nccl.FakeNcclGroup;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.comm.nccl.NcclUniqueId;
@@ -28,10 +23,6 @@ import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.kernels.DType;
 import moe.a2a.protocol.TensorCodec;
-import moe.a2a.v1.BenchRequest;
-import moe.a2a.v1.BenchServiceGrpc;
-import moe.a2a.v1.CollectiveBenchRequest;
-import moe.a2a.v1.CollectiveBenchResult;
 import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
@@ -45,27 +36,19 @@ import org.junit.jupiter.api.Timeout;
  * offering it through {@link NcclDataPlane} with a simulated NCCL ({@link FakeNcclGroup}) and the
  * CPU runtime. Rank 0's unique id must travel through the join protocol to every worker (the
  * simulated groups are keyed by it), the communicators must be NCCL's, and answers must match the
- * reference. BenchService's collectives then run on the workers' (simulated) NCCL communicators
- * with no wrong element.
+ * reference. The bench module runs its collectives on the same cluster (NcclClusterBenchTest).
  */
 @Timeout(120)
-class NcclClusterTest {
-    static final int E = 8;
-    static final int H = 32;
-    static final int I = 48;
-    static final int K = 2;
-    static final int WORLD = 2;
+public class NcclClusterTest {
+    public static final int E = 8;
+    public static final int H = 32;
+    public static final int I = 48;
+    public static final int K = 2;
+    public static final int WORLD = 2;
 
     final SeededWeights weights = new SeededWeights(11, E, H, I, 1);
 
-    /**
-     * The simulated NCCL groups by unique id: a worker with another id would land in a group of its
-     * own.
-     */
-    final Map<NcclUniqueId, FakeNcclGroup> groups = new ConcurrentHashMap<>();
-
-    final List<Transport> joinedTransports = new ArrayList<>();
-    final List<NcclUniqueId> madeIds = new ArrayList<>();
+    final SimulatedNccl nccl = new SimulatedNccl();
 
     @Test
     void shouldServeReferenceAnswersWhenWorkersExchangeOverNccl() throws Exception {
@@ -85,21 +68,16 @@ class NcclClusterTest {
                         true)) {
             assertThat(server.group().transport()).isEqualTo(NcclTransportProvider.NCCL);
             ManagedChannel channel = InProcessChannelBuilder.forName(name).build();
-            agents =
-                    new AgentThreads(
-                            channel, WORLD, r -> List.of(new NcclDataPlane(new SimulatedNccl())));
+            agents = new AgentThreads(channel, WORLD, r -> List.of(new NcclDataPlane(nccl)));
             agents.awaitFormed(cluster, "ranks formed over the simulated NCCL");
-            synchronized (madeIds) {
-                assertThat(madeIds).as("rank 0 made one id").hasSize(1);
-                assertThat(groups.keySet())
-                        .as("every rank joined the group of rank 0's id")
-                        .containsExactly(madeIds.get(0));
-            }
-            synchronized (joinedTransports) {
-                assertThat(joinedTransports)
-                        .hasSize(WORLD)
-                        .containsOnly(NcclTransportProvider.NCCL);
-            }
+            List<NcclUniqueId> madeIds = nccl.madeIds();
+            assertThat(madeIds).as("rank 0 made one id").hasSize(1);
+            assertThat(nccl.groupIds())
+                    .as("every rank joined the group of rank 0's id")
+                    .containsExactly(madeIds.get(0));
+            assertThat(nccl.joinedTransports())
+                    .hasSize(WORLD)
+                    .containsOnly(NcclTransportProvider.NCCL);
 
             ManagedChannel client = InProcessChannelBuilder.forName(clientName).build();
             MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(client);
@@ -118,48 +96,6 @@ class NcclClusterTest {
                 }
             }
 
-            // BenchService's collectives on the workers' NCCL communicators, between steps
-            List<CollectiveBenchResult> collectives = new ArrayList<>();
-            BenchServiceGrpc.newBlockingStub(client)
-                    .run(
-                            BenchRequest.newBuilder()
-                                    .setIters(2)
-                                    .setCollective(
-                                            CollectiveBenchRequest.newBuilder()
-                                                    .addAllCollectives(
-                                                            List.of(
-                                                                    "allreduce",
-                                                                    "allgather",
-                                                                    "reducescatter",
-                                                                    "broadcast",
-                                                                    "alltoall"))
-                                                    .addSizes(64)
-                                                    .addSizes(4096)
-                                                    .setRoot(1)
-                                                    .setWarmup(1))
-                                    .build())
-                    .forEachRemaining(
-                            e -> {
-                                if (e.hasCollectiveResult()) {
-                                    collectives.add(e.getCollectiveResult());
-                                }
-                            });
-            assertThat(collectives).hasSize(10);
-            for (CollectiveBenchResult r : collectives) {
-                assertThat(r.getTransport()).isEqualTo("nccl");
-                assertThat(r.getRanksTimesCount()).isEqualTo(WORLD);
-                assertThat(r.getRanksTimesList())
-                        .as(r.getCollective() + " " + r.getSizeBytes())
-                        .allMatch(t -> t.getWrong() == 0 && t.getNsCount() == 2);
-                assertThat(r.getLinkGbps()).as("no link measured for nccl ranks").isZero();
-                assertThat(r.getJson()).contains("\"algo\":\"nccl\"");
-            }
-            // and serving goes on
-            ForwardRequest after =
-                    MoeGrpcServiceTest.request(
-                            new SplittableRandom(900), 0, 7, DType.FP32, Routing.TOPK);
-            assertMatchesReference("after bench", reference, after, stub.forward(after));
-
             client.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         } finally {
@@ -173,7 +109,7 @@ class NcclClusterTest {
     /**
      * A control plane's cluster of {@link #WORLD} workers on {@code transport}, seeded model 11.
      */
-    static RemoteCluster remoteCluster(Transport transport) {
+    public static RemoteCluster remoteCluster(Transport transport) {
         ModelSpec spec =
                 ModelSpec.newBuilder()
                         .setExperts(E)
@@ -194,7 +130,7 @@ class NcclClusterTest {
                 new QuietListener());
     }
 
-    static void assertMatchesReference(
+    public static void assertMatchesReference(
             String where,
             ReferenceMoeLayer reference,
             ForwardRequest request,
@@ -214,36 +150,5 @@ class NcclClusterTest {
         }
         LayerCheck.assertClose(
                 where, dtype, TensorCodec.floats(response.getHiddenStates()), expected, H);
-    }
-
-    /** NCCL simulated in this JVM, groups keyed by unique id; the ranks run on the CPU. */
-    private final class SimulatedNccl implements NcclDataPlane.NcclProvider {
-        @Override
-        public NcclUniqueId newUniqueId() {
-            byte[] id = new byte[NcclUniqueId.BYTES];
-            new SplittableRandom(System.nanoTime()).nextBytes(id);
-            NcclUniqueId made = NcclUniqueId.of(id, "simulated");
-            synchronized (madeIds) {
-                madeIds.add(made);
-            }
-            return made;
-        }
-
-        @Override
-        public Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
-            synchronized (joinedTransports) {
-                Communicator comm =
-                        groups.computeIfAbsent(id, k -> new FakeNcclGroup(worldSize))
-                                .communicator(rank, timeoutNs);
-                joinedTransports.add(comm.transport());
-                return comm;
-            }
-        }
-
-        /** The ranks run on the CPU. */
-        @Override
-        public int device() {
-            return -1;
-        }
     }
 }

@@ -1,4 +1,4 @@
-package moe.a2a.control.grpc;
+package moe.a2a.bench.grpc;
 
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
@@ -17,12 +17,14 @@ import moe.a2a.bench.CollectiveReport;
 import moe.a2a.bench.CollectiveTimes;
 import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
+import moe.a2a.bench.task.GroupBench;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.StepScheduler;
+import moe.a2a.control.grpc.StatusMapping;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import moe.a2a.protocol.InvalidRequestException;
@@ -48,11 +50,11 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
     static final int MAX_WARMUP = 100;
 
     private final RankGroup group;
-    private final StepScheduler scheduler;
+    private final GroupBench bench;
 
     public BenchGrpcService(RankGroup group, StepScheduler scheduler) {
         this.group = group;
-        this.scheduler = scheduler;
+        this.bench = new GroupBench(group, scheduler);
     }
 
     @Override
@@ -96,10 +98,7 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
                 } else {
                     int iters = request.getIters() > 0 ? request.getIters() : w.defaultIters();
                     int warmup = request.getWarmup() > 0 ? request.getWarmup() : w.defaultWarmup();
-                    List<RankTimes> times =
-                            scheduler
-                                    .runBetweenSteps(() -> group.bench(w, scope, warmup, iters))
-                                    .get();
+                    List<RankTimes> times = bench.workload(w, scope, warmup, iters).get();
                     BenchReport r =
                             BenchReport.of(w, group.transport(), scope, rows, times, memcpy);
                     result.setRan(true)
@@ -165,8 +164,7 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
                             ? links.computeIfAbsent(
                                     c.bytes(), b -> MachineLimits.copyGbps((int) (long) b))
                             : 0;
-            List<CollectiveTimes> times =
-                    scheduler.runBetweenSteps(() -> group.benchCollective(c, warmup, iters)).get();
+            List<CollectiveTimes> times = bench.collective(c, warmup, iters).get();
             CollectiveReport report = CollectiveReport.of(c, transport, times, link);
             CollectiveBenchResult.Builder result =
                     CollectiveBenchResult.newBuilder()

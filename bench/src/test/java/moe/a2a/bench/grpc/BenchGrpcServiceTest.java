@@ -1,4 +1,4 @@
-package moe.a2a.control.grpc;
+package moe.a2a.bench.grpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.EmbeddedCluster;
+import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.ReferenceMoeLayer;
@@ -58,7 +59,8 @@ class BenchGrpcServiceTest {
                         weights,
                         new MoeServer.Settings(64, 64, 1 << 20, 1 << 20, 2, 0, 0),
                         new SimpleMeterRegistry(),
-                        true);
+                        true,
+                        List.of(BenchGrpcService::new));
         channel = InProcessChannelBuilder.forName(name).build();
     }
 

@@ -1,0 +1,71 @@
+package moe.a2a.control.grpc;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.Transport;
+import moe.a2a.comm.nccl.FakeNcclGroup;
+import moe.a2a.comm.nccl.NcclDataPlane;
+import moe.a2a.comm.nccl.NcclUniqueId;
+
+/**
+ * NCCL simulated in this JVM, groups keyed by unique id (a worker with another id would land in a
+ * group of its own); the ranks run on the CPU. Records the ids made and the transports joined.
+ * Thread-safe: every worker agent's thread calls it.
+ */
+public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
+    private final Map<NcclUniqueId, FakeNcclGroup> groups = new ConcurrentHashMap<>();
+    private final List<Transport> joinedTransports = new ArrayList<>();
+    private final List<NcclUniqueId> madeIds = new ArrayList<>();
+
+    @Override
+    public NcclUniqueId newUniqueId() {
+        byte[] id = new byte[NcclUniqueId.BYTES];
+        new SplittableRandom(System.nanoTime()).nextBytes(id);
+        NcclUniqueId made = NcclUniqueId.of(id, "simulated");
+        synchronized (madeIds) {
+            madeIds.add(made);
+        }
+        return made;
+    }
+
+    @Override
+    public Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
+        synchronized (joinedTransports) {
+            Communicator comm =
+                    groups.computeIfAbsent(id, k -> new FakeNcclGroup(worldSize))
+                            .communicator(rank, timeoutNs);
+            joinedTransports.add(comm.transport());
+            return comm;
+        }
+    }
+
+    /** The ranks run on the CPU. */
+    @Override
+    public int device() {
+        return -1;
+    }
+
+    /** The ids rank 0 made, in order. */
+    public List<NcclUniqueId> madeIds() {
+        synchronized (madeIds) {
+            return List.copyOf(madeIds);
+        }
+    }
+
+    /** The ids of the groups ranks joined. */
+    public Set<NcclUniqueId> groupIds() {
+        return Set.copyOf(groups.keySet());
+    }
+
+    /** The transport of each communicator joined, in order. */
+    public List<Transport> joinedTransports() {
+        synchronized (joinedTransports) {
+            return List.copyOf(joinedTransports);
+        }
+    }
+}
