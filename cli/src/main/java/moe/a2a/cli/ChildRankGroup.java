@@ -50,14 +50,15 @@ final class ChildRankGroup {
     }
 
     /**
-     * The data-plane settings of a bench child on this host: loopback, the default shared-memory
-     * directory, CUDA device {@code device}.
+     * The data-plane settings of a bench child on this host: loopback, one event-loop thread, the
+     * default shared-memory directory, CUDA device {@code device}.
      */
     static PlaneSettings settings(
             int device, @Nullable Path cudaLibDir, @Nullable Path ncclLibDir) {
         return new PlaneSettings(
                 InetAddress.getLoopbackAddress().getHostAddress(),
                 0,
+                1,
                 null,
                 Path.of(WorkerCommand.DEFAULT_SHM_DIR),
                 device,

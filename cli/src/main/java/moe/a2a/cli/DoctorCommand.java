@@ -46,6 +46,7 @@ final class DoctorCommand implements Callable<Integer> {
                 new PlaneSettings(
                         "localhost",
                         0,
+                        1,
                         null,
                         Path.of(WorkerCommand.DEFAULT_SHM_DIR),
                         0,

@@ -35,6 +35,9 @@ final class WorkerCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerCommand.class);
     static final String AUTO = "auto";
 
+    /** Event-loop threads of a worker's network data plane. */
+    private static final int WORKER_IO_THREADS = 2;
+
     /** Where host-memory data planes map their files unless --shm-dir says otherwise. */
     static final String DEFAULT_SHM_DIR = "/dev/shm";
 
@@ -151,6 +154,7 @@ final class WorkerCommand implements Callable<Integer> {
                 new PlaneSettings(
                         dataHost,
                         dataPort,
+                        WORKER_IO_THREADS,
                         dataPlaneTls(),
                         shmDir,
                         device,

@@ -13,6 +13,7 @@ import org.jspecify.annotations.Nullable;
  *
  * @param dataHost the host name or address peers reach this worker's network data plane at
  * @param dataPort the port it listens on; 0 picks a free one per group epoch
+ * @param ioThreads the event-loop threads a network data plane may run its connections on
  * @param tls mutual TLS between workers (this worker's certificate and the cluster's authority), or
  *     null for plaintext
  * @param shmDir the directory a host-memory data plane maps its group's files in
@@ -23,6 +24,7 @@ import org.jspecify.annotations.Nullable;
 public record PlaneSettings(
         String dataHost,
         int dataPort,
+        int ioThreads,
         @Nullable TlsKeys tls,
         Path shmDir,
         int device,

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  */
 class TransportsTest {
     private static final PlaneSettings SETTINGS =
-            new PlaneSettings("host-a", 0, null, Path.of("/dev/shm"), 0, null, null);
+            new PlaneSettings("host-a", 0, 1, null, Path.of("/dev/shm"), 0, null, null);
 
     @Test
     void shouldFindEveryProviderInOrder() {
@@ -57,7 +57,14 @@ class TransportsTest {
         assertThat(
                         plugged.probe(
                                         new PlaneSettings(
-                                                "host-a", -1, null, Path.of("/x"), 0, null, null))
+                                                "host-a",
+                                                -1,
+                                                1,
+                                                null,
+                                                Path.of("/x"),
+                                                0,
+                                                null,
+                                                null))
                                 .description())
                 .isEqualTo("--data-port: -1");
         assertThatThrownBy(

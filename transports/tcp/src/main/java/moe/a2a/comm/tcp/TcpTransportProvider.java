@@ -11,9 +11,6 @@ import moe.a2a.comm.TransportReach;
 public final class TcpTransportProvider implements TransportProvider {
     public static final Transport TCP = new Transport("tcp");
 
-    /** A worker's event-loop threads for its data connections. */
-    private static final int IO_THREADS = 2;
-
     @Override
     public Transport transport() {
         return TCP;
@@ -38,7 +35,7 @@ public final class TcpTransportProvider implements TransportProvider {
     public DataPlane dataPlane(PlaneSettings settings) {
         PlaneSettings.TlsKeys tls = settings.tls();
         return TcpDataPlane.withOwnLoops(
-                IO_THREADS,
+                settings.ioThreads(),
                 settings.dataHost(),
                 settings.dataPort(),
                 tls == null ? null : DataPlaneTls.of(tls));
