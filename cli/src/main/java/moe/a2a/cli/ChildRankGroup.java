@@ -38,11 +38,6 @@ final class ChildRankGroup {
 
     private ChildRankGroup() {}
 
-    /** The transports a bench child process can run: every one between processes. */
-    static List<Transport> transports() {
-        return Transports.transports(Transports.betweenProcesses());
-    }
-
     /** What a rank does once it has joined its group. */
     @FunctionalInterface
     interface RankBody {
@@ -88,7 +83,7 @@ final class ChildRankGroup {
                     "--transport: "
                             + transport
                             + " (expected: one of "
-                            + Transport.labels(transports())
+                            + Transports.labels(Transports.betweenProcesses())
                             + ")");
         }
         TransportProbe probe = provider.probe(settings);

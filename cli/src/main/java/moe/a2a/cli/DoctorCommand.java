@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import moe.a2a.comm.PlaneSettings;
-import moe.a2a.comm.TransportProbe;
+import moe.a2a.comm.Transport;
 import moe.a2a.comm.TransportProvider;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
@@ -52,33 +52,22 @@ final class DoctorCommand implements Callable<Integer> {
                         0,
                         gpu.cudaLibDir,
                         gpu.ncclLibDir);
+        OfferedTransports offer =
+                OfferedTransports.survey(null, OfferedTransports.offerable(), settings);
         List<String> all = new ArrayList<>();
-        List<String> offered = new ArrayList<>();
-        StringBuilder missing = new StringBuilder();
         for (TransportProvider p : Transports.all()) {
             if (p.reach() == TransportReach.THREADS) {
                 all.add(p.transport() + " (serve)");
             }
         }
-        for (TransportProvider p : OfferedTransports.offerable()) {
-            TransportProbe found = p.probe(settings);
-            if (found.usable()) {
-                all.add(p.transport().label());
-                offered.add(p.transport().label());
-            } else if (p.reach() != TransportReach.DEVICES) {
-                missing.append(" (no ")
-                        .append(p.transport())
-                        .append(": ")
-                        .append(found.description())
-                        .append(')');
-            }
-        }
+        String offered = Transport.labels(offer.transports());
         System.out.println(
                 "transports: "
                         + String.join(", ", all)
+                        + (offered.isEmpty() ? "" : ", " + offered)
                         + "; worker --transport auto offers "
-                        + String.join(", ", offered)
-                        + missing);
+                        + offered
+                        + offer.missing());
         return 0;
     }
 }

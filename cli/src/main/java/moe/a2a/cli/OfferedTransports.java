@@ -23,13 +23,21 @@ final class OfferedTransports {
     private static final Logger LOG = LoggerFactory.getLogger(OfferedTransports.class);
 
     private final List<TransportProvider> offered;
+    private final @Nullable TransportProvider device;
     private final String deviceProbe;
+    private final String missing;
     private final @Nullable String refusal;
 
     private OfferedTransports(
-            List<TransportProvider> offered, String deviceProbe, @Nullable String refusal) {
+            List<TransportProvider> offered,
+            @Nullable TransportProvider device,
+            String deviceProbe,
+            String missing,
+            @Nullable String refusal) {
         this.offered = offered;
+        this.device = device;
         this.deviceProbe = deviceProbe;
+        this.missing = missing;
         this.refusal = refusal;
     }
 
@@ -69,21 +77,45 @@ final class OfferedTransports {
             @Nullable TransportProvider chosen,
             List<TransportProvider> offerable,
             PlaneSettings settings) {
+        OfferedTransports offer = survey(chosen, offerable, settings);
+        if (offer.device != null) {
+            LOG.info("{} probe: {}", offer.device.transport(), offer.deviceProbe);
+        }
+        if (chosen == null) {
+            LOG.info(
+                    "--transport auto: offering {} to the control plane{}{}",
+                    offer.transports(),
+                    offer.offered.stream().anyMatch(p -> p.reach() == TransportReach.DEVICES)
+                            ? ""
+                            : " (no GPU data plane here, see the probe above)",
+                    offer.missing);
+        }
+        return offer;
+    }
+
+    /** As {@link #probe}, without a word in the log. */
+    static OfferedTransports survey(
+            @Nullable TransportProvider chosen,
+            List<TransportProvider> offerable,
+            PlaneSettings settings) {
         List<TransportProvider> offered = new ArrayList<>();
         StringBuilder missing = new StringBuilder();
+        TransportProvider device = null;
         String deviceProbe = "";
         for (TransportProvider p : chosen == null ? offerable : List.of(chosen)) {
             TransportProbe probe = p.probe(settings);
             if (p.reach() == TransportReach.DEVICES) {
+                device = p;
                 deviceProbe = probe.description();
-                LOG.info("{} probe: {}", p.transport(), probe.description());
             }
             if (probe.usable()) {
                 offered.add(p);
             } else if (chosen != null) {
                 return new OfferedTransports(
                         List.of(),
+                        device,
                         deviceProbe,
+                        "",
                         "--transport " + p.transport() + ": " + probe.description());
             } else if (p.reach() != TransportReach.DEVICES) {
                 missing.append(" (no ")
@@ -93,16 +125,12 @@ final class OfferedTransports {
                         .append(')');
             }
         }
-        if (chosen == null) {
-            LOG.info(
-                    "--transport auto: offering {} to the control plane{}{}",
-                    Transports.transports(offered),
-                    offered.stream().anyMatch(p -> p.reach() == TransportReach.DEVICES)
-                            ? ""
-                            : " (no GPU data plane here, see the probe above)",
-                    missing);
-        }
-        return new OfferedTransports(offered, deviceProbe, null);
+        return new OfferedTransports(offered, device, deviceProbe, missing.toString(), null);
+    }
+
+    /** Why each transport between processes that cannot run here cannot: " (no shm: ...)". */
+    String missing() {
+        return missing;
     }
 
     /** Why the worker cannot start with the transport it was told to run, or null. */

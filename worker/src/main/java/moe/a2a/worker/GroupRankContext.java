@@ -24,4 +24,9 @@ record GroupRankContext(int rank, int worldSize, FormedGroup group) implements R
     public @Nullable HostTopology topology() {
         return group.topology();
     }
+
+    @Override
+    public void abort(Throwable cause) {
+        group.abort(cause);
+    }
 }

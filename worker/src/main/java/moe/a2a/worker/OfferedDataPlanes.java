@@ -61,11 +61,6 @@ final class OfferedDataPlanes {
         return null;
     }
 
-    /** The offered plane of {@code transport}, or null if this worker did not offer it. */
-    @Nullable DataPlane get(Transport transport) {
-        return offered.get(transport);
-    }
-
     /** The plane the rank runs on now, once the control plane accepted this worker. */
     DataPlane current() {
         return current;

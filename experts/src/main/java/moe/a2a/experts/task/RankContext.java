@@ -28,4 +28,13 @@ public interface RankContext {
     default boolean acrossHosts() {
         return hostGroup() != null;
     }
+
+    /** Aborts every communicator of the group, so that the peers fail at once. */
+    default void abort(Throwable cause) {
+        communicator().abort(cause);
+        Communicator hostGroup = hostGroup();
+        if (hostGroup != null) {
+            hostGroup.abort(cause);
+        }
+    }
 }

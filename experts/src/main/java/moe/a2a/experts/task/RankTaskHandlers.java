@@ -4,7 +4,6 @@ import java.util.Collections;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.TreeMap;
-import moe.a2a.comm.Communicator;
 
 /**
  * The installed {@link RankTaskHandler}s by kind, looked up once, and the rules every rank applies
@@ -46,16 +45,8 @@ public final class RankTaskHandlers {
             throw e;
         } catch (RuntimeException | OutOfMemoryError e) {
             // a task's buffers may not fit this rank's direct memory: say so, and live
-            abort(rank, e);
+            rank.abort(e);
             throw e;
-        }
-    }
-
-    private static void abort(RankContext rank, Throwable cause) {
-        rank.communicator().abort(cause);
-        Communicator hostGroup = rank.hostGroup();
-        if (hostGroup != null) {
-            hostGroup.abort(cause);
         }
     }
 
