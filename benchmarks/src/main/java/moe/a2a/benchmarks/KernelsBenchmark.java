@@ -6,6 +6,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.RowKernels;
 import moe.a2a.kernels.ScalarKernels;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -97,7 +98,7 @@ public class KernelsBenchmark {
             f32In.setAtIndex(FLOAT, i, (float) (random.nextDouble() * 4 - 2));
         }
         // the scalar twins: no Vector API code runs before the measured kernel unless othersFirst
-        ScalarKernels.encodeBf16(f32In, 0, bf16In, 0, rows * HIDDEN);
+        ScalarKernels.encode(DType.BF16, f32In, 0, bf16In, 0, rows * HIDDEN);
         for (int r = 0; r < rows; r++) {
             ScalarKernels.quantizeFp8(f32In, r * f32RowBytes, fp8In, r * fp8RowBytes, HIDDEN);
         }
@@ -113,12 +114,12 @@ public class KernelsBenchmark {
     }
 
     private void runEveryKernelOnce() {
-        RowKernels.decodeBf16(bf16In, 0, f32Out, 0, HIDDEN);
-        RowKernels.accumulateBf16(bf16In, 0, f32Out, 0, HIDDEN);
-        RowKernels.encodeBf16(f32In, 0, bf16Out, 0, HIDDEN);
-        RowKernels.decodeFp16(bf16In, 0, f32Out, 0, HIDDEN);
-        RowKernels.accumulateFp16(bf16In, 0, f32Out, 0, HIDDEN);
-        RowKernels.encodeFp16(f32In, 0, bf16Out, 0, HIDDEN);
+        RowKernels.decode(DType.BF16, bf16In, 0, f32Out, 0, HIDDEN);
+        RowKernels.accumulate(DType.BF16, bf16In, 0, f32Out, 0, HIDDEN);
+        RowKernels.encode(DType.BF16, f32In, 0, bf16Out, 0, HIDDEN);
+        RowKernels.decode(DType.FP16, bf16In, 0, f32Out, 0, HIDDEN);
+        RowKernels.accumulate(DType.FP16, bf16In, 0, f32Out, 0, HIDDEN);
+        RowKernels.encode(DType.FP16, f32In, 0, bf16Out, 0, HIDDEN);
         RowKernels.axpy(0.25f, f32In, 0, f32Out, 0, HIDDEN);
         RowKernels.quantizeFp8(f32In, 0, fp8Out, 0, HIDDEN);
         RowKernels.quantizeFp8FromBf16(bf16In, 0, fp8Out, 0, HIDDEN);
@@ -134,7 +135,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment decodeBf16Vector() {
         for (int r = 0; r < BATCH; r++) {
-            RowKernels.decodeBf16(bf16In, in(r, bf16RowBytes), f32Out, out(r, f32RowBytes), HIDDEN);
+            RowKernels.decode(DType.BF16, bf16In, in(r, bf16RowBytes), f32Out, out(r, f32RowBytes), HIDDEN);
         }
         return f32Out;
     }
@@ -143,7 +144,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment decodeBf16Scalar() {
         for (int r = 0; r < BATCH; r++) {
-            ScalarKernels.decodeBf16(
+            ScalarKernels.decode(DType.BF16,
                     bf16In, in(r, bf16RowBytes), f32Out, out(r, f32RowBytes), HIDDEN);
         }
         return f32Out;
@@ -153,7 +154,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment accumulateBf16Vector() {
         for (int r = 0; r < BATCH; r++) {
-            RowKernels.accumulateBf16(
+            RowKernels.accumulate(DType.BF16,
                     bf16In, in(r, bf16RowBytes), f32Out, out(r, f32RowBytes), HIDDEN);
         }
         return f32Out;
@@ -163,7 +164,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment accumulateBf16Scalar() {
         for (int r = 0; r < BATCH; r++) {
-            ScalarKernels.accumulateBf16(
+            ScalarKernels.accumulate(DType.BF16,
                     bf16In, in(r, bf16RowBytes), f32Out, out(r, f32RowBytes), HIDDEN);
         }
         return f32Out;
@@ -173,7 +174,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment encodeBf16Vector() {
         for (int r = 0; r < BATCH; r++) {
-            RowKernels.encodeBf16(f32In, in(r, f32RowBytes), bf16Out, r * bf16RowBytes, HIDDEN);
+            RowKernels.encode(DType.BF16, f32In, in(r, f32RowBytes), bf16Out, r * bf16RowBytes, HIDDEN);
         }
         return bf16Out;
     }
@@ -182,7 +183,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment encodeBf16Scalar() {
         for (int r = 0; r < BATCH; r++) {
-            ScalarKernels.encodeBf16(f32In, in(r, f32RowBytes), bf16Out, r * bf16RowBytes, HIDDEN);
+            ScalarKernels.encode(DType.BF16, f32In, in(r, f32RowBytes), bf16Out, r * bf16RowBytes, HIDDEN);
         }
         return bf16Out;
     }
@@ -191,7 +192,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment accumulateFp16Vector() {
         for (int r = 0; r < BATCH; r++) {
-            RowKernels.accumulateFp16(
+            RowKernels.accumulate(DType.FP16,
                     bf16In, in(r, bf16RowBytes), f32Out, out(r, f32RowBytes), HIDDEN);
         }
         return f32Out;
@@ -201,7 +202,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment accumulateFp16Scalar() {
         for (int r = 0; r < BATCH; r++) {
-            ScalarKernels.accumulateFp16(
+            ScalarKernels.accumulate(DType.FP16,
                     bf16In, in(r, bf16RowBytes), f32Out, out(r, f32RowBytes), HIDDEN);
         }
         return f32Out;
@@ -211,7 +212,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment encodeFp16Vector() {
         for (int r = 0; r < BATCH; r++) {
-            RowKernels.encodeFp16(f32In, in(r, f32RowBytes), bf16Out, r * bf16RowBytes, HIDDEN);
+            RowKernels.encode(DType.FP16, f32In, in(r, f32RowBytes), bf16Out, r * bf16RowBytes, HIDDEN);
         }
         return bf16Out;
     }
@@ -220,7 +221,7 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment encodeFp16Scalar() {
         for (int r = 0; r < BATCH; r++) {
-            ScalarKernels.encodeFp16(f32In, in(r, f32RowBytes), bf16Out, r * bf16RowBytes, HIDDEN);
+            ScalarKernels.encode(DType.FP16, f32In, in(r, f32RowBytes), bf16Out, r * bf16RowBytes, HIDDEN);
         }
         return bf16Out;
     }
@@ -308,23 +309,6 @@ public class KernelsBenchmark {
     @OperationsPerInvocation(BATCH)
     public MemorySegment gatherRowsCopy() {
         RowKernels.gatherRows(
-                bf16In,
-                rowIndex,
-                0,
-                BATCH,
-                bf16RowBytes,
-                0,
-                (int) bf16RowBytes,
-                bf16Out,
-                0,
-                bf16RowBytes);
-        return bf16Out;
-    }
-
-    @Benchmark
-    @OperationsPerInvocation(BATCH)
-    public MemorySegment gatherRowsScalar() {
-        ScalarKernels.gatherRows(
                 bf16In,
                 rowIndex,
                 0,

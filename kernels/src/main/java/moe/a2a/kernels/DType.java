@@ -50,11 +50,7 @@ public enum DType {
      */
     public void decode(
             MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        switch (this) {
-            case BF16 -> RowKernels.decodeBf16(src, srcOffset, dst, dstOffset, n);
-            case FP16 -> RowKernels.decodeFp16(src, srcOffset, dst, dstOffset, n);
-            case FP32 -> MemorySegment.copy(src, srcOffset, dst, dstOffset, (long) n * Float.BYTES);
-        }
+        RowKernels.decode(this, src, srcOffset, dst, dstOffset, n);
     }
 
     /**
@@ -63,11 +59,7 @@ public enum DType {
      */
     public void accumulate(
             MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        switch (this) {
-            case BF16 -> RowKernels.accumulateBf16(src, srcOffset, dst, dstOffset, n);
-            case FP16 -> RowKernels.accumulateFp16(src, srcOffset, dst, dstOffset, n);
-            case FP32 -> RowKernels.axpy(1f, src, srcOffset, dst, dstOffset, n);
-        }
+        RowKernels.accumulate(this, src, srcOffset, dst, dstOffset, n);
     }
 
     /**
@@ -76,11 +68,7 @@ public enum DType {
      */
     public void encode(
             MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        switch (this) {
-            case BF16 -> RowKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
-            case FP16 -> RowKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
-            case FP32 -> MemorySegment.copy(src, srcOffset, dst, dstOffset, (long) n * Float.BYTES);
-        }
+        RowKernels.encode(this, src, srcOffset, dst, dstOffset, n);
     }
 
     /**
@@ -94,11 +82,7 @@ public enum DType {
             MemorySegment dst,
             long dstOffset,
             int n) {
-        switch (this) {
-            case BF16 -> RowKernels.reduceBf16(op, src, srcOffset, dst, dstOffset, n);
-            case FP16 -> RowKernels.reduceFp16(op, src, srcOffset, dst, dstOffset, n);
-            case FP32 -> RowKernels.reduceFp32(op, src, srcOffset, dst, dstOffset, n);
-        }
+        RowKernels.reduce(this, op, src, srcOffset, dst, dstOffset, n);
     }
 
     /** Writes {@code src[srcIndex..srcIndex+n)} as this dtype starting at byte {@code dstByte}. */

@@ -63,89 +63,87 @@ public final class RowKernels {
         return Fp8RowLayout.rowBytes(hidden);
     }
 
-    /** Widens {@code n} bf16 values at {@code src} to fp32 at {@code dst}; exact. */
-    public static void decodeBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        if (VECTORIZED) {
-            VectorKernels.decodeBf16(src, srcOffset, dst, dstOffset, n);
+    /**
+     * Widens {@code n} values of {@code type} at {@code src} to fp32 at {@code dst}; exact. A NaN
+     * half becomes a quiet NaN that keeps its sign and payload.
+     */
+    public static void decode(
+            DType type,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        if (type == DType.FP32) {
+            MemorySegment.copy(src, srcOffset, dst, dstOffset, (long) n * Float.BYTES);
+        } else if (VECTORIZED) {
+            if (type == DType.BF16) {
+                VectorBf16.decode(src, srcOffset, dst, dstOffset, n);
+            } else {
+                VectorFp16.decode(src, srcOffset, dst, dstOffset, n);
+            }
         } else {
-            ScalarKernels.decodeBf16(src, srcOffset, dst, dstOffset, n);
+            ScalarKernels.decode(type, src, srcOffset, dst, dstOffset, n);
         }
     }
 
     /**
-     * Adds {@code n} bf16 values at {@code src} to the fp32 values at {@code dst}, one rounding. A
-     * NaN at {@code dst} stays (quieted), whatever is added: Java leaves which NaN a sum of two
-     * gives to the compiled code, so it is pinned here.
+     * Adds {@code n} values of {@code type} at {@code src} to the fp32 values at {@code dst}, one
+     * rounding (fp32 as {@link #axpy} with weight 1). A NaN at {@code dst} stays (quieted),
+     * whatever is added: Java leaves which NaN a sum of two gives to the compiled code, so it is
+     * pinned here.
      */
-    public static void accumulateBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        if (VECTORIZED) {
-            VectorKernels.accumulateBf16(src, srcOffset, dst, dstOffset, n);
+    public static void accumulate(
+            DType type,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        if (type == DType.FP32) {
+            axpy(1f, src, srcOffset, dst, dstOffset, n);
+        } else if (VECTORIZED) {
+            if (type == DType.BF16) {
+                VectorBf16.accumulate(src, srcOffset, dst, dstOffset, n);
+            } else {
+                VectorFp16.accumulate(src, srcOffset, dst, dstOffset, n);
+            }
         } else {
-            ScalarKernels.accumulateBf16(src, srcOffset, dst, dstOffset, n);
+            ScalarKernels.accumulate(type, src, srcOffset, dst, dstOffset, n);
         }
     }
 
     /**
-     * Rounds {@code n} fp32 values at {@code src} to bf16 at {@code dst}: to nearest even, overflow
-     * to infinity; NaN becomes a quiet NaN that keeps its sign and top payload bits ({@code (bits
-     * >>> 16) | 0x40}).
+     * Rounds {@code n} fp32 values at {@code src} to {@code type} at {@code dst}: to nearest even,
+     * overflow to infinity. NaN becomes a quiet NaN that keeps its sign and top payload bits: in
+     * bf16 {@code (bits >>> 16) | 0x40}; in IEEE half, as {@link Float#floatToFloat16}, the top 10
+     * (what x86's F16C gives).
      */
-    public static void encodeBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        if (VECTORIZED) {
-            VectorKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
+    public static void encode(
+            DType type,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        if (type == DType.FP32) {
+            MemorySegment.copy(src, srcOffset, dst, dstOffset, (long) n * Float.BYTES);
+        } else if (VECTORIZED) {
+            if (type == DType.BF16) {
+                VectorBf16.encode(src, srcOffset, dst, dstOffset, n);
+            } else {
+                VectorFp16.encode(src, srcOffset, dst, dstOffset, n);
+            }
         } else {
-            ScalarKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
-        }
-    }
-
-    /**
-     * Widens {@code n} IEEE half values at {@code src} to fp32 at {@code dst}; exact. NaN becomes a
-     * quiet NaN that keeps its sign and payload.
-     */
-    public static void decodeFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        if (VECTORIZED) {
-            VectorKernels.decodeFp16(src, srcOffset, dst, dstOffset, n);
-        } else {
-            ScalarKernels.decodeFp16(src, srcOffset, dst, dstOffset, n);
-        }
-    }
-
-    /**
-     * Adds {@code n} IEEE half values at {@code src} to the fp32 values at {@code dst}, as {@link
-     * #accumulateBf16} does.
-     */
-    public static void accumulateFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        if (VECTORIZED) {
-            VectorKernels.accumulateFp16(src, srcOffset, dst, dstOffset, n);
-        } else {
-            ScalarKernels.accumulateFp16(src, srcOffset, dst, dstOffset, n);
-        }
-    }
-
-    /**
-     * Rounds {@code n} fp32 values at {@code src} to IEEE half at {@code dst}, as {@link
-     * Float#floatToFloat16}: to nearest even, overflow to infinity; NaN becomes a quiet NaN that
-     * keeps its sign and top 10 payload bits (what x86's F16C gives).
-     */
-    public static void encodeFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        if (VECTORIZED) {
-            VectorKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
-        } else {
-            ScalarKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
+            ScalarKernels.encode(type, src, srcOffset, dst, dstOffset, n);
         }
     }
 
     /**
      * {@code y[i] = y[i] + w * x[i]} over {@code n} fp32 values, rounded after the product and
      * after the sum (no fused multiply-add). {@code x} and {@code y} may be the same range. NaN is
-     * pinned as in {@link #accumulateBf16}: a NaN {@code y[i]} stays (quieted), else a NaN {@code
-     * w} gives {@code w} (quieted).
+     * pinned as in {@link #accumulate}: a NaN {@code y[i]} stays (quieted), else a NaN {@code w}
+     * gives {@code w} (quieted).
      */
     public static void axpy(
             float w, MemorySegment x, long xOffset, MemorySegment y, long yOffset, int n) {
@@ -156,11 +154,7 @@ public final class RowKernels {
         }
     }
 
-    /**
-     * {@code dst[i] = op(dst[i], src[i])} over {@code n} fp32 values. {@code src} and {@code dst}
-     * may be the same range.
-     */
-    public static void reduceFp32(
+    private static void reduceFp32(
             ReduceOp op,
             MemorySegment src,
             long srcOffset,
@@ -175,38 +169,28 @@ public final class RowKernels {
     }
 
     /**
-     * {@code dst[i] = op(dst[i], src[i])} over {@code n} bf16 values: both widened to fp32, the
-     * result rounded once to bf16 as {@link #encodeBf16} does.
+     * {@code dst[i] = op(dst[i], src[i])} over {@code n} values of {@code type}: both widened to
+     * fp32, the result rounded once to {@code type} as {@link #encode} does. {@code src} and {@code
+     * dst} may be the same range.
      */
-    public static void reduceBf16(
+    public static void reduce(
+            DType type,
             ReduceOp op,
             MemorySegment src,
             long srcOffset,
             MemorySegment dst,
             long dstOffset,
             int n) {
-        if (VECTORIZED && n >= REDUCE_VECTOR_MIN) {
-            VectorKernels.reduceBf16(op, src, srcOffset, dst, dstOffset, n);
+        if (type == DType.FP32) {
+            reduceFp32(op, src, srcOffset, dst, dstOffset, n);
+        } else if (VECTORIZED && n >= REDUCE_VECTOR_MIN) {
+            if (type == DType.BF16) {
+                VectorBf16.reduce(op, src, srcOffset, dst, dstOffset, n);
+            } else {
+                VectorFp16.reduce(op, src, srcOffset, dst, dstOffset, n);
+            }
         } else {
-            ScalarKernels.reduceBf16(op, src, srcOffset, dst, dstOffset, n);
-        }
-    }
-
-    /**
-     * {@code dst[i] = op(dst[i], src[i])} over {@code n} IEEE half values: both widened to fp32,
-     * the result rounded once to half as {@link #encodeFp16} does.
-     */
-    public static void reduceFp16(
-            ReduceOp op,
-            MemorySegment src,
-            long srcOffset,
-            MemorySegment dst,
-            long dstOffset,
-            int n) {
-        if (VECTORIZED && n >= REDUCE_VECTOR_MIN) {
-            VectorKernels.reduceFp16(op, src, srcOffset, dst, dstOffset, n);
-        } else {
-            ScalarKernels.reduceFp16(op, src, srcOffset, dst, dstOffset, n);
+            ScalarKernels.reduce(type, op, src, srcOffset, dst, dstOffset, n);
         }
     }
 
@@ -221,7 +205,7 @@ public final class RowKernels {
     public static void quantizeFp8(
             MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
         if (VECTORIZED) {
-            VectorKernels.quantizeFp8(src, srcOffset, dst, dstOffset, hidden);
+            VectorFp8.quantize(src, srcOffset, dst, dstOffset, hidden);
         } else {
             ScalarKernels.quantizeFp8(src, srcOffset, dst, dstOffset, hidden);
         }
@@ -234,7 +218,7 @@ public final class RowKernels {
     public static void quantizeFp8FromBf16(
             MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
         if (VECTORIZED) {
-            VectorKernels.quantizeFp8FromBf16(src, srcOffset, dst, dstOffset, hidden);
+            VectorFp8.quantizeFromBf16(src, srcOffset, dst, dstOffset, hidden);
         } else {
             ScalarKernels.quantizeFp8FromBf16(src, srcOffset, dst, dstOffset, hidden);
         }
@@ -248,7 +232,7 @@ public final class RowKernels {
     public static void dequantizeFp8(
             MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
         if (VECTORIZED) {
-            VectorKernels.dequantizeFp8(src, srcOffset, dst, dstOffset, hidden);
+            VectorFp8.dequantize(src, srcOffset, dst, dstOffset, hidden);
         } else {
             ScalarKernels.dequantizeFp8(src, srcOffset, dst, dstOffset, hidden);
         }
@@ -271,30 +255,13 @@ public final class RowKernels {
             MemorySegment dst,
             long dstOffset,
             long dstRowStride) {
-        if (VECTORIZED) {
-            VectorKernels.gatherRows(
+        for (int i = from; i < to; i++) {
+            MemorySegment.copy(
                     src,
-                    rowIndex,
-                    from,
-                    to,
-                    srcRowStride,
-                    srcRowOffset,
-                    rowBytes,
+                    rowIndex[i] * srcRowStride + srcRowOffset,
                     dst,
-                    dstOffset,
-                    dstRowStride);
-        } else {
-            ScalarKernels.gatherRows(
-                    src,
-                    rowIndex,
-                    from,
-                    to,
-                    srcRowStride,
-                    srcRowOffset,
-                    rowBytes,
-                    dst,
-                    dstOffset,
-                    dstRowStride);
+                    dstOffset + (i - from) * dstRowStride,
+                    rowBytes);
         }
     }
 }

@@ -25,55 +25,62 @@ public final class ScalarKernels {
 
     private ScalarKernels() {}
 
-    public static void decodeBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+    /** Widens {@code n} values of {@code half} (bf16 or fp16) to fp32. */
+    public static void decode(
+            DType half,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        final boolean bf16 = isBf16(half);
         for (int i = 0; i < n; i++) {
-            dst.set(FLOAT, dstOffset + 4L * i, bf16ToFloat(src.get(SHORT, srcOffset + 2L * i)));
+            dst.set(FLOAT, dstOffset + 4L * i, toFloat(bf16, src.get(SHORT, srcOffset + 2L * i)));
         }
     }
 
-    public static void accumulateBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+    public static void accumulate(
+            DType half,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        final boolean bf16 = isBf16(half);
         for (int i = 0; i < n; i++) {
             final long at = dstOffset + 4L * i;
             final float sum = dst.get(FLOAT, at);
-            dst.set(
-                    FLOAT,
-                    at,
-                    nanFirst(sum, sum + bf16ToFloat(src.get(SHORT, srcOffset + 2L * i))));
+            final float x = toFloat(bf16, src.get(SHORT, srcOffset + 2L * i));
+            dst.set(FLOAT, at, nanFirst(sum, sum + x));
         }
     }
 
-    public static void encodeBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+    public static void encode(
+            DType half,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        final boolean bf16 = isBf16(half);
         for (int i = 0; i < n; i++) {
-            dst.set(SHORT, dstOffset + 2L * i, floatToBf16(src.get(FLOAT, srcOffset + 4L * i)));
+            dst.set(SHORT, dstOffset + 2L * i, fromFloat(bf16, src.get(FLOAT, srcOffset + 4L * i)));
         }
     }
 
-    public static void decodeFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
+    public static void reduce(
+            DType half,
+            ReduceOp op,
+            MemorySegment src,
+            long srcOffset,
+            MemorySegment dst,
+            long dstOffset,
+            int n) {
+        final boolean bf16 = isBf16(half);
         for (int i = 0; i < n; i++) {
-            dst.set(FLOAT, dstOffset + 4L * i, fp16ToFloat(src.get(SHORT, srcOffset + 2L * i)));
-        }
-    }
-
-    public static void accumulateFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        for (int i = 0; i < n; i++) {
-            final long at = dstOffset + 4L * i;
-            final float sum = dst.get(FLOAT, at);
-            dst.set(
-                    FLOAT,
-                    at,
-                    nanFirst(sum, sum + fp16ToFloat(src.get(SHORT, srcOffset + 2L * i))));
-        }
-    }
-
-    public static void encodeFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        for (int i = 0; i < n; i++) {
-            dst.set(SHORT, dstOffset + 2L * i, floatToFp16(src.get(FLOAT, srcOffset + 4L * i)));
+            final long d = dstOffset + 2L * i;
+            final float x = toFloat(bf16, src.get(SHORT, srcOffset + 2L * i));
+            dst.set(SHORT, d, fromFloat(bf16, reduce(op, toFloat(bf16, dst.get(SHORT, d)), x)));
         }
     }
 
@@ -121,26 +128,6 @@ public final class ScalarKernels {
             final int len = Math.min(Fp8RowLayout.BLOCK, hidden - start);
             final float scale = src.get(FLOAT, srcOffset + Fp8RowLayout.scaleOffset(hidden, block));
             dequantizeE4m3(src, srcOffset + start, dst, dstOffset + 4L * start, len, scale);
-        }
-    }
-
-    public static void gatherRows(
-            MemorySegment src,
-            int[] rowIndex,
-            int from,
-            int to,
-            long srcRowStride,
-            long srcRowOffset,
-            int rowBytes,
-            MemorySegment dst,
-            long dstOffset,
-            long dstRowStride) {
-        for (int i = from; i < to; i++) {
-            final long srcRow = rowIndex[i] * srcRowStride + srcRowOffset;
-            final long dstRow = dstOffset + (i - from) * dstRowStride;
-            for (int b = 0; b < rowBytes; b++) {
-                dst.set(BYTE, dstRow + b, src.get(BYTE, srcRow + b));
-            }
         }
     }
 
@@ -202,32 +189,20 @@ public final class ScalarKernels {
         }
     }
 
-    public static void reduceBf16(
-            ReduceOp op,
-            MemorySegment src,
-            long srcOffset,
-            MemorySegment dst,
-            long dstOffset,
-            int n) {
-        for (int i = 0; i < n; i++) {
-            long d = dstOffset + 2L * i;
-            float x = bf16ToFloat(src.get(SHORT, srcOffset + 2L * i));
-            dst.set(SHORT, d, floatToBf16(reduce(op, bf16ToFloat(dst.get(SHORT, d)), x)));
+    /** Whether {@code half} is bf16 rather than IEEE half; fp32 is not a 16-bit type. */
+    static boolean isBf16(DType half) {
+        if (half == DType.FP32) {
+            throw new IllegalArgumentException("half: FP32 (expected: BF16 or FP16)");
         }
+        return half == DType.BF16;
     }
 
-    public static void reduceFp16(
-            ReduceOp op,
-            MemorySegment src,
-            long srcOffset,
-            MemorySegment dst,
-            long dstOffset,
-            int n) {
-        for (int i = 0; i < n; i++) {
-            long d = dstOffset + 2L * i;
-            float x = fp16ToFloat(src.get(SHORT, srcOffset + 2L * i));
-            dst.set(SHORT, d, floatToFp16(reduce(op, fp16ToFloat(dst.get(SHORT, d)), x)));
-        }
+    static float toFloat(boolean bf16, short h) {
+        return bf16 ? bf16ToFloat(h) : fp16ToFloat(h);
+    }
+
+    static short fromFloat(boolean bf16, float x) {
+        return bf16 ? floatToBf16(x) : floatToFp16(x);
     }
 
     static float bf16ToFloat(short h) {

@@ -12,7 +12,7 @@ import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 
-/** The bf16 kernels of {@link VectorKernels}. Stateless. */
+/** The bf16 kernels of {@link RowKernels}, on the Vector API. Stateless. */
 final class VectorBf16 {
     private VectorBf16() {}
 
@@ -23,7 +23,7 @@ final class VectorBf16 {
         for (; i < bound; i += LANES) {
             widen(src, srcOffset + 2L * i).intoMemorySegment(dst, dstOffset + 4L * i, LE);
         }
-        ScalarKernels.decodeBf16(src, srcOffset + 2L * i, dst, dstOffset + 4L * i, n - i);
+        ScalarKernels.decode(DType.BF16, src, srcOffset + 2L * i, dst, dstOffset + 4L * i, n - i);
     }
 
     static void accumulate(
@@ -36,7 +36,8 @@ final class VectorBf16 {
             VectorKernels.nanFirst(sum, sum.add(widen(src, srcOffset + 2L * i)))
                     .intoMemorySegment(dst, at, LE);
         }
-        ScalarKernels.accumulateBf16(src, srcOffset + 2L * i, dst, dstOffset + 4L * i, n - i);
+        ScalarKernels.accumulate(
+                DType.BF16, src, srcOffset + 2L * i, dst, dstOffset + 4L * i, n - i);
     }
 
     static void reduce(
@@ -54,7 +55,8 @@ final class VectorBf16 {
                     VectorKernels.reduce(op, widen(dst, at), widen(src, srcOffset + 2L * i));
             narrow(r.reinterpretAsInts()).intoMemorySegment(dst, at, LE);
         }
-        ScalarKernels.reduceBf16(op, src, srcOffset + 2L * i, dst, dstOffset + 2L * i, n - i);
+        ScalarKernels.reduce(
+                DType.BF16, op, src, srcOffset + 2L * i, dst, dstOffset + 2L * i, n - i);
     }
 
     static void encode(
@@ -65,7 +67,7 @@ final class VectorBf16 {
             final IntVector bits = IntVector.fromMemorySegment(INTS, src, srcOffset + 4L * i, LE);
             narrow(bits).intoMemorySegment(dst, dstOffset + 2L * i, LE);
         }
-        ScalarKernels.encodeBf16(src, srcOffset + 4L * i, dst, dstOffset + 2L * i, n - i);
+        ScalarKernels.encode(DType.BF16, src, srcOffset + 4L * i, dst, dstOffset + 2L * i, n - i);
     }
 
     /** {@link #LANES} bf16 values at {@code offset}, widened to fp32. */

@@ -9,11 +9,10 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * The row kernels on the Vector API, bit-for-bit equal to their {@link ScalarKernels} twins for
- * every input; each loop ends with the scalar twin on the remainder. The dtype families live in
- * {@link VectorBf16}, {@link VectorFp16} and {@link VectorFp8}; {@link #gatherRows} is {@link
- * MemorySegment#copy}, which the JDK already vectorizes. Only {@link RowKernels} calls this, and
- * only when the boot layer has {@code jdk.incubator.vector} and {@link #supported} holds.
- * Stateless.
+ * every input; each loop ends with the scalar twin on the remainder. This class holds the species
+ * and the fp32 kernels; the 16-bit ones live in {@link VectorBf16} and {@link VectorFp16}, the FP8
+ * ones in {@link VectorFp8}. Only {@link RowKernels} calls them, and only when the boot layer has
+ * {@code jdk.incubator.vector} and {@link #supported} holds. Stateless.
  */
 final class VectorKernels {
     /**
@@ -53,36 +52,6 @@ final class VectorKernels {
         return VectorSpecies.of(type, VectorShape.forBitSize(bits));
     }
 
-    static void decodeBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        VectorBf16.decode(src, srcOffset, dst, dstOffset, n);
-    }
-
-    static void accumulateBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        VectorBf16.accumulate(src, srcOffset, dst, dstOffset, n);
-    }
-
-    static void encodeBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        VectorBf16.encode(src, srcOffset, dst, dstOffset, n);
-    }
-
-    static void decodeFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        VectorFp16.decode(src, srcOffset, dst, dstOffset, n);
-    }
-
-    static void accumulateFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        VectorFp16.accumulate(src, srcOffset, dst, dstOffset, n);
-    }
-
-    static void encodeFp16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int n) {
-        VectorFp16.encode(src, srcOffset, dst, dstOffset, n);
-    }
-
     static void axpy(float w, MemorySegment x, long xOffset, MemorySegment y, long yOffset, int n) {
         if (Float.isNaN(w)) {
             ScalarKernels.axpy(w, x, xOffset, y, yOffset, n); // no arithmetic left to vectorize
@@ -119,26 +88,6 @@ final class VectorKernels {
         ScalarKernels.reduceFp32(op, src, srcOffset + 4L * i, dst, dstOffset + 4L * i, n - i);
     }
 
-    static void reduceBf16(
-            ReduceOp op,
-            MemorySegment src,
-            long srcOffset,
-            MemorySegment dst,
-            long dstOffset,
-            int n) {
-        VectorBf16.reduce(op, src, srcOffset, dst, dstOffset, n);
-    }
-
-    static void reduceFp16(
-            ReduceOp op,
-            MemorySegment src,
-            long srcOffset,
-            MemorySegment dst,
-            long dstOffset,
-            int n) {
-        VectorFp16.reduce(op, src, srcOffset, dst, dstOffset, n);
-    }
-
     /** {@link ScalarKernels#reduce} of each lane. */
     static FloatVector reduce(ReduceOp op, FloatVector a, FloatVector b) {
         final FloatVector result =
@@ -155,41 +104,5 @@ final class VectorKernels {
         return result.blend(
                 first.reinterpretAsInts().or(0x400000).reinterpretAsFloats(),
                 first.test(VectorOperators.IS_NAN));
-    }
-
-    static void quantizeFp8(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
-        VectorFp8.quantize(src, srcOffset, dst, dstOffset, hidden);
-    }
-
-    static void quantizeFp8FromBf16(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
-        VectorFp8.quantizeFromBf16(src, srcOffset, dst, dstOffset, hidden);
-    }
-
-    static void dequantizeFp8(
-            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int hidden) {
-        VectorFp8.dequantize(src, srcOffset, dst, dstOffset, hidden);
-    }
-
-    static void gatherRows(
-            MemorySegment src,
-            int[] rowIndex,
-            int from,
-            int to,
-            long srcRowStride,
-            long srcRowOffset,
-            int rowBytes,
-            MemorySegment dst,
-            long dstOffset,
-            long dstRowStride) {
-        for (int i = from; i < to; i++) {
-            MemorySegment.copy(
-                    src,
-                    rowIndex[i] * srcRowStride + srcRowOffset,
-                    dst,
-                    dstOffset + (i - from) * dstRowStride,
-                    rowBytes);
-        }
     }
 }

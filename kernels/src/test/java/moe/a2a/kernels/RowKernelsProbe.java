@@ -11,12 +11,12 @@ final class RowKernelsProbe {
         final MemorySegment floats = MemorySegment.ofArray(new float[n]);
         final MemorySegment halves = MemorySegment.ofArray(new short[n]);
         final MemorySegment fp8 = MemorySegment.ofArray(new byte[RowKernels.fp8RowBytes(n)]);
-        RowKernels.decodeBf16(halves, 0, floats, 0, n);
-        RowKernels.accumulateBf16(halves, 0, floats, 0, n);
-        RowKernels.encodeBf16(floats, 0, halves, 0, n);
-        RowKernels.decodeFp16(halves, 0, floats, 0, n);
-        RowKernels.accumulateFp16(halves, 0, floats, 0, n);
-        RowKernels.encodeFp16(floats, 0, halves, 0, n);
+        RowKernels.decode(DType.BF16, halves, 0, floats, 0, n);
+        RowKernels.accumulate(DType.BF16, halves, 0, floats, 0, n);
+        RowKernels.encode(DType.BF16, floats, 0, halves, 0, n);
+        RowKernels.decode(DType.FP16, halves, 0, floats, 0, n);
+        RowKernels.accumulate(DType.FP16, halves, 0, floats, 0, n);
+        RowKernels.encode(DType.FP16, floats, 0, halves, 0, n);
         RowKernels.axpy(0.5f, floats, 0, floats, 0, n);
         RowKernels.quantizeFp8(floats, 0, fp8, 0, n);
         RowKernels.quantizeFp8FromBf16(halves, 0, fp8, 0, n);

@@ -225,7 +225,7 @@ class ScalarKernelsTest {
         final int[] rowIndex = {9, 3, 0, 4, 3};
         final byte[] dst = new byte[2 + 3 * 12];
 
-        ScalarKernels.gatherRows(
+        RowKernels.gatherRows(
                 MemorySegment.ofArray(src),
                 rowIndex,
                 1,

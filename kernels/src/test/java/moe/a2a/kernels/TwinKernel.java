@@ -61,7 +61,7 @@ enum TwinKernel {
             case QUANTIZE_FP8_FROM_BF16 -> {
                 final MemorySegment row = MemorySegment.ofArray(new float[n]);
                 KernelInputs.fillRow(row, 0, n, random);
-                ScalarKernels.encodeBf16(row, 0, src, offset, n);
+                ScalarKernels.encode(DType.BF16, row, 0, src, offset, n);
             }
             case DEQUANTIZE_FP8 -> KernelInputs.fillFp8Row(src, offset, n, random);
             default -> KernelInputs.fillFloats(src, offset, n, random);
@@ -77,46 +77,37 @@ enum TwinKernel {
             long dstOffset,
             int n) {
         switch (this) {
-            case DECODE_BF16 -> {
+            case DECODE_BF16, DECODE_FP16 -> {
                 if (vector) {
-                    VectorKernels.decodeBf16(src, srcOffset, dst, dstOffset, n);
+                    if (dtype() == DType.BF16) {
+                        VectorBf16.decode(src, srcOffset, dst, dstOffset, n);
+                    } else {
+                        VectorFp16.decode(src, srcOffset, dst, dstOffset, n);
+                    }
                 } else {
-                    ScalarKernels.decodeBf16(src, srcOffset, dst, dstOffset, n);
+                    ScalarKernels.decode(dtype(), src, srcOffset, dst, dstOffset, n);
                 }
             }
-            case ACCUMULATE_BF16 -> {
+            case ACCUMULATE_BF16, ACCUMULATE_FP16 -> {
                 if (vector) {
-                    VectorKernels.accumulateBf16(src, srcOffset, dst, dstOffset, n);
+                    if (dtype() == DType.BF16) {
+                        VectorBf16.accumulate(src, srcOffset, dst, dstOffset, n);
+                    } else {
+                        VectorFp16.accumulate(src, srcOffset, dst, dstOffset, n);
+                    }
                 } else {
-                    ScalarKernels.accumulateBf16(src, srcOffset, dst, dstOffset, n);
+                    ScalarKernels.accumulate(dtype(), src, srcOffset, dst, dstOffset, n);
                 }
             }
-            case ENCODE_BF16 -> {
+            case ENCODE_BF16, ENCODE_FP16 -> {
                 if (vector) {
-                    VectorKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
+                    if (dtype() == DType.BF16) {
+                        VectorBf16.encode(src, srcOffset, dst, dstOffset, n);
+                    } else {
+                        VectorFp16.encode(src, srcOffset, dst, dstOffset, n);
+                    }
                 } else {
-                    ScalarKernels.encodeBf16(src, srcOffset, dst, dstOffset, n);
-                }
-            }
-            case DECODE_FP16 -> {
-                if (vector) {
-                    VectorKernels.decodeFp16(src, srcOffset, dst, dstOffset, n);
-                } else {
-                    ScalarKernels.decodeFp16(src, srcOffset, dst, dstOffset, n);
-                }
-            }
-            case ACCUMULATE_FP16 -> {
-                if (vector) {
-                    VectorKernels.accumulateFp16(src, srcOffset, dst, dstOffset, n);
-                } else {
-                    ScalarKernels.accumulateFp16(src, srcOffset, dst, dstOffset, n);
-                }
-            }
-            case ENCODE_FP16 -> {
-                if (vector) {
-                    VectorKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
-                } else {
-                    ScalarKernels.encodeFp16(src, srcOffset, dst, dstOffset, n);
+                    ScalarKernels.encode(dtype(), src, srcOffset, dst, dstOffset, n);
                 }
             }
             case AXPY -> {
@@ -128,21 +119,21 @@ enum TwinKernel {
             }
             case QUANTIZE_FP8 -> {
                 if (vector) {
-                    VectorKernels.quantizeFp8(src, srcOffset, dst, dstOffset, n);
+                    VectorFp8.quantize(src, srcOffset, dst, dstOffset, n);
                 } else {
                     ScalarKernels.quantizeFp8(src, srcOffset, dst, dstOffset, n);
                 }
             }
             case QUANTIZE_FP8_FROM_BF16 -> {
                 if (vector) {
-                    VectorKernels.quantizeFp8FromBf16(src, srcOffset, dst, dstOffset, n);
+                    VectorFp8.quantizeFromBf16(src, srcOffset, dst, dstOffset, n);
                 } else {
                     ScalarKernels.quantizeFp8FromBf16(src, srcOffset, dst, dstOffset, n);
                 }
             }
             case DEQUANTIZE_FP8 -> {
                 if (vector) {
-                    VectorKernels.dequantizeFp8(src, srcOffset, dst, dstOffset, n);
+                    VectorFp8.dequantize(src, srcOffset, dst, dstOffset, n);
                 } else {
                     ScalarKernels.dequantizeFp8(src, srcOffset, dst, dstOffset, n);
                 }
@@ -154,21 +145,24 @@ enum TwinKernel {
                     ScalarKernels.reduceFp32(op(), src, srcOffset, dst, dstOffset, n);
                 }
             }
-            case REDUCE_SUM_BF16, REDUCE_MAX_BF16, REDUCE_MIN_BF16 -> {
+            default -> {
                 if (vector) {
-                    VectorKernels.reduceBf16(op(), src, srcOffset, dst, dstOffset, n);
+                    if (dtype() == DType.BF16) {
+                        VectorBf16.reduce(op(), src, srcOffset, dst, dstOffset, n);
+                    } else {
+                        VectorFp16.reduce(op(), src, srcOffset, dst, dstOffset, n);
+                    }
                 } else {
-                    ScalarKernels.reduceBf16(op(), src, srcOffset, dst, dstOffset, n);
-                }
-            }
-            case REDUCE_SUM_FP16, REDUCE_MAX_FP16, REDUCE_MIN_FP16 -> {
-                if (vector) {
-                    VectorKernels.reduceFp16(op(), src, srcOffset, dst, dstOffset, n);
-                } else {
-                    ScalarKernels.reduceFp16(op(), src, srcOffset, dst, dstOffset, n);
+                    ScalarKernels.reduce(dtype(), op(), src, srcOffset, dst, dstOffset, n);
                 }
             }
         }
+    }
+
+    /** The dtype of a kernel, from the last word of its name. */
+    private DType dtype() {
+        final String[] words = name().split("_");
+        return DType.valueOf(words[words.length - 1]);
     }
 
     /** The reduction of a REDUCE_ kernel, from its name. */
