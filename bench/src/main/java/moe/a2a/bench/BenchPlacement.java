@@ -11,7 +11,18 @@ import moe.a2a.workload.BenchWorkload;
  * alone). Stateless.
  */
 public final class BenchPlacement {
+    /** The bench JSON's {@code placement} of the canonical placement. */
+    public static final String CONTIGUOUS = "contiguous";
+
+    /** The bench JSON's {@code placement} of the planner's. */
+    public static final String PLANNED = "planned";
+
     private BenchPlacement() {}
+
+    /** The bench JSON's name of {@link #of}'s placement with {@code redundant} extra slots. */
+    public static String label(int redundant) {
+        return redundant == 0 ? CONTIGUOUS : PLANNED;
+    }
 
     /**
      * @throws IllegalArgumentException naming {@code --redundant-experts} when experts + redundant

@@ -6,6 +6,8 @@ import java.util.List;
 import java.util.Locale;
 import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.dispatch.RoutingCost;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 
@@ -33,34 +35,46 @@ public record BenchReport(
         DispatchDType dispatchDType,
         boolean ok,
         double expertP50Us,
-        double communicationShare) {
+        double communicationShare,
+        RoutingCost cost,
+        String placement) {
     private static final Gson GSON = new Gson();
 
-    /** A report of bf16 dispatch. */
+    /** A report of bf16 dispatch under the contiguous placement. */
     public static BenchReport of(
             BenchWorkload w,
             Transport transport,
             BenchScope scope,
-            int[][] rows,
             List<RankTimes> ranks,
             double memcpyGbps) {
-        return of(w, transport, scope, rows, ranks, memcpyGbps, DispatchDType.BF16);
+        final RoutingCost cost =
+                BenchRouting.cost(w, Placement.contiguous(w.experts(), w.worldSize()));
+        return of(
+                w,
+                transport,
+                scope,
+                cost,
+                BenchPlacement.CONTIGUOUS,
+                ranks,
+                memcpyGbps,
+                DispatchDType.BF16);
     }
 
     /**
-     * The report of one run. {@code rows} is the traffic as placed (bytes per rank, copy bound);
-     * the fingerprint is always the workload's own, of its contiguous placement, so that it names
-     * the routing. {@code bytes_per_rank} keeps the shared definition (bf16 rows) for every
-     * dispatch dtype, so that rows compare with the peers'. With an expert stage ({@link
-     * ExpertStage}) the communication share is the exchanges' time over the step's, from the p50s
-     * of each iteration's slowest rank: {@code (dispatch + combine) / (dispatch + experts +
-     * combine)}.
+     * The report of one run. {@code cost} is the traffic as placed (bytes per rank, copy bound, and
+     * the per-rank counts), under the placement that {@code placement} names; the fingerprint is
+     * always the workload's own, of its contiguous placement, so that it names the routing. {@code
+     * bytes_per_rank} keeps the shared definition (bf16 rows) for every dispatch dtype, so that
+     * rows compare with the peers'. With an expert stage ({@link ExpertStage}) the communication
+     * share is the exchanges' time over the step's, from the p50s of each iteration's slowest rank:
+     * {@code (dispatch + combine) / (dispatch + experts + combine)}.
      */
     public static BenchReport of(
             BenchWorkload w,
             Transport transport,
             BenchScope scope,
-            int[][] rows,
+            RoutingCost cost,
+            String placement,
             List<RankTimes> ranks,
             double memcpyGbps,
             DispatchDType dispatchDType) {
@@ -85,13 +99,8 @@ public record BenchReport(
                 experts[i] = Math.max(experts[i], r.expertNs()[i]);
             }
         }
-        long offRank = 0;
-        for (int src = 0; src < rows.length; src++) {
-            for (int dst = 0; dst < rows.length; dst++) {
-                offRank += src != dst ? (long) rows[src][dst] * w.rowBytes() : 0;
-            }
-        }
-        long bytesPerRank = offRank / rows.length;
+        long offRank = cost.rowsRemoteTotal() * w.rowBytes();
+        long bytesPerRank = offRank / cost.worldSize();
         double totalP50 = percentileUs(total, 50);
         double expertP50 = experts.length == 0 ? Double.NaN : percentileUs(experts, 50);
         double exchanges = percentileUs(dispatch, 50) + percentileUs(combine, 50);
@@ -110,13 +119,15 @@ public record BenchReport(
                 totalP50,
                 percentileUs(total, 90),
                 algbw,
-                algbw * rows.length,
+                algbw * cost.worldSize(),
                 copyBoundUs,
                 percentileUs(barrier, 50),
                 dispatchDType,
                 ok,
                 expertP50,
-                exchanges / (exchanges + expertP50));
+                exchanges / (exchanges + expertP50),
+                cost,
+                placement);
     }
 
     /** Whether the run timed an expert stage, so that it has a communication share. */
@@ -167,6 +178,12 @@ public record BenchReport(
         o.addProperty("overhead_over_barrier", Math.round(overheadOverBarrier() * 100) / 100.0);
         o.addProperty("dispatch_dtype", dispatchDType.label());
         o.addProperty("redundant_experts", redundantExperts);
+        o.addProperty("placement", placement);
+        o.addProperty("pairs_max_over_mean", round3(cost.pairsMaxOverMean()));
+        o.addProperty("rows_total", cost.rowsTotal());
+        o.addProperty("rows_recv_max", cost.rowsRecvMax());
+        o.addProperty("rows_recv_max_over_mean", round3(cost.rowsRecvMaxOverMean()));
+        o.addProperty("rows_remote_total", cost.rowsRemoteTotal());
         o.addProperty("ok", ok);
         if (hasExperts()) {
             o.addProperty("expert_us_p50", Math.round(expertP50Us));

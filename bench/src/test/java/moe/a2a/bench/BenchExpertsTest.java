@@ -20,7 +20,6 @@ import moe.a2a.experts.LayerCheck;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.kernels.DType;
-import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -92,12 +91,7 @@ class BenchExpertsTest {
         assertThat(times).allMatch(RankTimes::ok).allMatch(t -> t.expertNs().length == iters);
         BenchReport report =
                 BenchReport.of(
-                        SMALL,
-                        LocalTransportProvider.LOCAL,
-                        BenchScope.DISPATCHER,
-                        BenchRouting.rows(SMALL),
-                        times,
-                        10);
+                        SMALL, LocalTransportProvider.LOCAL, BenchScope.DISPATCHER, times, 10);
         assertThat(report.hasExperts()).isTrue();
         assertThat(report.communicationShare()).isStrictlyBetween(0.0, 1.0);
         assertThat(report.json(10)).contains("\"communication_share\":");

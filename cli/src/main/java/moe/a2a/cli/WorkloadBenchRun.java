@@ -13,6 +13,7 @@ import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.dispatch.RoutingCost;
 import moe.a2a.kernels.RowKernels;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
@@ -61,6 +62,7 @@ final class WorkloadBenchRun {
         for (int wi = 0; wi < workloads.size(); wi++) {
             BenchWorkload w = workloads.get(wi);
             int[][] rows = BenchRouting.rows(w, placements.get(wi));
+            RoutingCost cost = BenchRouting.cost(w, placements.get(wi));
             for (Transport transport : options.transports) {
                 TerminalProgress.show(done, runs, w.name() + " " + transport);
                 int runWarmup = options.warmup >= 0 ? options.warmup : w.defaultWarmup();
@@ -70,7 +72,14 @@ final class WorkloadBenchRun {
                 TerminalProgress.clear();
                 BenchReport r =
                         BenchReport.of(
-                                w, transport, options.scope, rows, times, memcpy, dispatchDType);
+                                w,
+                                transport,
+                                options.scope,
+                                cost,
+                                BenchPlacement.label(options.redundantExperts),
+                                times,
+                                memcpy,
+                                dispatchDType);
                 allOk &= r.ok();
                 WorkloadTable.printRow(
                         w,

@@ -10,7 +10,6 @@ import moe.a2a.bench.BenchReport;
 import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.local.LocalTransportProvider;
-import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,7 +20,6 @@ class BenchPlotsTest {
     @Test
     void shouldDrawLatencyTrafficAndExpertChartsWhenReportsAreGiven() throws Exception {
         BenchWorkload w = new BenchWorkload("tiny", 2, 16, 8, 8, 2, 1.2, false, 42);
-        int[][] rows = BenchRouting.rows(w);
         RankTimes times =
                 new RankTimes(
                         new long[] {1_000, 3_000},
@@ -33,7 +31,6 @@ class BenchPlotsTest {
                         w,
                         LocalTransportProvider.LOCAL,
                         BenchScope.DISPATCHER,
-                        rows,
                         List.of(times, times),
                         10.0);
         assertThat(report.dispatchP50Us()).isEqualTo(1.0);

@@ -27,6 +27,7 @@ public final class DispatchLayout {
     private final int worldSize;
     private final long[] tokensPerRank;
     private final long[] tokensPerExpert;
+    private final long[] pairsPerRank;
     private final int[] rankOffsets;
 
     /** Per expert: its replica on the home rank, or -1. */
@@ -50,6 +51,7 @@ public final class DispatchLayout {
         this.worldSize = placement.worldSize();
         this.tokensPerRank = new long[worldSize];
         this.tokensPerExpert = new long[placement.numExperts()];
+        this.pairsPerRank = new long[worldSize];
         this.rankOffsets = new int[worldSize + 1];
         this.homeReplica = new int[placement.numExperts()];
         this.given = new int[placement.numExperts()][];
@@ -105,6 +107,7 @@ public final class DispatchLayout {
         Arrays.fill(tokenInRank, 0, numTokens * worldSize, false);
         Arrays.fill(tokensPerRank, 0);
         Arrays.fill(tokensPerExpert, 0);
+        Arrays.fill(pairsPerRank, 0);
         for (int[] g : given) {
             Arrays.fill(g, 0);
         }
@@ -123,6 +126,7 @@ public final class DispatchLayout {
                 tokensPerExpert[expert]++;
                 final int replica = choose(expert);
                 final int rank = placement.replicaRank(expert, replica);
+                pairsPerRank[rank]++;
                 chosenRank[t * topK + k] = rank;
                 chosenSlot[t * topK + k] = placement.replicaSlot(expert, replica);
                 final int cell = t * worldSize + rank;
@@ -196,11 +200,21 @@ public final class DispatchLayout {
         return tokensPerRank[rank];
     }
 
+    /** Token×k assignments sent to {@code rank}: the (token, expert) pairs its experts compute. */
+    public long pairsPerRank(int rank) {
+        return pairsPerRank[rank];
+    }
+
     /**
      * A copy of {@link #tokensPerRank(int)} for every rank, for results that outlive the layout.
      */
     public long[] tokensPerRankCopy() {
         return tokensPerRank.clone();
+    }
+
+    /** A copy of {@link #pairsPerRank(int)} for every rank, for results that outlive the layout. */
+    public long[] pairsPerRankCopy() {
+        return pairsPerRank.clone();
     }
 
     /**

@@ -3,6 +3,7 @@ package moe.a2a.workload;
 import java.util.Locale;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.dispatch.RoutingCost;
 
 /**
  * The routing of a {@link BenchWorkload}, exactly as the shared benchmark definition draws it
@@ -58,6 +59,17 @@ public final class BenchRouting {
             }
         }
         return rows;
+    }
+
+    /** What {@code w}'s routing costs under {@code placement}, each source choosing as above. */
+    public static RoutingCost cost(BenchWorkload w, Placement placement) {
+        int n = w.worldSize();
+        DispatchLayout[] layouts = new DispatchLayout[n];
+        for (int src = 0; src < n; src++) {
+            layouts[src] = new DispatchLayout(placement, src);
+            layouts[src].compute(topkIds(w, src), w.tokens(), w.topK());
+        }
+        return RoutingCost.of(layouts);
     }
 
     /** rows[src][dst]: how many of src's tokens have at least one expert on dst. */

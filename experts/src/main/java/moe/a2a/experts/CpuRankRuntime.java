@@ -238,6 +238,7 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
         return new RankStep.Computed(
                 output,
                 counts.tokensPerRank,
+                counts.pairsPerRank,
                 counts.sentRowsTo,
                 counts.tokensPerExpert,
                 counts.recvRowsFrom,

@@ -11,6 +11,7 @@ import moe.a2a.dispatch.DispatchPath;
  */
 final class DispatchCounts {
     long[] tokensPerRank = new long[0];
+    long[] pairsPerRank = new long[0];
     long[] sentRowsTo = new long[0];
     long[] tokensPerExpert = new long[0];
     long[] recvRowsFrom = new long[0];
@@ -20,6 +21,7 @@ final class DispatchCounts {
 
     void clear(int worldSize, int experts) {
         tokensPerRank = new long[worldSize];
+        pairsPerRank = new long[worldSize];
         sentRowsTo = new long[worldSize];
         tokensPerExpert = new long[experts];
         recvRowsFrom = new long[worldSize];
@@ -34,6 +36,7 @@ final class DispatchCounts {
         DispatchLayout layout = path.layout();
         for (int r = 0; r < tokensPerRank.length; r++) {
             tokensPerRank[r] += layout.tokensPerRank(r);
+            pairsPerRank[r] += layout.pairsPerRank(r);
         }
         path.countRows(handle, sentRowsTo, recvRowsFrom);
         for (int e = 0; e < tokensPerExpert.length; e++) {

@@ -33,6 +33,7 @@ public final class RankStep {
      *
      * @param output {@code [T, H]} in the step's dtype, little-endian; valid until the next step
      * @param tokensPerRank tokens routed to each rank in dispatch (to its experts)
+     * @param pairsPerRank token×k assignments routed to each rank
      * @param sentRowsTo rows sent to each rank in dispatch, as they crossed the data plane: the
      *     tokens routed there on a flat path; on a hierarchical one, rows for its host's ranks and
      *     forwards to its rail's peers
@@ -44,6 +45,7 @@ public final class RankStep {
     public record Computed(
             ByteBuffer output,
             long[] tokensPerRank,
+            long[] pairsPerRank,
             long[] sentRowsTo,
             long[] tokensPerExpert,
             long[] recvRowsFrom,
@@ -95,6 +97,7 @@ public final class RankStep {
         return new RankStepResult(
                 c.output(),
                 perRank,
+                c.pairsPerRank(),
                 c.tokensPerExpert(),
                 capacity.droppedPerExpert(),
                 c.recvTokens(),

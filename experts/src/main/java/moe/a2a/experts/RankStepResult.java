@@ -8,6 +8,7 @@ import java.nio.ByteBuffer;
  *
  * @param output {@code [T, H]} in the step's dtype, little-endian, from index 0
  * @param tokensPerRank tokens this rank sent to each rank (deduplicated)
+ * @param pairsPerRank token×k assignments of this rank's tokens sent to each rank
  * @param tokensPerExpert token×k assignments of this rank's tokens, per logical expert (those
  *     dropped over capacity excluded)
  * @param droppedPerExpert token×k assignments of this rank's tokens dropped over expert capacity,
@@ -20,6 +21,7 @@ import java.nio.ByteBuffer;
 public record RankStepResult(
         ByteBuffer output,
         long[] tokensPerRank,
+        long[] pairsPerRank,
         long[] tokensPerExpert,
         long[] droppedPerExpert,
         int recvTokens,

@@ -213,6 +213,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         return new RankStep.Computed(
                 output,
                 gpu.layout().tokensPerRankCopy(),
+                gpu.layout().pairsPerRankCopy(),
                 gpu.layout().tokensPerRankCopy(),
                 gpu.layout().tokensPerExpertCopy(),
                 recvRowsFrom,

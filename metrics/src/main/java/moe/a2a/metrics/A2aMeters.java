@@ -51,6 +51,19 @@ public enum A2aMeters {
             "moe.a2a.rank.routed",
             "tokens",
             "Tokens dispatched to each rank, each token once per rank"),
+    /** Tokens received per rank in dispatch from other ranks (tags {@code layer}, {@code rank}). */
+    RANK_ROUTED_REMOTE(
+            "moe.a2a.rank.routed.remote",
+            "tokens",
+            "Tokens dispatched to each rank from other ranks, each token once per rank"),
+    /**
+     * Token×k assignments computed per rank: the (token, expert) pairs its experts ran (tags {@code
+     * layer}, {@code rank}).
+     */
+    RANK_PAIRS(
+            "moe.a2a.rank.pairs",
+            "assignments",
+            "Token-expert assignments each rank's experts computed"),
     /** max/mean of tokens per expert over the last 16 steps of a layer (tag {@code layer}). */
     EXPERT_IMBALANCE(
             "moe.a2a.expert.imbalance",
@@ -61,6 +74,14 @@ public enum A2aMeters {
             "moe.a2a.rank.imbalance",
             null,
             "Max over mean of tokens per rank, summed over the layer's last 16 steps"),
+    /**
+     * max/mean of token×k assignments per rank over the last 16 steps of a layer (tag {@code
+     * layer}): the balance the placement buys, where {@link #RANK_IMBALANCE} is the rows it costs.
+     */
+    RANK_PAIRS_IMBALANCE(
+            "moe.a2a.rank.pairs.imbalance",
+            null,
+            "Max over mean of token-expert assignments per rank, summed over the layer's last 16 steps"),
     /** The version of the expert placement each layer's last step ran with (tag {@code layer}). */
     PLACEMENT_VERSION(
             "moe.a2a.placement.version",

@@ -32,13 +32,17 @@ public final class StepMetrics implements StepListener, PlacementListener {
     private final Counter[][] expertRouted;
     private final Counter[][] capacityDropped;
     private final Counter[][] rankRouted;
+    private final Counter[][] rankRoutedRemote;
+    private final Counter[][] rankPairs;
     private final AtomicLong[] expertImbalanceBits;
     private final AtomicLong[] rankImbalanceBits;
+    private final AtomicLong[] pairsImbalanceBits;
     private final AtomicLong[] placementVersionBits;
     private final Counter[] rebalances;
     private final Counter[] rebalanceMoved;
     private final ImbalanceWindow[] expertWindows;
     private final ImbalanceWindow[] rankWindows;
+    private final ImbalanceWindow[] pairsWindows;
     private final AtomicLong[] communicationShareBits;
     private final ShareWindow[] shareWindows;
     private final Counter failures;
@@ -74,13 +78,17 @@ public final class StepMetrics implements StepListener, PlacementListener {
         expertRouted = new Counter[layers][experts];
         capacityDropped = new Counter[layers][experts];
         rankRouted = new Counter[layers][worldSize];
+        rankRoutedRemote = new Counter[layers][worldSize];
+        rankPairs = new Counter[layers][worldSize];
         expertImbalanceBits = new AtomicLong[layers];
         rankImbalanceBits = new AtomicLong[layers];
+        pairsImbalanceBits = new AtomicLong[layers];
         placementVersionBits = new AtomicLong[layers];
         rebalances = new Counter[layers];
         rebalanceMoved = new Counter[layers];
         expertWindows = new ImbalanceWindow[layers];
         rankWindows = new ImbalanceWindow[layers];
+        pairsWindows = new ImbalanceWindow[layers];
         communicationShareBits = new AtomicLong[layers];
         shareWindows = new ShareWindow[layers];
         for (int l = 0; l < layers; l++) {
@@ -98,14 +106,14 @@ public final class StepMetrics implements StepListener, PlacementListener {
                                 .register(registry);
             }
             for (int r = 0; r < worldSize; r++) {
-                rankRouted[l][r] =
-                        counter(registry, A2aMeters.RANK_ROUTED)
-                                .tag("layer", layer)
-                                .tag("rank", Integer.toString(r))
-                                .register(registry);
+                rankRouted[l][r] = rankCounter(registry, A2aMeters.RANK_ROUTED, layer, r);
+                rankRoutedRemote[l][r] =
+                        rankCounter(registry, A2aMeters.RANK_ROUTED_REMOTE, layer, r);
+                rankPairs[l][r] = rankCounter(registry, A2aMeters.RANK_PAIRS, layer, r);
             }
             expertImbalanceBits[l] = gauge(registry, A2aMeters.EXPERT_IMBALANCE, layer);
             rankImbalanceBits[l] = gauge(registry, A2aMeters.RANK_IMBALANCE, layer);
+            pairsImbalanceBits[l] = gauge(registry, A2aMeters.RANK_PAIRS_IMBALANCE, layer);
             placementVersionBits[l] = gauge(registry, A2aMeters.PLACEMENT_VERSION, layer);
             rebalances[l] =
                     counter(registry, A2aMeters.REBALANCES).tag("layer", layer).register(registry);
@@ -115,6 +123,7 @@ public final class StepMetrics implements StepListener, PlacementListener {
                             .register(registry);
             expertWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, experts);
             rankWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, worldSize);
+            pairsWindows[l] = new ImbalanceWindow(IMBALANCE_WINDOW_STEPS, worldSize);
             communicationShareBits[l] = gauge(registry, A2aMeters.COMMUNICATION_SHARE, layer);
             shareWindows[l] = new ShareWindow(IMBALANCE_WINDOW_STEPS);
         }
@@ -146,11 +155,15 @@ public final class StepMetrics implements StepListener, PlacementListener {
         }
         for (int r = 0; r < stats.tokensPerRank().length; r++) {
             rankRouted[l][r].increment(stats.tokensPerRank()[r]);
+            rankRoutedRemote[l][r].increment(stats.remoteTokensPerRank()[r]);
+            rankPairs[l][r].increment(stats.pairsPerRank()[r]);
         }
         expertImbalanceBits[l].set(
                 Double.doubleToLongBits(expertWindows[l].add(stats.tokensPerExpert())));
         rankImbalanceBits[l].set(
                 Double.doubleToLongBits(rankWindows[l].add(stats.tokensPerRank())));
+        pairsImbalanceBits[l].set(
+                Double.doubleToLongBits(pairsWindows[l].add(stats.pairsPerRank())));
         placementVersionBits[l].set(Double.doubleToLongBits(stats.placementVersion()));
         long exchange = stats.dispatchNs() + stats.combineNs();
         communicationShareBits[l].set(
@@ -245,6 +258,14 @@ public final class StepMetrics implements StepListener, PlacementListener {
         return Counter.builder(meter.meterName())
                 .baseUnit(meter.baseUnit())
                 .description(meter.description());
+    }
+
+    private static Counter rankCounter(
+            MeterRegistry registry, A2aMeters meter, String layer, int rank) {
+        return counter(registry, meter)
+                .tag("layer", layer)
+                .tag("rank", Integer.toString(rank))
+                .register(registry);
     }
 
     private static AtomicLong gauge(MeterRegistry registry, A2aMeters meter, String layer) {

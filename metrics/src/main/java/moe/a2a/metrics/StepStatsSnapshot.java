@@ -5,7 +5,9 @@ package moe.a2a.metrics;
  * critical path). Immutable.
  *
  * @param placementVersion the version of the expert placement the step ran with
- * @param tokensPerRank tokens each rank received in dispatch (deduplicated)
+ * @param tokensPerRank tokens each rank received in dispatch (deduplicated), its own included
+ * @param remoteTokensPerRank of {@code tokensPerRank}, those from other ranks
+ * @param pairsPerRank token×k assignments each rank's experts computed
  * @param tokensPerExpert token×k assignments per logical expert, those dropped over capacity
  *     excluded
  * @param droppedPerExpert token×k assignments per logical expert dropped over expert capacity
@@ -20,6 +22,8 @@ public record StepStatsSnapshot(
         int requests,
         long tokens,
         long[] tokensPerRank,
+        long[] remoteTokensPerRank,
+        long[] pairsPerRank,
         long[] tokensPerExpert,
         long[] droppedPerExpert,
         long[][] bytesSent,

@@ -34,6 +34,8 @@ class StepMetricsTest {
                         2,
                         4,
                         new long[] {5, 1},
+                        new long[] {3, 1},
+                        new long[] {6, 2},
                         new long[] {6, 1, 1, 0},
                         new long[] {3, 0, 0, 0},
                         sent,
@@ -52,6 +54,8 @@ class StepMetricsTest {
                         1,
                         2,
                         new long[] {1, 1},
+                        new long[] {1, 0},
+                        new long[] {2, 0},
                         new long[] {1, 1, 0, 0},
                         new long[] {2, 0, 0, 1},
                         new long[][] {null, {50, 0}},
@@ -81,6 +85,11 @@ class StepMetricsTest {
                 .contains("moe_a2a_rank_routed_tokens_total{layer=\"1\",rank=\"0\"} 6.0")
                 .contains("moe_a2a_expert_imbalance{layer=\"1\"} 2.8")
                 .contains("moe_a2a_rank_imbalance{layer=\"1\"} 1.5")
+                .contains("moe_a2a_rank_routed_remote_tokens_total{layer=\"1\",rank=\"0\"} 4.0")
+                .contains("moe_a2a_rank_routed_remote_tokens_total{layer=\"1\",rank=\"1\"} 1.0")
+                .contains("moe_a2a_rank_pairs_assignments_total{layer=\"1\",rank=\"0\"} 8.0")
+                // pairs {6, 2} then {2, 0}: 8 of 10 on rank 0 -> 8 / 5
+                .contains("moe_a2a_rank_pairs_imbalance{layer=\"1\"} 1.6")
                 // (300 + 250 + 2) µs of exchange over (20 + 300 + 4000 + 250 + 4) µs of step
                 .contains("moe_a2a_communication_share{layer=\"1\"} 0.12035")
                 .contains("moe_a2a_communication_share{layer=\"0\"} 0.0")

@@ -119,6 +119,9 @@ public final class TaskCodec {
         for (long v : r.tokensPerRank()) {
             out.addTokensPerRank(v);
         }
+        for (long v : r.pairsPerRank()) {
+            out.addPairsPerRank(v);
+        }
         for (long v : r.tokensPerExpert()) {
             out.addTokensPerExpert(v);
         }
@@ -136,6 +139,7 @@ public final class TaskCodec {
         return new RankStepResult(
                 res.getOutput().asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN),
                 toArray(res.getTokensPerRankList()),
+                toArray(res.getPairsPerRankList()),
                 toArray(res.getTokensPerExpertList()),
                 toArray(res.getCapacityDroppedList()),
                 res.getRecvTokens(),

@@ -39,6 +39,7 @@ class TaskCodecTest {
                 new RankStepResult(
                         ByteBuffer.allocate(0),
                         new long[] {1, 2},
+                        new long[] {2, 3},
                         new long[] {3, 0, 1, 0},
                         new long[] {0, 4, 0, 2},
                         5,
@@ -51,6 +52,7 @@ class TaskCodecTest {
         RankStepResult back = TaskCodec.rankStepResult(TaskCodec.stepResult(6, r, 0));
         assertThat(back.droppedPerExpert()).containsExactly(0, 4, 0, 2);
         assertThat(back.tokensPerExpert()).containsExactly(3, 0, 1, 0);
+        assertThat(back.pairsPerRank()).containsExactly(2, 3);
     }
 
     private static StepTask task(int capacity) {

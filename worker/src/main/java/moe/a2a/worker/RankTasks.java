@@ -64,6 +64,8 @@ final class RankTasks {
                                     1,
                                     n,
                                     r.tokensPerRank(),
+                                    remoteOf(r.tokensPerRank(), loaded.rank()),
+                                    r.pairsPerRank(),
                                     r.tokensPerExpert(),
                                     r.droppedPerExpert(),
                                     sent,
@@ -78,5 +80,12 @@ final class RankTasks {
             sender.send(TaskCodec.stepFailure(task.getStepId(), e.getMessage()));
             loaded.metrics().onStepFailed(e, task.getNumTokens());
         }
+    }
+
+    /** Of the tokens {@code rank} sent to each rank, those that crossed to another. */
+    private static long[] remoteOf(long[] tokensPerRank, int rank) {
+        long[] remote = tokensPerRank.clone();
+        remote[rank] = 0;
+        return remote;
     }
 }

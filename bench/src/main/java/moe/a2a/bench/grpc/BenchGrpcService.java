@@ -99,8 +99,7 @@ public final class BenchGrpcService extends BenchServiceGrpc.BenchServiceImplBas
                     int iters = request.getIters() > 0 ? request.getIters() : w.defaultIters();
                     int warmup = request.getWarmup() > 0 ? request.getWarmup() : w.defaultWarmup();
                     List<RankTimes> times = bench.workload(w, scope, warmup, iters).get();
-                    BenchReport r =
-                            BenchReport.of(w, group.transport(), scope, rows, times, memcpy);
+                    BenchReport r = BenchReport.of(w, group.transport(), scope, times, memcpy);
                     result.setRan(true)
                             .setOk(r.ok())
                             .setTotalUsP50(r.totalP50Us())

@@ -275,6 +275,7 @@ public final class EmbeddedCluster implements RankGroup {
         return new RankStepResult(
                 own,
                 r.tokensPerRank(),
+                r.pairsPerRank(),
                 r.tokensPerExpert(),
                 r.droppedPerExpert(),
                 r.recvTokens(),

@@ -96,6 +96,8 @@ final class StepCompletion {
             RankStepResult[] results) {
         int n = results.length;
         long[] perRank = new long[n];
+        long[] remotePerRank = new long[n];
+        long[] pairsPerRank = new long[n];
         long[] perExpert = new long[cluster.model().experts()];
         long[] dropped = new long[cluster.model().experts()];
         long[][] sent = new long[n][];
@@ -110,6 +112,8 @@ final class StepCompletion {
             received[rank] = r.bytesReceived();
             for (int d = 0; d < n; d++) {
                 perRank[d] += r.tokensPerRank()[d];
+                remotePerRank[d] += d == rank ? 0 : r.tokensPerRank()[d];
+                pairsPerRank[d] += r.pairsPerRank()[d];
             }
             for (int e = 0; e < perExpert.length; e++) {
                 perExpert[e] += r.tokensPerExpert()[e];
@@ -127,6 +131,8 @@ final class StepCompletion {
                 requests,
                 tokens,
                 perRank,
+                remotePerRank,
+                pairsPerRank,
                 perExpert,
                 dropped,
                 sent,

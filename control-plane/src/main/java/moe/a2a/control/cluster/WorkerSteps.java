@@ -167,6 +167,7 @@ final class WorkerSteps {
         return new RankStepResult(
                 ByteBuffer.allocate(0),
                 new long[worldSize],
+                new long[worldSize],
                 new long[model.experts()],
                 new long[model.experts()],
                 0,

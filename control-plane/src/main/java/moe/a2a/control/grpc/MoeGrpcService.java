@@ -318,6 +318,12 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         for (long v : s.tokensPerRank()) {
             b.addTokensPerRank(v);
         }
+        for (long v : s.remoteTokensPerRank()) {
+            b.addRemoteTokensPerRank(v);
+        }
+        for (long v : s.pairsPerRank()) {
+            b.addPairsPerRank(v);
+        }
         for (long v : s.tokensPerExpert()) {
             b.addTokensPerExpert(v);
         }

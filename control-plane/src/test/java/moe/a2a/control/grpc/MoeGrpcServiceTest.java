@@ -50,6 +50,7 @@ import moe.a2a.v1.ModelInfo;
 import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.v1.RouteRequest;
 import moe.a2a.v1.RouteResponse;
+import moe.a2a.v1.StepStats;
 import moe.a2a.v1.Tensor;
 import moe.a2a.v1.TopK;
 import org.junit.jupiter.api.AfterEach;
@@ -144,6 +145,18 @@ public class MoeGrpcServiceTest {
                                     .sum())
                     .isGreaterThanOrEqualTo((long) tokens * K);
             assertThat(response.getStats().getTokensPerRankCount()).isEqualTo(N);
+            StepStats stats = response.getStats();
+            // every kept assignment is computed on exactly one rank
+            assertThat(stats.getPairsPerRankList().stream().mapToLong(Long::longValue).sum())
+                    .isEqualTo(
+                            stats.getTokensPerExpertList().stream()
+                                    .mapToLong(Long::longValue)
+                                    .sum());
+            for (int r = 0; r < N; r++) {
+                assertThat(stats.getRemoteTokensPerRank(r))
+                        .isBetween(0L, stats.getTokensPerRank(r));
+                assertThat(stats.getTokensPerRank(r)).isLessThanOrEqualTo(stats.getPairsPerRank(r));
+            }
             assertThat(response.getStats().getPlacementVersion()).isEqualTo(PLACEMENT.version());
         }
     }
