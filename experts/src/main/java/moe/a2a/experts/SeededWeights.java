@@ -10,45 +10,18 @@ import moe.a2a.kernels.DType;
  * with any client that knows the seed. Values are uniform in {@code ±1/sqrt(fanIn)} so activations
  * keep their scale through the layer. Immutable.
  */
-public final class SeededWeights implements WeightSource {
+public record SeededWeights(long seed, int experts, int hidden, int ffn, int layers)
+        implements WeightSource {
     private static final int W1 = 1;
     private static final int W3 = 3;
     private static final int W2 = 2;
     private static final int GATE = 4;
 
-    private final long seed;
-    private final int experts;
-    private final int hidden;
-    private final int ffn;
-    private final int layers;
-
-    public SeededWeights(long seed, int experts, int hidden, int ffn, int layers) {
+    /**
+     * @throws IllegalArgumentException naming the dimension that is not positive
+     */
+    public SeededWeights {
         new ModelConfig(experts, hidden, ffn, 1, layers);
-        this.seed = seed;
-        this.experts = experts;
-        this.hidden = hidden;
-        this.ffn = ffn;
-        this.layers = layers;
-    }
-
-    @Override
-    public int experts() {
-        return experts;
-    }
-
-    @Override
-    public int hidden() {
-        return hidden;
-    }
-
-    @Override
-    public int ffn() {
-        return ffn;
-    }
-
-    @Override
-    public int layers() {
-        return layers;
     }
 
     @Override
