@@ -13,28 +13,25 @@ import java.util.Arrays;
  *              ^ rankOffsets[0]    ^ rankOffsets[1]          ^ rankOffsets[N-1]    ^ rankOffsets[N]
  * </pre>
  *
- * <p>Replica choice, for an expert in several slots: the replica on the tokens' home rank if it has
- * one; otherwise the replicas take the expert's assignments of the step in proportion to their
- * shares, in token order, each assignment going to the replica furthest behind its share (ties to
- * the first). The choice depends on the step's routing alone: the same input routes the same way.
+ * <p>Replica choice, for an expert in several slots, is made per token ({@link ReplicaChoice}): the
+ * replica on the tokens' home rank if it has one; otherwise a replica on a rank the token already
+ * visits, while that replica is within 10 % of its share of the expert's assignments so far; else
+ * the replica furthest behind its share. The choice depends on the step's routing alone: the same
+ * input routes the same way.
  *
  * <p>Reusable: {@link #compute} overwrites the previous layout and grows its arrays only when a
  * step is larger than any before. Owned by one rank thread.
  */
 public final class DispatchLayout {
     private Placement placement;
-    private final int homeRank;
+    private final ReplicaChoice choice;
     private final int worldSize;
     private final long[] tokensPerRank;
     private final long[] tokensPerExpert;
     private final long[] pairsPerRank;
     private final int[] rankOffsets;
-
-    /** Per expert: its replica on the home rank, or -1. */
-    private final int[] homeReplica;
-
-    /** Per expert and replica: assignments given this step. */
-    private final int[][] given;
+    private final boolean[] visited;
+    private int[] tokenReplica = new int[0];
 
     private boolean[] tokenInRank = new boolean[0];
     private int[] packOrder = new int[0];
@@ -47,15 +44,14 @@ public final class DispatchLayout {
      *     for none
      */
     public DispatchLayout(Placement placement, int homeRank) {
-        this.homeRank = homeRank;
+        this.placement = placement;
+        this.choice = new ReplicaChoice(placement, homeRank);
         this.worldSize = placement.worldSize();
         this.tokensPerRank = new long[worldSize];
         this.tokensPerExpert = new long[placement.numExperts()];
         this.pairsPerRank = new long[worldSize];
         this.rankOffsets = new int[worldSize + 1];
-        this.homeReplica = new int[placement.numExperts()];
-        this.given = new int[placement.numExperts()][];
-        replicas(placement);
+        this.visited = new boolean[worldSize];
     }
 
     /**
@@ -79,20 +75,8 @@ public final class DispatchLayout {
                             + placement.numExperts()
                             + " experts, as before)");
         }
-        replicas(next);
-    }
-
-    private void replicas(Placement next) {
         this.placement = next;
-        for (int e = 0; e < homeReplica.length; e++) {
-            homeReplica[e] = -1;
-            for (int i = next.replicas(e) - 1; i >= 0; i--) {
-                if (next.replicaRank(e, i) == homeRank) {
-                    homeReplica[e] = i;
-                }
-            }
-            given[e] = new int[next.replicas(e)];
-        }
+        choice.use(next);
     }
 
     /**
@@ -108,14 +92,17 @@ public final class DispatchLayout {
         Arrays.fill(tokensPerRank, 0);
         Arrays.fill(tokensPerExpert, 0);
         Arrays.fill(pairsPerRank, 0);
-        for (int[] g : given) {
-            Arrays.fill(g, 0);
+        choice.reset();
+        if (tokenReplica.length < topK) {
+            tokenReplica = new int[topK];
         }
         if (chosenRank.length < numTokens * topK) {
             chosenRank = new int[numTokens * topK];
             chosenSlot = new int[numTokens * topK];
         }
         for (int t = 0; t < numTokens; t++) {
+            Arrays.fill(visited, false);
+            choice.chooseToken(topkIds, t * topK, topK, tokenReplica, visited);
             for (int k = 0; k < topK; k++) {
                 final int expert = topkIds[t * topK + k];
                 if (expert == CapacityFilter.DROPPED) {
@@ -124,15 +111,15 @@ public final class DispatchLayout {
                     continue;
                 }
                 tokensPerExpert[expert]++;
-                final int replica = choose(expert);
-                final int rank = placement.replicaRank(expert, replica);
+                final int rank = placement.replicaRank(expert, tokenReplica[k]);
                 pairsPerRank[rank]++;
                 chosenRank[t * topK + k] = rank;
-                chosenSlot[t * topK + k] = placement.replicaSlot(expert, replica);
-                final int cell = t * worldSize + rank;
-                if (!tokenInRank[cell]) {
-                    tokenInRank[cell] = true;
-                    tokensPerRank[cell - t * worldSize]++;
+                chosenSlot[t * topK + k] = placement.replicaSlot(expert, tokenReplica[k]);
+            }
+            for (int r = 0; r < worldSize; r++) {
+                if (visited[r]) {
+                    tokenInRank[t * worldSize + r] = true;
+                    tokensPerRank[r]++;
                 }
             }
         }
@@ -152,29 +139,6 @@ public final class DispatchLayout {
                 }
             }
         }
-    }
-
-    /** The replica of {@code expert} that its next assignment goes to (see the class comment). */
-    private int choose(int expert) {
-        final int[] g = given[expert];
-        int pick = homeReplica[expert];
-        if (pick < 0) {
-            pick = 0;
-            if (g.length > 1) {
-                // the expert's assignments so far this step, this one excluded
-                final long total = tokensPerExpert[expert] - 1;
-                double bestLag = Double.NEGATIVE_INFINITY;
-                for (int i = 0; i < g.length; i++) {
-                    double lag = placement.replicaShare(expert, i) * (total + 1) - g[i];
-                    if (lag > bestLag) {
-                        bestLag = lag;
-                        pick = i;
-                    }
-                }
-            }
-        }
-        g[pick]++;
-        return pick;
     }
 
     public int numTokens() {

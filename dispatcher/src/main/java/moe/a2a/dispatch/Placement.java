@@ -257,17 +257,25 @@ public final class Placement {
     }
 
     /**
-     * Each rank's load when the replicas take exactly their shares: the sum over its slots of share
-     * × the slot's expert's load.
+     * Each rank's load as the dispatcher routes ({@link RankLoadModel}): every rank home to an
+     * equal part of each expert's {@code expertLoads}, a hosting rank keeping its own part, the
+     * others' parts split by the shares.
      */
     public double[] rankLoads(double[] expertLoads) {
-        double[] out = new double[rankExperts.length];
+        int slots = slots();
+        int[] slotRank = new int[slots];
+        int[] slotExpert = new int[slots];
+        double[] share = new double[slots];
+        int s = 0;
         for (int r = 0; r < rankExperts.length; r++) {
-            for (int s = 0; s < rankExperts[r].length; s++) {
-                out[r] += rankShares[r][s] * expertLoads[rankExperts[r][s]];
+            for (int i = 0; i < rankExperts[r].length; i++, s++) {
+                slotRank[s] = r;
+                slotExpert[s] = rankExperts[r][i];
+                share[s] = rankShares[r][i];
             }
         }
-        return out;
+        return RankLoadModel.rankLoads(
+                rankExperts.length, slotRank, slotExpert, share, expertLoads);
     }
 
     /**

@@ -12,8 +12,9 @@ public final class PlacementMove {
 
     /**
      * {@code next}, its ranks relabelled so that each keeps as many of its current experts as a
-     * greedy matching finds (the pair of ranks sharing the most experts first), as version {@code
-     * version}. Slot order inside a rank is kept: weights are reused by expert, not by slot.
+     * greedy matching finds (the pair of ranks sharing the most experts first), or as they are when
+     * that keeps as many, as version {@code version}. Slot order inside a rank is kept: weights are
+     * reused by expert, not by slot.
      *
      * @throws IllegalArgumentException when the placements differ in world size or experts
      */
@@ -57,6 +58,17 @@ public final class PlacementMove {
             }
             target[bestFrom] = bestTo;
             taken[bestTo] = true;
+        }
+        // greedy matching is not optimal: never keep fewer experts than leaving the ranks as they
+        // are
+        int greedyKept = 0;
+        int identityKept = 0;
+        for (int from = 0; from < n; from++) {
+            greedyKept += overlap[from][target[from]];
+            identityKept += overlap[from][from];
+        }
+        if (identityKept >= greedyKept) {
+            Arrays.setAll(target, from -> from);
         }
         int[][] experts = new int[n][];
         double[][] shares = new double[n][];

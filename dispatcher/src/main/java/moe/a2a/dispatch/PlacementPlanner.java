@@ -12,7 +12,8 @@ import java.util.Arrays;
  *
  * <ol>
  *   <li>replica counts: each extra slot goes to the expert with the highest load per replica that
- *       is not yet on every rank;
+ *       is not yet on every rank, or, for a last part of them, to the lightest such expert; steps 2
+ *       to 5 run for five such splits and the lowest peak wins;
  *   <li>placement: replicas, heaviest first, each to the least loaded rank with a free slot that
  *       does not host that expert yet; then pairs of slots are swapped between the most loaded rank
  *       and the others while that lowers the most loaded rank's load (even shares; {@link
@@ -22,14 +23,28 @@ import java.util.Arrays;
  *       the bound as capacity); each expert's flow into a rank, split evenly over its slots there,
  *       is the slots' share ({@link ShareFlow});
  *   <li>swaps again, now judged by what the slots carry under those shares, each kept only if the
- *       peak with shares found again is lower.
+ *       peak with shares found again is lower;
+ *   <li>the shares moved toward even as far as keeps the peak within 2 % of that: even shares let
+ *       the dispatcher keep a token's rows on the ranks it already visits.
  * </ol>
  *
- * With {@code nodes > 1} the {@code groups} expert groups are first packed to nodes (equal counts,
- * balanced the same way by group load), and each node's experts get the node's slots and ranks, so
- * that no replica leaves its group's node. Stateless.
+ * Loads are as the dispatcher routes ({@link RankLoadModel}): a rank hosting an expert keeps its
+ * own tokens of it, and shares place the tokens of the ranks without a replica.
+ *
+ * <p>With {@code nodes > 1} the {@code groups} expert groups are first packed to nodes (equal
+ * counts, balanced the same way by group load), and each node's experts get the node's slots and
+ * ranks, so that no replica leaves its group's node. Stateless.
  */
 public final class PlacementPlanner {
+    /** How much above the optimised peak the final shares may go to be more even. */
+    static final double EVEN_SLACK = 0.02;
+
+    /** How many splits of the extra slots between hot and light experts {@link #planNode} tries. */
+    private static final int HEAVY_SPLITS = 5;
+
+    /** Blends of even and optimised shares tried, most even first. */
+    private static final double[] EVEN_STEPS = {1, 0.75, 0.5, 0.25};
+
     private PlacementPlanner() {}
 
     /**
@@ -50,14 +65,14 @@ public final class PlacementPlanner {
             return Placement.of(version, experts, rankExperts, rankShares);
         }
 
-        /** Each rank's load under this plan: the sum over its slots of share × load. */
+        /** Each rank's load under this plan, as the dispatcher routes ({@link RankLoadModel}). */
         public double[] rankLoads(double[] loads, int ranks) {
             int perRank = slotExpert.length / ranks;
-            double[] out = new double[ranks];
+            int[] slotRank = new int[slotExpert.length];
             for (int s = 0; s < slotExpert.length; s++) {
-                out[s / perRank] += share[s] * loads[slotExpert[s]];
+                slotRank[s] = s / perRank;
             }
-            return out;
+            return RankLoadModel.rankLoads(ranks, slotRank, slotExpert, share, loads);
         }
     }
 
@@ -136,9 +151,54 @@ public final class PlacementPlanner {
         return new Plan(slotExpert, share);
     }
 
-    /** The plan of one node: its experts' {@code loads} over its ranks and slots. */
+    /**
+     * The plan of one node: its experts' {@code loads} over its ranks and slots. A rank keeps its
+     * own tokens of every expert it hosts, so a replica of a hot expert fixes part of its load
+     * where it lands, and the best balance does not always come from replicating the hottest
+     * experts. Several splits are planned (the first {@code heavy} extra slots by load per replica,
+     * the rest to the lightest experts); of those whose peak is within {@link #EVEN_SLACK} of the
+     * lowest, the one that keeps the most load on its home ranks wins: a token whose experts are at
+     * home crosses to fewer ranks.
+     */
     private static Plan planNode(double[] loads, int ranks, int slots) {
-        int[] replicas = replicaCounts(loads, slots, ranks);
+        final int extra = slots - loads.length;
+        final Plan[] plans = new Plan[HEAVY_SPLITS];
+        double lowest = Double.MAX_VALUE;
+        for (int step = 0; step < HEAVY_SPLITS; step++) {
+            final int heavy = extra - extra * step / (HEAVY_SPLITS - 1);
+            plans[step] =
+                    planReplicas(loads, ranks, slots, replicaCounts(loads, slots, ranks, heavy));
+            lowest = Math.min(lowest, peak(plans[step], loads, ranks));
+        }
+        Plan best = null;
+        double bestKept = -1;
+        for (Plan plan : plans) {
+            final double kept = keptHome(plan, loads, ranks);
+            if (peak(plan, loads, ranks) <= lowest * (1 + EVEN_SLACK) && kept > bestKept) {
+                best = plan;
+                bestKept = kept;
+            }
+        }
+        return best;
+    }
+
+    /** The load that stays on its home ranks: each expert's, times its hosting ranks over N. */
+    private static double keptHome(Plan plan, double[] loads, int ranks) {
+        final int perRank = plan.slotExpert().length / ranks;
+        final boolean[][] hosts = new boolean[loads.length][ranks];
+        double kept = 0;
+        for (int s = 0; s < plan.slotExpert().length; s++) {
+            final int e = plan.slotExpert()[s];
+            if (!hosts[e][s / perRank]) {
+                hosts[e][s / perRank] = true;
+                kept += loads[e] / ranks;
+            }
+        }
+        return kept;
+    }
+
+    /** The plan of one node with {@code replicas} slots per expert. */
+    private static Plan planReplicas(double[] loads, int ranks, int slots, int[] replicas) {
         int perRank = slots / ranks;
         int[][] rankExperts = SlotPacking.assign(loads, replicas, ranks, perRank);
         Plan assigned = withShares(loads, rankExperts);
@@ -146,7 +206,39 @@ public final class PlacementPlanner {
         Plan swapped = withShares(loads, rankExperts);
         // The swaps judge by even shares; keep them only if they help once shares are optimised.
         Plan best = peak(swapped, loads, ranks) < peak(assigned, loads, ranks) ? swapped : assigned;
-        return improveWithShares(loads, best, ranks);
+        return evener(loads, improveWithShares(loads, best, ranks), ranks);
+    }
+
+    /**
+     * The plan with its shares moved as far toward even as keeps its peak within {@link
+     * #EVEN_SLACK} of the optimised one: optimal shares sit at corners (a replica takes all or
+     * nothing of the others' tokens), which leaves the dispatcher no room to keep a token's rows on
+     * the ranks it already visits ({@link ReplicaChoice}).
+     */
+    private static Plan evener(double[] loads, Plan plan, int ranks) {
+        final double limit = peak(plan, loads, ranks) * (1 + EVEN_SLACK);
+        final int slots = plan.slotExpert().length;
+        final int[] slotRank = new int[slots];
+        for (int s = 0; s < slots; s++) {
+            slotRank[s] = s / (slots / ranks);
+        }
+        final int[][] slotsOn =
+                RankLoadModel.slotsOn(ranks, slotRank, plan.slotExpert(), loads.length);
+        final double[] even = new double[slots];
+        for (int s = 0; s < slots; s++) {
+            even[s] = 1.0 / Arrays.stream(slotsOn[plan.slotExpert()[s]]).sum();
+        }
+        for (double toward : EVEN_STEPS) {
+            final double[] share = new double[slots];
+            for (int s = 0; s < slots; s++) {
+                share[s] = toward * even[s] + (1 - toward) * plan.share()[s];
+            }
+            final Plan blended = new Plan(plan.slotExpert(), share);
+            if (peak(blended, loads, ranks) <= limit) {
+                return blended;
+            }
+        }
+        return plan;
     }
 
     /**
@@ -160,10 +252,15 @@ public final class PlacementPlanner {
         final int slots = plan.slotExpert().length;
         final int perRank = slots / ranks;
         for (int round = 0; round < 4 * ranks; round++) {
-            double[] carried = new double[slots];
+            int[] slotRank = new int[slots];
+            for (int s = 0; s < slots; s++) {
+                slotRank[s] = s / perRank;
+            }
+            double[] carried =
+                    RankLoadModel.slotLoads(
+                            ranks, slotRank, plan.slotExpert(), plan.share(), loads);
             double[] rankLoad = new double[ranks];
             for (int s = 0; s < slots; s++) {
-                carried[s] = plan.share()[s] * loads[plan.slotExpert()[s]];
                 rankLoad[s / perRank] += carried[s];
             }
             int top = 0;
@@ -237,23 +334,30 @@ public final class PlacementPlanner {
     }
 
     /**
-     * Extra slots, one at a time, to the expert with the highest load per replica among those on
-     * fewer than all ranks (a second replica on one rank adds nothing that shares cannot do).
+     * Extra slots, one at a time: the first {@code heavy} to the expert with the highest load per
+     * replica, the others to the lightest expert, each among those on fewer than all ranks (a
+     * second replica on one rank adds nothing that shares cannot do).
      */
-    static int[] replicaCounts(double[] loads, int slots, int ranks) {
+    static int[] replicaCounts(double[] loads, int slots, int ranks, int heavy) {
         int[] count = new int[loads.length];
         Arrays.fill(count, 1);
-        for (int extra = loads.length; extra < slots; extra++) {
+        for (int extra = 0; extra < slots - loads.length; extra++) {
             int best = -1;
             for (int e = 0; e < loads.length; e++) {
                 if (count[e] < ranks
-                        && (best < 0 || loads[e] / count[e] > loads[best] / count[best])) {
+                        && (best < 0 || better(loads, count, e, best, extra < heavy))) {
                     best = e;
                 }
             }
             count[best < 0 ? extra % loads.length : best]++;
         }
         return count;
+    }
+
+    private static boolean better(double[] loads, int[] count, int e, int than, boolean heavy) {
+        return heavy
+                ? loads[e] / count[e] > loads[than] / count[than]
+                : loads[e] * count[e] < loads[than] * count[than];
     }
 
     /** Groups (by load) to {@code packs} packs of equal count: heaviest first, then swaps. */

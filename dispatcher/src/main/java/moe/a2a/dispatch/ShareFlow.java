@@ -4,9 +4,12 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 
 /**
- * The shares of a placement's slots that give its most loaded rank the least load: a bisection on
- * that load, each bound tested by a max flow (Dinic's algorithm) from the experts, through the
- * ranks that host them, to a sink that takes at most the bound from each rank. Stateless.
+ * The shares of a placement's slots that give its most loaded rank the least load, as the
+ * dispatcher routes ({@link RankLoadModel}): a hosting rank keeps its own tokens, so only the
+ * tokens of ranks without a replica are the shares' to place. A bisection on the peak load, each
+ * bound tested by a max flow (Dinic's algorithm) from the experts' placeable loads, through the
+ * ranks that host them, to a sink that takes from each rank the bound less what it keeps.
+ * Stateless.
  */
 final class ShareFlow {
     /** Flow short of the total by less than this fraction of it still counts as all routed. */
@@ -23,29 +26,39 @@ final class ShareFlow {
      */
     static double[] shares(double[] loads, int experts, int[] slotExpert, int ranks) {
         final int perRank = slotExpert.length / ranks;
-        boolean[][] hosts = new boolean[experts][ranks];
+        final int[] slotRank = new int[slotExpert.length];
         for (int s = 0; s < slotExpert.length; s++) {
-            hosts[slotExpert[s]][s / perRank] = true;
+            slotRank[s] = s / perRank;
         }
+        final int[][] slotsOn = RankLoadModel.slotsOn(ranks, slotRank, slotExpert, experts);
+        final int[] hostCount = RankLoadModel.hostingRanks(slotsOn);
+        boolean[][] hosts = new boolean[experts][ranks];
+        double[] kept = new double[ranks];
+        double[] placeable = new double[experts];
         double total = 0;
-        for (double l : loads) {
-            total += l;
+        for (int e = 0; e < experts; e++) {
+            placeable[e] = RankLoadModel.flexible(ranks, hostCount[e], loads[e]);
+            total += placeable[e];
+            for (int r = 0; r < ranks; r++) {
+                hosts[e][r] = slotsOn[e][r] > 0;
+                kept[r] += hosts[e][r] ? loads[e] / ranks : 0;
+            }
         }
         double[] share = new double[slotExpert.length];
         if (total == 0) {
             evenShares(slotExpert, experts, share);
             return share;
         }
-        double lo = total / ranks;
+        double lo = 0;
         double hi = 0;
-        for (int e = 0; e < experts; e++) {
-            hi = Math.max(hi, loads[e]);
+        for (int r = 0; r < ranks; r++) {
+            lo = Math.max(lo, kept[r]);
+            hi = Math.max(hi, kept[r] + total);
         }
-        hi = Math.max(hi * ranks, total);
         double[][] flow = null;
         for (int step = 0; step < BISECTION_STEPS; step++) {
             double mid = (lo + hi) / 2;
-            double[][] f = route(loads, hosts, mid);
+            double[][] f = route(placeable, hosts, kept, mid);
             if (f != null) {
                 hi = mid;
                 flow = f;
@@ -54,13 +67,7 @@ final class ShareFlow {
             }
         }
         if (flow == null) {
-            flow = route(loads, hosts, hi);
-        }
-        int[][] slotsOn = new int[experts][ranks];
-        int[] replicas = new int[experts];
-        for (int s = 0; s < slotExpert.length; s++) {
-            slotsOn[slotExpert[s]][s / perRank]++;
-            replicas[slotExpert[s]]++;
+            flow = route(placeable, hosts, kept, hi);
         }
         // Normalised by what was routed, which the bisection leaves within SLACK of the load.
         double[] routed = new double[experts];
@@ -71,12 +78,12 @@ final class ShareFlow {
         }
         for (int s = 0; s < slotExpert.length; s++) {
             int e = slotExpert[s];
-            int r = s / perRank;
-            // an expert without load keeps even shares; a flow the float arithmetic left a hair
-            // below zero is none
+            int r = slotRank[s];
+            // an expert with nothing to place (no load, or a replica on every rank) keeps even
+            // shares; a flow the float arithmetic left a hair below zero is none
             share[s] =
                     routed[e] == 0
-                            ? 1.0 / replicas[e]
+                            ? 1.0 / Arrays.stream(slotsOn[e]).sum()
                             : Math.max(0, flow[e][r]) / routed[e] / slotsOn[e][r];
         }
         return share;
@@ -93,10 +100,10 @@ final class ShareFlow {
     }
 
     /**
-     * The load of each expert on each rank ({@code [expert][rank]}) when every rank stays within
-     * {@code bound}, or null when that is impossible.
+     * The placeable load of each expert on each rank ({@code [expert][rank]}) when every rank, with
+     * what it {@code kept}, stays within {@code bound}; null when that is impossible.
      */
-    static double[][] route(double[] loads, boolean[][] hosts, double bound) {
+    static double[][] route(double[] loads, boolean[][] hosts, double[] kept, double bound) {
         final int experts = loads.length;
         final int ranks = hosts[0].length;
         final int source = experts + ranks;
@@ -112,7 +119,10 @@ final class ShareFlow {
             }
         }
         for (int r = 0; r < ranks; r++) {
-            g.add(experts + r, sink, bound);
+            if (kept[r] > bound) {
+                return null;
+            }
+            g.add(experts + r, sink, bound - kept[r]);
         }
         double routed = g.maxFlow(source, sink);
         if (routed < total * (1 - SLACK)) {

@@ -113,8 +113,14 @@ class PlacementTest {
         assertThat(without.sharesOf(1)).containsExactly(0, 0);
         assertThat(without.sharesOf(0)).containsExactly(1, 1);
         assertThat(without.sharesOf(2)).containsExactly(1, 1);
-        double[] loads = {8, 4, 2, 1};
-        assertThat(without.rankLoads(loads)).containsExactly(12, 0, 3);
+        // the live ranks route nothing to the lost one, whichever experts their tokens choose
+        for (int home : new int[] {0, 2}) {
+            DispatchLayout layout = new DispatchLayout(without, home);
+            int[] ids = TestRoutings.uniform(new java.util.SplittableRandom(home), 200, 4, 2);
+            layout.compute(ids, 200, 2);
+            assertThat(layout.tokensPerRank(1)).as("home %d", home).isZero();
+            assertThat(layout.pairsPerRank(1)).as("home %d", home).isZero();
+        }
     }
 
     @Test
