@@ -3,8 +3,8 @@ package moe.a2a.benchmarks;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
+import moe.a2a.bench.BenchPlacement;
 import moe.a2a.dispatch.DispatchLayout;
-import moe.a2a.dispatch.Placement;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -20,7 +20,9 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * {@link DispatchLayout#compute} on a canonical workload's routing of rank 0: per-rank counts with
  * dedup, per-expert counts and the pack order. The number is the time for one rank's whole layout
- * ({@code T} tokens × {@code K}); it does not include packing or any exchange.
+ * ({@code T} tokens × {@code K}); it does not include packing or any exchange. With {@code
+ * redundant} slots the placement is the planner's for the workload's loads ({@link
+ * BenchPlacement}), and the replica choice runs per token.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -29,8 +31,11 @@ import org.openjdk.jmh.annotations.Warmup;
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
 public class LayoutBenchmark {
-    @Param({"decode", "prefill"})
+    @Param({"decode", "prefill", "prefill-skew"})
     String workload;
+
+    @Param({"0", "16"})
+    int redundant;
 
     int[] ids;
     int tokens;
@@ -43,7 +48,7 @@ public class LayoutBenchmark {
         ids = BenchRouting.topkIds(w, 0);
         tokens = w.tokens();
         topK = w.topK();
-        layout = new DispatchLayout(Placement.contiguous(w.experts(), w.worldSize()), 0);
+        layout = new DispatchLayout(BenchPlacement.of(w, redundant), 0);
     }
 
     @Benchmark

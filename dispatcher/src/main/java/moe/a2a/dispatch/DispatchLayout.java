@@ -30,14 +30,16 @@ public final class DispatchLayout {
     private final long[] tokensPerExpert;
     private final long[] pairsPerRank;
     private final int[] rankOffsets;
-    private final boolean[] visited;
-    private int[] tokenReplica = new int[0];
+
+    /** A chosen rank's mark, during {@link #compute}, for an assignment still to be spread. */
+    private static final int SPREAD = -2;
 
     private boolean[] tokenInRank = new boolean[0];
     private int[] packOrder = new int[0];
     private int[] chosenRank = new int[0];
     private int[] chosenSlot = new int[0];
     private int numTokens;
+    private int topK;
 
     /**
      * @param homeRank the rank whose tokens this layout routes (its replicas are preferred), or -1
@@ -51,7 +53,6 @@ public final class DispatchLayout {
         this.tokensPerExpert = new long[placement.numExperts()];
         this.pairsPerRank = new long[worldSize];
         this.rankOffsets = new int[worldSize + 1];
-        this.visited = new boolean[worldSize];
     }
 
     /**
@@ -85,6 +86,7 @@ public final class DispatchLayout {
      */
     public void compute(int[] topkIds, int numTokens, int topK) {
         this.numTokens = numTokens;
+        this.topK = topK;
         if (tokenInRank.length < numTokens * worldSize) {
             tokenInRank = new boolean[numTokens * worldSize];
         }
@@ -93,16 +95,12 @@ public final class DispatchLayout {
         Arrays.fill(tokensPerExpert, 0);
         Arrays.fill(pairsPerRank, 0);
         choice.reset();
-        if (tokenReplica.length < topK) {
-            tokenReplica = new int[topK];
-        }
         if (chosenRank.length < numTokens * topK) {
             chosenRank = new int[numTokens * topK];
             chosenSlot = new int[numTokens * topK];
         }
         for (int t = 0; t < numTokens; t++) {
-            Arrays.fill(visited, false);
-            choice.chooseToken(topkIds, t * topK, topK, tokenReplica, visited);
+            boolean spread = false;
             for (int k = 0; k < topK; k++) {
                 final int expert = topkIds[t * topK + k];
                 if (expert == CapacityFilter.DROPPED) {
@@ -111,15 +109,19 @@ public final class DispatchLayout {
                     continue;
                 }
                 tokensPerExpert[expert]++;
-                final int rank = placement.replicaRank(expert, tokenReplica[k]);
-                pairsPerRank[rank]++;
-                chosenRank[t * topK + k] = rank;
-                chosenSlot[t * topK + k] = placement.replicaSlot(expert, tokenReplica[k]);
+                choice.see(expert);
+                final int replica = choice.forced(expert);
+                if (replica >= 0) {
+                    assign(t, k, expert, replica);
+                } else {
+                    chosenRank[t * topK + k] = SPREAD;
+                    spread = true;
+                }
             }
-            for (int r = 0; r < worldSize; r++) {
-                if (visited[r]) {
-                    tokenInRank[t * worldSize + r] = true;
-                    tokensPerRank[r]++;
+            for (int k = 0; spread && k < topK; k++) {
+                if (chosenRank[t * topK + k] == SPREAD) {
+                    final int expert = topkIds[t * topK + k];
+                    assign(t, k, expert, choice.spread(expert, tokenInRank, t * worldSize));
                 }
             }
         }
@@ -138,6 +140,20 @@ public final class DispatchLayout {
                     packOrder[next++] = t;
                 }
             }
+        }
+    }
+
+    /** Sends assignment {@code k} of token {@code t} to {@code replica} of {@code expert}. */
+    private void assign(int t, int k, int expert, int replica) {
+        choice.took(expert, replica);
+        final int rank = placement.replicaRank(expert, replica);
+        pairsPerRank[rank]++;
+        chosenRank[t * topK + k] = rank;
+        chosenSlot[t * topK + k] = placement.replicaSlot(expert, replica);
+        final int cell = t * worldSize + rank;
+        if (!tokenInRank[cell]) {
+            tokenInRank[cell] = true;
+            tokensPerRank[rank]++;
         }
     }
 

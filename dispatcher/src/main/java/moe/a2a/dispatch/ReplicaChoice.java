@@ -7,14 +7,16 @@ import java.util.Arrays;
  * experts through as few ranks as its replicas allow while each replica keeps to its share.
  *
  * <p>For one token: an expert with a replica on the home rank goes there, and an expert with one
- * replica goes to it; those ranks are now visited. Each other assignment, in k order, goes to a
- * replica on a rank the token already visits if one is within its allowance, the one furthest
- * behind its share among those; otherwise to the replica furthest behind its share (ties to the
- * first). A replica's share of an expert's assignments so far this step, this one included, is
- * {@code share × seen}; its allowance is that plus {@link #AHEAD} of it, and at least one. The
- * choice depends on the step's routing alone: every rank computes every rank's the same way.
+ * replica goes to it ({@link #forced}); those ranks are now visited. Each other assignment, in k
+ * order, goes to a replica on a rank the token already visits if one is within its allowance, the
+ * one furthest behind its share among those; otherwise to the replica furthest behind its share
+ * (ties to the first). A replica's share of an expert's assignments so far this step, this one
+ * included, is {@code share × seen}; its allowance is that plus {@link #AHEAD} of it, and at least
+ * one. The choice depends on the step's routing alone: every rank computes every rank's the same
+ * way.
  *
- * <p>Owned by a {@link DispatchLayout}; reset at each step.
+ * <p>Owned by a {@link DispatchLayout}, which walks each token's assignments ({@link #see} each,
+ * {@link #took} each choice); reset at each step.
  */
 final class ReplicaChoice {
     /** How far ahead of its share a replica may run to keep a token's rows together. */
@@ -60,44 +62,29 @@ final class ReplicaChoice {
         Arrays.fill(seen, 0);
     }
 
+    /** Counts an assignment of {@code expert}: its replicas' shares grow by it. */
+    void see(int expert) {
+        seen[expert]++;
+    }
+
     /**
-     * Chooses the replicas of one token's {@code topK} assignments at {@code topkIds[from..]}: into
-     * {@code replica[k]} the replica index, -1 for a {@link CapacityFilter#DROPPED} id. {@code
-     * visited} ({@code [N]}, all false on entry) ends with the ranks the token visits.
+     * The replica an assignment of {@code expert} must take, before any choice: the one on the home
+     * rank, or the only one; -1 when it is to be {@link #spread}.
      */
-    void chooseToken(int[] topkIds, int from, int topK, int[] replica, boolean[] visited) {
-        for (int k = 0; k < topK; k++) {
-            final int expert = topkIds[from + k];
-            if (expert == CapacityFilter.DROPPED) {
-                replica[k] = -1;
-                continue;
-            }
-            seen[expert]++;
-            final int pick =
-                    homeReplica[expert] >= 0
-                            ? homeReplica[expert]
-                            : given[expert].length == 1 ? 0 : -1;
-            replica[k] = pick;
-            if (pick >= 0) {
-                take(expert, pick, visited);
-            }
-        }
-        for (int k = 0; k < topK; k++) {
-            final int expert = topkIds[from + k];
-            if (expert != CapacityFilter.DROPPED && replica[k] < 0) {
-                replica[k] = spread(expert, visited);
-                take(expert, replica[k], visited);
-            }
-        }
+    int forced(int expert) {
+        return homeReplica[expert] >= 0 ? homeReplica[expert] : given[expert].length == 1 ? 0 : -1;
     }
 
-    private void take(int expert, int replica, boolean[] visited) {
+    /** Counts the assignment of {@code expert} that {@code replica} takes. */
+    void took(int expert, int replica) {
         given[expert][replica]++;
-        visited[placement.replicaRank(expert, replica)] = true;
     }
 
-    /** A replica of a multi-replica {@code expert} for this assignment (see the class comment). */
-    private int spread(int expert, boolean[] visited) {
+    /**
+     * The replica of a multi-replica {@code expert} for this assignment (see the class comment):
+     * {@code visited[offset + r]} says whether the token already visits rank {@code r}.
+     */
+    int spread(int expert, boolean[] visited, int offset) {
         final int[] g = given[expert];
         int behind = 0;
         double behindLag = Double.NEGATIVE_INFINITY;
@@ -112,7 +99,7 @@ final class ReplicaChoice {
             }
             // a replica without a share (a lost rank's, say) takes no one else's tokens
             final boolean allowed = fair > 0 && g[i] + 1 <= Math.max(1, fair * (1 + AHEAD));
-            if (allowed && visited[placement.replicaRank(expert, i)] && lag > nearLag) {
+            if (allowed && visited[offset + placement.replicaRank(expert, i)] && lag > nearLag) {
                 nearLag = lag;
                 near = i;
             }
