@@ -45,7 +45,9 @@ def main(out):
     scrapes = [p.read_text() for p in sorted(Path(out, "scrapes").glob("*.txt"))]
     scrapes = [s for s in scrapes if "moe_a2a_rank_pairs_assignments_total" in s]
     versions = [version(s) for s in scrapes]
-    moved = next((i for i, v in enumerate(versions) if v > versions[0]), None)
+    # the version gauge reads 0 until layer 0's first step; the move is the first change after
+    first = next(v for v in versions if v > 0)
+    moved = next((i for i, v in enumerate(versions) if v > first), None)
     print("| layer 0 | placement versions | pairs | rows per pair | remote rows per pair | pairs max/mean |")
     print("|---|---|---:|---:|---:|---:|")
     spans = [("before the first move", 0, moved - 1 if moved else len(scrapes) - 1)]
