@@ -12,8 +12,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import moe.a2a.dispatch.HardwareProfile;
+import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.PlacementPlanner;
 import moe.a2a.metrics.Imbalance;
+import moe.a2a.workload.BenchWorkload;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -29,10 +32,23 @@ import picocli.CommandLine.Option;
 final class EplbCommand implements Callable<Integer> {
     @Option(
             names = "--loads",
-            required = true,
             paramLabel = "IN.json",
             description = "{\"loads\": [[load of logical expert e, ...] per layer]}")
     Path loadsFile;
+
+    @Option(
+            names = "--workload",
+            paramLabel = "W",
+            description =
+                    "Instead of --loads: plan for a canonical workload's routing over --ranks ranks (its other parameters kept), and print what that routing costs under the contiguous and the planned placement, counted exactly.")
+    String workload;
+
+    @Option(
+            names = "--predict",
+            paramLabel = "HARDWARE",
+            description =
+                    "With --workload: also predict each placement's dispatch, expert and combine time on HARDWARE, a built-in profile (h200-nvlink-8, h200-ib400) or a JSON file {\"ranks_per_node\", \"intra_node_gbps\", \"inter_node_gbps\", \"expert_tflops\"}: peak figures, a model, not a measurement.")
+    String predict;
 
     @Option(names = "--ranks", required = true, description = "N, the ranks.")
     int ranks;
@@ -66,7 +82,18 @@ final class EplbCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        double[][] loads = readLoads(loadsFile);
+        if ((loadsFile == null) == (workload == null)) {
+            throw new IllegalArgumentException("--loads, --workload: give exactly one");
+        }
+        if (predict != null && workload == null) {
+            throw new IllegalArgumentException(
+                    "--predict: needs --workload (the counts come from a routing)");
+        }
+        BenchWorkload w = workload == null ? null : EplbPrediction.workload(workload, ranks);
+        double[][] loads =
+                w == null ? readLoads(loadsFile) : new double[][] {EplbPrediction.loads(w)};
+        HardwareProfile hardware = predict == null ? null : EplbPrediction.profile(predict);
+        JsonArray costs = new JsonArray();
         JsonArray placement = new JsonArray();
         JsonArray shares = new JsonArray();
         JsonArray balance = new JsonArray();
@@ -93,11 +120,28 @@ final class EplbCommand implements Callable<Integer> {
                     layer,
                     ratio,
                     Imbalance.maxOverMean(contiguousLoads(loads[layer])));
+            if (w != null) {
+                costs.add(
+                        EplbPrediction.report(
+                                w,
+                                "contiguous",
+                                Placement.contiguous(w.experts(), ranks),
+                                hardware));
+                costs.add(
+                        EplbPrediction.report(
+                                w,
+                                "planned",
+                                plan.placement(Placement.FIRST_VERSION, w.experts(), ranks),
+                                hardware));
+            }
         }
         JsonObject doc = new JsonObject();
         doc.add("placement", placement);
         doc.add("shares", shares);
         doc.add("max_over_mean", balance);
+        if (w != null) {
+            doc.add("costs", costs);
+        }
         Gson gson = new GsonBuilder().create();
         Files.writeString(out, gson.toJson(doc) + "\n", StandardCharsets.UTF_8);
         System.out.println("wrote " + out);

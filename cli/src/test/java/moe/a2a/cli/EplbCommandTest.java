@@ -55,6 +55,58 @@ class EplbCommandTest {
     }
 
     @Test
+    void shouldCountAndPredictBothPlacementsWhenAWorkloadIsGiven() throws IOException {
+        Path out = dir.resolve("out.json");
+        assertThat(
+                        run(
+                                "eplb",
+                                "--workload",
+                                "prefill-skew",
+                                "--ranks",
+                                "4",
+                                "--slots",
+                                "272",
+                                "--predict",
+                                "h200-nvlink-8",
+                                "--json",
+                                out.toString()))
+                .isZero();
+        JsonArray costs =
+                JsonParser.parseString(Files.readString(out, StandardCharsets.UTF_8))
+                        .getAsJsonObject()
+                        .getAsJsonArray("costs");
+        JsonObject contiguous = costs.get(0).getAsJsonObject();
+        JsonObject planned = costs.get(1).getAsJsonObject();
+        assertThat(contiguous.get("placement").getAsString()).isEqualTo("contiguous");
+        // the hot experts all sit on rank 0 in the contiguous placement
+        assertThat(contiguous.get("pairs_max_over_mean").getAsDouble()).isGreaterThan(3);
+        assertThat(planned.get("pairs_max_over_mean").getAsDouble()).isLessThan(1.1);
+        // the busiest rank computes fewer pairs, so its experts take less time
+        assertThat(planned.get("expert_us").getAsDouble())
+                .isLessThan(contiguous.get("expert_us").getAsDouble());
+        assertThat(planned.get("dispatch_us").getAsDouble()).isPositive();
+    }
+
+    @Test
+    void shouldNameTheFlagsWhenLoadsAndWorkloadDisagree() {
+        StringWriter err = new StringWriter();
+        int exit =
+                Main.commandLine()
+                        .setErr(new PrintWriter(err, true))
+                        .execute(
+                                "eplb",
+                                "--ranks",
+                                "4",
+                                "--slots",
+                                "272",
+                                "--json",
+                                dir.resolve("x.json").toString());
+        assertThat(exit).isEqualTo(1);
+        assertThat(err.toString().strip())
+                .isEqualTo("moe-a2a eplb: --loads, --workload: give exactly one");
+    }
+
+    @Test
     void shouldNameFieldWhenLoadIsNotANumber() throws IOException {
         assertThat(refusal("{\"loads\": [[1, \"x\", 3]]}", 1, 3))
                 .isEqualTo("moe-a2a eplb: loads[0][1]: \"x\" (expected: a number)");

@@ -11,11 +11,13 @@ public final class RoutingCost {
     private final long[] pairs;
     private final long[] rowsRecv;
     private final long[] rowsRemoteRecv;
+    private final long[][] rows;
 
-    private RoutingCost(long[] pairs, long[] rowsRecv, long[] rowsRemoteRecv) {
+    private RoutingCost(long[] pairs, long[] rowsRecv, long[] rowsRemoteRecv, long[][] rows) {
         this.pairs = pairs;
         this.rowsRecv = rowsRecv;
         this.rowsRemoteRecv = rowsRemoteRecv;
+        this.rows = rows;
     }
 
     /**
@@ -34,6 +36,7 @@ public final class RoutingCost {
         final long[] pairsTo = new long[n];
         final long[] rowsTo = new long[n];
         final long[] remoteTo = new long[n];
+        final long[][] copy = new long[n][];
         for (int src = 0; src < n; src++) {
             if (rows[src].length != n || pairs[src].length != n) {
                 throw new IllegalArgumentException(
@@ -47,13 +50,14 @@ public final class RoutingCost {
                                 + n
                                 + ")");
             }
+            copy[src] = rows[src].clone();
             for (int dst = 0; dst < n; dst++) {
                 pairsTo[dst] += pairs[src][dst];
                 rowsTo[dst] += rows[src][dst];
                 remoteTo[dst] += src == dst ? 0 : rows[src][dst];
             }
         }
-        return new RoutingCost(pairsTo, rowsTo, remoteTo);
+        return new RoutingCost(pairsTo, rowsTo, remoteTo, copy);
     }
 
     /** The cost of {@code layouts[src]}, each source rank's layout of the same step. */
@@ -87,6 +91,11 @@ public final class RoutingCost {
     /** Rows {@code rank} receives in dispatch from other ranks. */
     public long rowsRemoteRecv(int rank) {
         return rowsRemoteRecv[rank];
+    }
+
+    /** Rows {@code src} sends to {@code dst} in dispatch (and gets back in combine). */
+    public long rows(int src, int dst) {
+        return rows[src][dst];
     }
 
     /** Max over mean of {@link #pairs}: 1 is even; 0 when there are none. */
