@@ -6,9 +6,10 @@ usage: benchmarks/eplb/compare_eplb.py --deepseek DIR [--moe-a2a PATH] [--layers
 DIR holds DeepSeek's eplb.py (https://github.com/deepseek-ai/EPLB; not part of this repository).
 Load matrices: lognormal (sigma 0.5 and 1.0) and Zipf (s = 1.2, experts in random order); E 64, 128,
 256; N 8 to 64; R 0, N, 2N redundant slots; one node, and 4 nodes with 8 expert groups. For each
-case both placements are scored the same way, here: a rank's load is the sum over its slots of the
-slot's share of its expert's load (DeepSeek's replicas share evenly; moe-a2a's carry the shares it
-planned), and the score is max/mean over ranks, averaged over the case's layers. A lower bound that
+case both placements are scored the same way, here, as moe-a2a's dispatcher routes (see score):
+each rank keeps its own tokens of the experts it hosts, and the other ranks' tokens split over the
+replicas by their shares (DeepSeek's replicas share evenly; moe-a2a's carry the shares it planned).
+The score is max/mean over ranks, averaged over the case's layers. A lower bound that
 no placement can beat (see lower_bound) says how much lower than DeepSeek's any planner could go.
 """
 import argparse
@@ -36,10 +37,20 @@ def loads_for(dist, sigma, experts, layers, rng):
 
 
 def score(loads, slot_expert, share, ranks):
+    """max/mean rank load as moe-a2a's dispatcher routes (RankLoadModel): every rank is home to an
+    equal part of each expert's tokens and keeps its part of the experts it hosts; the parts of
+    ranks without a replica split over the replicas by their shares."""
     per_rank = len(slot_expert) // ranks
+    on = {}
+    for s, e in enumerate(slot_expert):
+        on[(e, s // per_rank)] = on.get((e, s // per_rank), 0) + 1
+    hosts = {}
+    for (e, _r) in on:
+        hosts[e] = hosts.get(e, 0) + 1
     rank = np.zeros(ranks)
     for s, e in enumerate(slot_expert):
-        rank[s // per_rank] += share[s] * loads[e]
+        r = s // per_rank
+        rank[r] += loads[e] / ranks / on[(e, r)] + share[s] * loads[e] * (ranks - hosts[e]) / ranks
     return rank.max() / rank.mean()
 
 
