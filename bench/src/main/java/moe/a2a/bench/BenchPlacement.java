@@ -46,13 +46,7 @@ public final class BenchPlacement {
                             + ranks
                             + ")");
         }
-        double[] loads = new double[experts];
-        for (int src = 0; src < ranks; src++) {
-            for (int e : BenchRouting.topkIds(w, src)) {
-                loads[e]++;
-            }
-        }
-        return PlacementPlanner.plan(loads, ranks, experts + redundant, 1, 1)
+        return PlacementPlanner.plan(BenchRouting.expertLoads(w), ranks, experts + redundant, 1, 1)
                 .placement(Placement.FIRST_VERSION, experts, ranks);
     }
 }

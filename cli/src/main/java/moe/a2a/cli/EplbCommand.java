@@ -16,6 +16,7 @@ import moe.a2a.dispatch.HardwareProfile;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.PlacementPlanner;
 import moe.a2a.metrics.Imbalance;
+import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -91,7 +92,7 @@ final class EplbCommand implements Callable<Integer> {
         }
         BenchWorkload w = workload == null ? null : EplbPrediction.workload(workload, ranks);
         double[][] loads =
-                w == null ? readLoads(loadsFile) : new double[][] {EplbPrediction.loads(w)};
+                w == null ? readLoads(loadsFile) : new double[][] {BenchRouting.expertLoads(w)};
         HardwareProfile hardware = predict == null ? null : EplbPrediction.profile(predict);
         JsonArray costs = new JsonArray();
         JsonArray placement = new JsonArray();

@@ -40,17 +40,6 @@ final class EplbPrediction {
                 w.seed());
     }
 
-    /** Each expert's load: the workload's assignments routed to it, all ranks together. */
-    static double[] loads(BenchWorkload w) {
-        double[] loads = new double[w.experts()];
-        for (int src = 0; src < w.worldSize(); src++) {
-            for (int e : BenchRouting.topkIds(w, src)) {
-                loads[e]++;
-            }
-        }
-        return loads;
-    }
-
     /** A built-in profile's name, or a JSON file with the record's fields in snake case. */
     static HardwareProfile profile(String nameOrFile) throws IOException {
         Path file = Path.of(nameOrFile);

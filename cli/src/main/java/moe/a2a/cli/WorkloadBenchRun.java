@@ -61,7 +61,6 @@ final class WorkloadBenchRun {
         boolean allOk = true;
         for (int wi = 0; wi < workloads.size(); wi++) {
             BenchWorkload w = workloads.get(wi);
-            int[][] rows = BenchRouting.rows(w, placements.get(wi));
             RoutingCost cost = BenchRouting.cost(w, placements.get(wi));
             for (Transport transport : options.transports) {
                 TerminalProgress.show(done, runs, w.name() + " " + transport);
@@ -82,13 +81,7 @@ final class WorkloadBenchRun {
                                 dispatchDType);
                 allOk &= r.ok();
                 WorkloadTable.printRow(
-                        w,
-                        transport,
-                        r,
-                        loopback,
-                        options.expertFfn,
-                        options.redundantExperts,
-                        rows);
+                        w, transport, r, loopback, options.expertFfn, options.redundantExperts);
                 reports.add(r.json(memcpy, options.redundantExperts));
                 results.add(r);
             }

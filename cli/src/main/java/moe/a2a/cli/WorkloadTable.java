@@ -46,8 +46,8 @@ final class WorkloadTable {
     }
 
     /**
-     * One run's row and notes: {@code loopback} is the socket pair's rate (tcp), {@code rows} the
-     * workload's traffic under its placement.
+     * One run's row and notes: {@code loopback} is the socket pair's rate (tcp); the report's
+     * routing cost is the workload's traffic under its placement.
      */
     static void printRow(
             BenchWorkload w,
@@ -55,8 +55,7 @@ final class WorkloadTable {
             BenchReport r,
             double loopback,
             int expertFfn,
-            int redundantExperts,
-            int[][] rows) {
+            int redundantExperts) {
         System.out.printf(
                 Locale.ROOT,
                 "%-18s %-9s %2d %5d %-16s %12d %8.0fus %8.0fus %8.0fus %8.0fus %6.2fG %6.2fG %8.0fus %5.2fx %7.0fus %4s%n",
@@ -95,7 +94,7 @@ final class WorkloadTable {
                     Locale.ROOT,
                     "  placement: %d redundant slots planned for the workload's loads; tokens per rank max/mean %.3f (contiguous: %.3f)%n",
                     redundantExperts,
-                    Imbalance.maxOverMean(tokensPerRank(rows)),
+                    r.cost().rowsRecvMaxOverMean(),
                     Imbalance.maxOverMean(tokensPerRank(BenchRouting.rows(w))));
         }
     }

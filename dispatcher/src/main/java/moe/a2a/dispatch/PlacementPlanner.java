@@ -67,12 +67,12 @@ public final class PlacementPlanner {
 
         /** Each rank's load under this plan, as the dispatcher routes ({@link RankLoadModel}). */
         public double[] rankLoads(double[] loads, int ranks) {
-            int perRank = slotExpert.length / ranks;
-            int[] slotRank = new int[slotExpert.length];
-            for (int s = 0; s < slotExpert.length; s++) {
-                slotRank[s] = s / perRank;
-            }
-            return RankLoadModel.rankLoads(ranks, slotRank, slotExpert, share, loads);
+            return RankLoadModel.rankLoads(
+                    ranks,
+                    RankLoadModel.slotRanks(slotExpert.length, ranks),
+                    slotExpert,
+                    share,
+                    loads);
         }
     }
 
@@ -184,15 +184,16 @@ public final class PlacementPlanner {
 
     /** The load that stays on its home ranks: each expert's, times its hosting ranks over N. */
     private static double keptHome(Plan plan, double[] loads, int ranks) {
-        final int perRank = plan.slotExpert().length / ranks;
-        final boolean[][] hosts = new boolean[loads.length][ranks];
+        final int[] hosts =
+                RankLoadModel.hostingRanks(
+                        RankLoadModel.slotsOn(
+                                ranks,
+                                RankLoadModel.slotRanks(plan.slotExpert().length, ranks),
+                                plan.slotExpert(),
+                                loads.length));
         double kept = 0;
-        for (int s = 0; s < plan.slotExpert().length; s++) {
-            final int e = plan.slotExpert()[s];
-            if (!hosts[e][s / perRank]) {
-                hosts[e][s / perRank] = true;
-                kept += loads[e] / ranks;
-            }
+        for (int e = 0; e < loads.length; e++) {
+            kept += loads[e] * hosts[e] / ranks;
         }
         return kept;
     }
@@ -218,16 +219,8 @@ public final class PlacementPlanner {
     private static Plan evener(double[] loads, Plan plan, int ranks) {
         final double limit = peak(plan, loads, ranks) * (1 + EVEN_SLACK);
         final int slots = plan.slotExpert().length;
-        final int[] slotRank = new int[slots];
-        for (int s = 0; s < slots; s++) {
-            slotRank[s] = s / (slots / ranks);
-        }
-        final int[][] slotsOn =
-                RankLoadModel.slotsOn(ranks, slotRank, plan.slotExpert(), loads.length);
         final double[] even = new double[slots];
-        for (int s = 0; s < slots; s++) {
-            even[s] = 1.0 / Arrays.stream(slotsOn[plan.slotExpert()[s]]).sum();
-        }
+        ShareFlow.evenShares(plan.slotExpert(), loads.length, even);
         for (double toward : EVEN_STEPS) {
             final double[] share = new double[slots];
             for (int s = 0; s < slots; s++) {
@@ -252,13 +245,13 @@ public final class PlacementPlanner {
         final int slots = plan.slotExpert().length;
         final int perRank = slots / ranks;
         for (int round = 0; round < 4 * ranks; round++) {
-            int[] slotRank = new int[slots];
-            for (int s = 0; s < slots; s++) {
-                slotRank[s] = s / perRank;
-            }
             double[] carried =
                     RankLoadModel.slotLoads(
-                            ranks, slotRank, plan.slotExpert(), plan.share(), loads);
+                            ranks,
+                            RankLoadModel.slotRanks(slots, ranks),
+                            plan.slotExpert(),
+                            plan.share(),
+                            loads);
             double[] rankLoad = new double[ranks];
             for (int s = 0; s < slots; s++) {
                 rankLoad[s / perRank] += carried[s];

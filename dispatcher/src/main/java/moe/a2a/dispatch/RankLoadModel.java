@@ -43,6 +43,15 @@ final class RankLoadModel {
         return carried;
     }
 
+    /** The rank of each of {@code slots} slots spread evenly over {@code ranks}, in rank order. */
+    static int[] slotRanks(int slots, int ranks) {
+        final int[] slotRank = new int[slots];
+        for (int s = 0; s < slots; s++) {
+            slotRank[s] = s / (slots / ranks);
+        }
+        return slotRank;
+    }
+
     /** {@code [expert][rank]}: the expert's slots on the rank. */
     static int[][] slotsOn(int ranks, int[] slotRank, int[] slotExpert, int experts) {
         final int[][] on = new int[experts][ranks];

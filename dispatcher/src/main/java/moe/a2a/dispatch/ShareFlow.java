@@ -25,11 +25,7 @@ final class ShareFlow {
      * without load keeps even shares.
      */
     static double[] shares(double[] loads, int experts, int[] slotExpert, int ranks) {
-        final int perRank = slotExpert.length / ranks;
-        final int[] slotRank = new int[slotExpert.length];
-        for (int s = 0; s < slotExpert.length; s++) {
-            slotRank[s] = s / perRank;
-        }
+        final int[] slotRank = RankLoadModel.slotRanks(slotExpert.length, ranks);
         final int[][] slotsOn = RankLoadModel.slotsOn(ranks, slotRank, slotExpert, experts);
         final int[] hostCount = RankLoadModel.hostingRanks(slotsOn);
         boolean[][] hosts = new boolean[experts][ranks];
@@ -89,7 +85,8 @@ final class ShareFlow {
         return share;
     }
 
-    private static void evenShares(int[] slotExpert, int experts, double[] share) {
+    /** Into {@code share}: each slot's expert's tokens split evenly over its slots. */
+    static void evenShares(int[] slotExpert, int experts, double[] share) {
         int[] count = new int[experts];
         for (int e : slotExpert) {
             count[e]++;

@@ -49,16 +49,26 @@ public final class BenchRouting {
      * replica on dst (each source choosing as its dispatcher does).
      */
     public static int[][] rows(BenchWorkload w, Placement placement) {
+        RoutingCost cost = cost(w, placement);
         int n = w.worldSize();
         int[][] rows = new int[n][n];
         for (int src = 0; src < n; src++) {
-            DispatchLayout layout = new DispatchLayout(placement, src);
-            layout.compute(topkIds(w, src), w.tokens(), w.topK());
             for (int dst = 0; dst < n; dst++) {
-                rows[src][dst] = (int) layout.tokensPerRank(dst);
+                rows[src][dst] = (int) cost.rows(src, dst);
             }
         }
         return rows;
+    }
+
+    /** Each expert's load: the workload's assignments routed to it, all ranks together. */
+    public static double[] expertLoads(BenchWorkload w) {
+        double[] loads = new double[w.experts()];
+        for (int src = 0; src < w.worldSize(); src++) {
+            for (int e : topkIds(w, src)) {
+                loads[e]++;
+            }
+        }
+        return loads;
     }
 
     /** What {@code w}'s routing costs under {@code placement}, each source choosing as above. */
