@@ -10,12 +10,14 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.Supplier;
 import moe.a2a.bench.grpc.BenchGrpcService;
 import moe.a2a.control.cluster.FirstPlacement;
+import moe.a2a.control.cluster.RoutingRecorder;
 import moe.a2a.control.grpc.GrpcLimits;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.security.BearerAuth;
@@ -25,6 +27,7 @@ import moe.a2a.control.security.TokenFile;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.metrics.MetricsEndpoint;
 import moe.a2a.metrics.ProcessMetrics;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Option;
 
@@ -113,6 +116,29 @@ final class ServerOptions {
                     "Expert capacity: each expert takes at most ceil(CF * T * K / E) of a step's token-expert pairs, the highest-weight ones of each rank's share (the rest dropped, other weights not renormalised); 0 is dropless (default: ${DEFAULT-VALUE}).",
             paramLabel = "CF")
     double capacityFactor;
+
+    @Option(
+            names = "--record-routing",
+            description =
+                    "Record the expert ids that served tokens choose, per step and layer, into FILE (a routing trace: docs/cli.md), for bench --routing-trace and eplb --routing-trace. The file is rewritten whole every 256 recorded steps and at shutdown.",
+            paramLabel = "FILE")
+    @Nullable Path recordRouting;
+
+    @Option(
+            names = "--record-steps",
+            defaultValue = "1000",
+            description =
+                    "With --record-routing: the trace keeps the last N recorded steps (default: ${DEFAULT-VALUE}).",
+            paramLabel = "N")
+    int recordSteps;
+
+    @Option(
+            names = "--record-every",
+            defaultValue = "1",
+            description =
+                    "With --record-routing: record one step in K (default: ${DEFAULT-VALUE}, every step).",
+            paramLabel = "K")
+    int recordEvery;
 
     @Option(
             names = "--max-request-bytes",
@@ -220,7 +246,25 @@ final class ServerOptions {
                 maxRequestBytes,
                 maxStepsInFlight,
                 rebalanceEvery,
-                capacityFactor);
+                capacityFactor,
+                recording());
+    }
+
+    /**
+     * What --record-routing asks for, or null.
+     *
+     * @throws IllegalArgumentException when the trace's directory does not exist
+     */
+    private RoutingRecorder.@Nullable Settings recording() {
+        if (recordRouting == null) {
+            return null;
+        }
+        Path dir = recordRouting.toAbsolutePath().getParent();
+        if (!Files.isDirectory(dir)) {
+            throw new IllegalArgumentException(
+                    "--record-routing: " + recordRouting + " (its directory does not exist)");
+        }
+        return new RoutingRecorder.Settings(recordRouting, recordSteps, recordEvery);
     }
 
     /**

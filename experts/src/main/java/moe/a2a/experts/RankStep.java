@@ -1,6 +1,7 @@
 package moe.a2a.experts;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.kernels.DType;
 
@@ -106,6 +107,7 @@ public final class RankStep {
                 t1 - t0,
                 c.dispatchNs(),
                 c.expertNs(),
-                c.combineNs());
+                c.combineNs(),
+                Arrays.copyOf(router.ids(), numTokens * topK));
     }
 }

@@ -17,6 +17,8 @@ import java.nio.ByteBuffer;
  * @param bytesSent bytes of rows this rank sent to each peer, dispatch and combine (0 to itself)
  * @param bytesReceived bytes of rows this rank received from each peer, dispatch and combine (0
  *     from itself)
+ * @param routedIds {@code [T, K]} expert ids this rank's routing chose, before capacity drops
+ *     (owned by the result; empty when a worker was not asked for them)
  */
 public record RankStepResult(
         ByteBuffer output,
@@ -30,4 +32,5 @@ public record RankStepResult(
         long routeNs,
         long dispatchNs,
         long expertNs,
-        long combineNs) {}
+        long combineNs,
+        int[] routedIds) {}

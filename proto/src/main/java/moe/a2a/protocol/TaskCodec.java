@@ -25,7 +25,10 @@ import moe.a2a.v1.WorkerMessage;
 public final class TaskCodec {
     private TaskCodec() {}
 
-    /** One rank's share of a step: its first {@code count} rows of {@code tokens}. */
+    /**
+     * One rank's share of a step: its first {@code count} rows of {@code tokens}; with {@code
+     * recordRouting} the rank returns the expert ids it chose.
+     */
     public static StepTask stepTask(
             long stepId,
             long epoch,
@@ -35,7 +38,8 @@ public final class TaskCodec {
             int count,
             RoutingInput routing,
             int capacity,
-            ModelConfig model) {
+            ModelConfig model,
+            boolean recordRouting) {
         int bytes = count * model.hidden() * dtype.sizeBytes();
         StepTask.Builder b =
                 StepTask.newBuilder()
@@ -44,7 +48,8 @@ public final class TaskCodec {
                         .setLayer(layer)
                         .setDtype(TensorCodec.wire(dtype))
                         .setNumTokens(count)
-                        .setTokens(ByteString.copyFrom(tokens.duplicate().clear().limit(bytes)));
+                        .setTokens(ByteString.copyFrom(tokens.duplicate().clear().limit(bytes)))
+                        .setRecordRouting(recordRouting);
         if (capacity != CapacityFilter.UNLIMITED) {
             b.setCapacity(capacity);
         }
@@ -103,8 +108,12 @@ public final class TaskCodec {
         return task.getCapacity();
     }
 
-    /** A rank's answer to a step, with the first {@code outputBytes} of its output. */
-    public static StepResult stepResult(long stepId, RankStepResult r, int outputBytes) {
+    /**
+     * A rank's answer to a step, with the first {@code outputBytes} of its output, and its routed
+     * expert ids when {@code withRouting}.
+     */
+    public static StepResult stepResult(
+            long stepId, RankStepResult r, int outputBytes, boolean withRouting) {
         StepResult.Builder out =
                 StepResult.newBuilder()
                         .setStepId(stepId)
@@ -131,6 +140,11 @@ public final class TaskCodec {
         for (int p = 0; p < r.bytesSent().length; p++) {
             out.addBytesSent(r.bytesSent()[p]).addBytesReceived(r.bytesReceived()[p]);
         }
+        if (withRouting) {
+            for (int id : r.routedIds()) {
+                out.addRoutedIds(id);
+            }
+        }
         return out.build();
     }
 
@@ -148,7 +162,8 @@ public final class TaskCodec {
                 res.getRouteNs(),
                 res.getDispatchNs(),
                 res.getExpertNs(),
-                res.getCombineNs());
+                res.getCombineNs(),
+                res.getRoutedIdsList().stream().mapToInt(Integer::intValue).toArray());
     }
 
     public static WorkerMessage stepFailure(long stepId, String message) {

@@ -48,11 +48,15 @@ class TaskCodecTest {
                         1,
                         2,
                         3,
-                        4);
-        RankStepResult back = TaskCodec.rankStepResult(TaskCodec.stepResult(6, r, 0));
+                        4,
+                        new int[] {3, 0, 2, 3});
+        RankStepResult back = TaskCodec.rankStepResult(TaskCodec.stepResult(6, r, 0, true));
         assertThat(back.droppedPerExpert()).containsExactly(0, 4, 0, 2);
         assertThat(back.tokensPerExpert()).containsExactly(3, 0, 1, 0);
         assertThat(back.pairsPerRank()).containsExactly(2, 3);
+        assertThat(back.routedIds()).containsExactly(3, 0, 2, 3);
+        assertThat(TaskCodec.rankStepResult(TaskCodec.stepResult(6, r, 0, false)).routedIds())
+                .isEmpty();
     }
 
     private static StepTask task(int capacity) {
@@ -65,6 +69,7 @@ class TaskCodecTest {
                 0,
                 new RoutingInput.ModelGate(),
                 capacity,
-                MODEL);
+                MODEL,
+                false);
     }
 }

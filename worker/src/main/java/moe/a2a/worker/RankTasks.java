@@ -48,7 +48,9 @@ final class RankTasks {
             int bytes = n * loaded.model().hidden() * dtype.sizeBytes();
             sender.send(
                     WorkerMessage.newBuilder()
-                            .setResult(TaskCodec.stepResult(task.getStepId(), r, bytes))
+                            .setResult(
+                                    TaskCodec.stepResult(
+                                            task.getStepId(), r, bytes, task.getRecordRouting()))
                             .build());
             // This rank's view of the step: its own tokens' counts and its own stage times.
             long[][] sent = new long[worldSize][];

@@ -284,7 +284,8 @@ public final class EmbeddedCluster implements RankGroup {
                 r.routeNs(),
                 r.dispatchNs(),
                 r.expertNs(),
-                r.combineNs());
+                r.combineNs(),
+                r.routedIds());
     }
 
     private void rebuild() {

@@ -106,6 +106,12 @@ public interface RankGroup extends AutoCloseable {
             int[] capacities);
 
     /**
+     * From the next step on, every rank's result carries the expert ids its routing chose ({@link
+     * RankStepResult#routedIds}), for a routing trace. Ranks in this JVM always return them.
+     */
+    default void recordRouting() {}
+
+    /**
      * Runs {@code task} on every rank's live communicators, through the handler installed for its
      * kind ({@link moe.a2a.experts.task.RankTaskHandlers}), returning each rank's answer in rank
      * order. Only call it with no step in flight ({@link StepScheduler#runBetweenSteps}). A rank's

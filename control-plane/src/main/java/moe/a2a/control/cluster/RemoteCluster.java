@@ -319,6 +319,11 @@ public final class RemoteCluster implements RankGroup {
     }
 
     @Override
+    public void recordRouting() {
+        steps.recordRouting();
+    }
+
+    @Override
     public CompletableFuture<List<byte[]>> onEveryRank(RankTask task) {
         return tasks.onEveryRank(task);
     }

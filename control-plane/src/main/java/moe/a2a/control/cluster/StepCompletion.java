@@ -7,21 +7,29 @@ import java.util.concurrent.ExecutionException;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.metrics.StepListener;
 import moe.a2a.metrics.StepStatsSnapshot;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Waits for a step and answers its requests: each gets exactly its rows, cut back out of whichever
  * ranks hold them, or the step's failure. The step's statistics go to the listener and the {@link
- * Rebalancer}. Owned by the scheduler thread.
+ * Rebalancer}, its routing to the {@link RoutingRecorder} when one records. Owned by the scheduler
+ * thread.
  */
 final class StepCompletion {
     private final RankGroup cluster;
     private final StepListener listener;
     private final Rebalancer rebalancer;
+    private final @Nullable RoutingRecorder recorder;
 
-    StepCompletion(RankGroup cluster, StepListener listener, Rebalancer rebalancer) {
+    StepCompletion(
+            RankGroup cluster,
+            StepListener listener,
+            Rebalancer rebalancer,
+            @Nullable RoutingRecorder recorder) {
         this.cluster = cluster;
         this.listener = listener;
         this.rebalancer = rebalancer;
+        this.recorder = recorder;
     }
 
     /**
@@ -62,6 +70,9 @@ final class StepCompletion {
         }
         listener.onStep(stats, queueNs);
         rebalancer.onStep(stats);
+        if (recorder != null) {
+            recorder.onStep(step.stepId(), stats.layer(), step.rankStart(), results);
+        }
     }
 
     /**

@@ -46,7 +46,8 @@ public final class StepScheduler implements AutoCloseable {
             int maxStepsInFlight,
             double capacityFactor,
             StepListener listener,
-            Rebalancer rebalancer) {
+            Rebalancer rebalancer,
+            @Nullable RoutingRecorder recorder) {
         if (maxBatchTokens <= 0) {
             throw new IllegalArgumentException(
                     "maxBatchTokens: " + maxBatchTokens + " (expected: > 0)");
@@ -60,7 +61,7 @@ public final class StepScheduler implements AutoCloseable {
         this.slots = new QueueSlots(maxQueuedRequests, maxQueuedTokens);
         this.batcher = new StepBatcher(maxBatchTokens, slots, listener);
         this.launcher = new StepLauncher(cluster, capacityFactor);
-        this.completion = new StepCompletion(cluster, listener, rebalancer);
+        this.completion = new StepCompletion(cluster, listener, rebalancer, recorder);
         this.thread = new Thread(this::loop, "moe-a2a-scheduler");
         this.thread.setDaemon(true);
         this.thread.start();

@@ -40,6 +40,9 @@ final class WorkerSteps {
     /** Failures reported for steps still pending, gathered before the group is broken. */
     private final StepFailures failures = new StepFailures();
 
+    /** Whether the ranks return the expert ids they chose (a routing trace is recorded). */
+    private volatile boolean recordRouting;
+
     WorkerSteps(
             Object lock,
             ServingState state,
@@ -60,6 +63,13 @@ final class WorkerSteps {
         this.timer = timer;
         this.breakGroup = breakGroup;
         this.pending = new PendingTasks<>(worldSize);
+    }
+
+    /**
+     * From the next step on, the ranks return their routing; see {@link RankGroup#recordRouting}.
+     */
+    void recordRouting() {
+        recordRouting = true;
     }
 
     /** Sends every rank of the group its share of a step; see {@link RankGroup#submit}. */
@@ -101,7 +111,8 @@ final class WorkerSteps {
                                                 counts[r],
                                                 routing[r],
                                                 capacities[r],
-                                                model))
+                                                model,
+                                                recordRouting))
                                 .build());
             }
         }
@@ -176,6 +187,7 @@ final class WorkerSteps {
                 0,
                 0,
                 0,
-                0);
+                0,
+                new int[0]);
     }
 }

@@ -14,12 +14,14 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.Rebalancer;
+import moe.a2a.control.cluster.RoutingRecorder;
 import moe.a2a.control.cluster.StepScheduler;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.metrics.ClusterMetrics;
 import moe.a2a.metrics.QueueMetrics;
 import moe.a2a.metrics.StepMetrics;
 import moe.a2a.v1.MoeServiceGrpc;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The client port: MoeService on a step scheduler over a {@link RankGroup}, the services its caller
@@ -50,6 +52,7 @@ public final class MoeServer implements AutoCloseable {
      * @param rebalanceEvery steps of a layer between live rebalancing plans; 0 never rebalances
      * @param capacityFactor CF: each expert takes at most {@code ceil(CF · T · K / E)} of a step's
      *     pairs; 0 is dropless
+     * @param recordRouting where and how much of the served routing to record; null records none
      */
     public record Settings(
             int maxBatchTokens,
@@ -58,7 +61,29 @@ public final class MoeServer implements AutoCloseable {
             int maxRequestBytes,
             int maxStepsInFlight,
             int rebalanceEvery,
-            double capacityFactor) {
+            double capacityFactor,
+            RoutingRecorder.@Nullable Settings recordRouting) {
+
+        /** Settings that record no routing. */
+        public Settings(
+                int maxBatchTokens,
+                int maxQueuedRequests,
+                long maxQueuedTokens,
+                int maxRequestBytes,
+                int maxStepsInFlight,
+                int rebalanceEvery,
+                double capacityFactor) {
+            this(
+                    maxBatchTokens,
+                    maxQueuedRequests,
+                    maxQueuedTokens,
+                    maxRequestBytes,
+                    maxStepsInFlight,
+                    rebalanceEvery,
+                    capacityFactor,
+                    null);
+        }
+
         public Settings {
             if (!(capacityFactor >= 0) || Double.isInfinite(capacityFactor)) {
                 throw new IllegalArgumentException(
@@ -82,13 +107,19 @@ public final class MoeServer implements AutoCloseable {
 
     private final RankGroup group;
     private final StepScheduler scheduler;
+    private final @Nullable RoutingRecorder recorder;
     private final HealthStatusManager health;
     private final Server server;
 
     private MoeServer(
-            RankGroup group, StepScheduler scheduler, HealthStatusManager health, Server server) {
+            RankGroup group,
+            StepScheduler scheduler,
+            @Nullable RoutingRecorder recorder,
+            HealthStatusManager health,
+            Server server) {
         this.group = group;
         this.scheduler = scheduler;
+        this.recorder = recorder;
         this.health = health;
         this.server = server;
     }
@@ -132,6 +163,16 @@ public final class MoeServer implements AutoCloseable {
                         group::rebuilds,
                         group::degradedRanks)
                 .bindTo(registry);
+        RoutingRecorder recorder = null;
+        if (settings.recordRouting() != null) {
+            recorder =
+                    new RoutingRecorder(
+                            settings.recordRouting(),
+                            group.model().experts(),
+                            group.model().topK(),
+                            group.worldSize());
+            group.recordRouting();
+        }
         StepScheduler scheduler =
                 new StepScheduler(
                         group,
@@ -141,7 +182,8 @@ public final class MoeServer implements AutoCloseable {
                         settings.maxStepsInFlight(),
                         settings.capacityFactor(),
                         metrics,
-                        new Rebalancer(group, settings.rebalanceEvery(), metrics));
+                        new Rebalancer(group, settings.rebalanceEvery(), metrics),
+                        recorder);
         new QueueMetrics(scheduler::queuedRequests, scheduler::queuedTokens).bindTo(registry);
         HealthStatusManager health = new HealthStatusManager();
         Server server;
@@ -167,10 +209,13 @@ public final class MoeServer implements AutoCloseable {
             server = builder.build().start();
         } catch (IOException | RuntimeException e) {
             scheduler.close();
+            if (recorder != null) {
+                recorder.close();
+            }
             group.close();
             throw e;
         }
-        MoeServer moe = new MoeServer(group, scheduler, health, server);
+        MoeServer moe = new MoeServer(group, scheduler, recorder, health, server);
         moe.setServing(serving);
         return moe;
     }
@@ -228,6 +273,9 @@ public final class MoeServer implements AutoCloseable {
             server.shutdownNow();
         }
         scheduler.close();
+        if (recorder != null) {
+            recorder.close();
+        }
         group.close();
     }
 }

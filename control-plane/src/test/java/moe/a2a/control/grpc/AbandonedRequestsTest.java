@@ -54,7 +54,15 @@ class AbandonedRequestsTest {
             new EmbeddedCluster(model, weights, 4, TimeUnit.SECONDS.toNanos(10));
     final StepScheduler scheduler =
             new StepScheduler(
-                    cluster, 64, 16, 1 << 20, 1, 0, metrics, new Rebalancer(cluster, 0, metrics));
+                    cluster,
+                    64,
+                    16,
+                    1 << 20,
+                    1,
+                    0,
+                    metrics,
+                    new Rebalancer(cluster, 0, metrics),
+                    null);
     final MoeGrpcService service =
             new MoeGrpcService(
                     model,

@@ -33,7 +33,8 @@ final class ServedCluster implements AutoCloseable {
             RemoteCluster cluster,
             WeightSource weights,
             int world,
-            BiFunction<TcpTransport, Integer, List<DataPlane>> planes)
+            BiFunction<TcpTransport, Integer, List<DataPlane>> planes,
+            MoeServer.Settings settings)
             throws Exception {
         this.cluster = cluster;
         String workers = InProcessServerBuilder.generateName();
@@ -45,7 +46,7 @@ final class ServedCluster implements AutoCloseable {
                         InProcessServerBuilder.forName(clientPort),
                         cluster,
                         weights,
-                        new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0),
+                        settings,
                         new SimpleMeterRegistry(),
                         true);
         if (server.group() != cluster) {
@@ -63,7 +64,22 @@ final class ServedCluster implements AutoCloseable {
             int world,
             BiFunction<TcpTransport, Integer, List<DataPlane>> planes)
             throws Exception {
-        return new ServedCluster(cluster, weights, world, planes);
+        return start(
+                cluster,
+                weights,
+                world,
+                planes,
+                new MoeServer.Settings(8192, 64, 1 << 20, 1 << 20, 2, 0, 0));
+    }
+
+    static ServedCluster start(
+            RemoteCluster cluster,
+            WeightSource weights,
+            int world,
+            BiFunction<TcpTransport, Integer, List<DataPlane>> planes,
+            MoeServer.Settings settings)
+            throws Exception {
+        return new ServedCluster(cluster, weights, world, planes, settings);
     }
 
     @Override

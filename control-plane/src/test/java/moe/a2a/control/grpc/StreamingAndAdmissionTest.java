@@ -68,7 +68,8 @@ class StreamingAndAdmissionTest {
                     2,
                     0,
                     metrics,
-                    new Rebalancer(cluster, 0, metrics));
+                    new Rebalancer(cluster, 0, metrics),
+                    null);
     Server server;
     ManagedChannel channel;
 
