@@ -1,5 +1,6 @@
 package moe.a2a.bench;
 
+import moe.a2a.dispatch.CoActivation;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.PlacementPlanner;
 import moe.a2a.workload.BenchRouting;
@@ -7,8 +8,9 @@ import moe.a2a.workload.BenchWorkload;
 
 /**
  * The placement a benchmark run uses: the canonical contiguous one, or, with redundant slots, the
- * planner's for the workload's own expert loads (the same on every rank: it depends on the workload
- * alone). Stateless.
+ * planner's for the workload's own expert loads, and on a recorded routing its experts then moved
+ * for co-activation ({@link CoActivation}). The same on every rank: it depends on the workload
+ * alone. Stateless.
  */
 public final class BenchPlacement {
     /** The bench JSON's {@code placement} of the canonical placement. */
@@ -16,6 +18,9 @@ public final class BenchPlacement {
 
     /** The bench JSON's {@code placement} of the planner's. */
     public static final String PLANNED = "planned";
+
+    /** Swaps {@link CoActivation} tries on a recorded routing. */
+    static final long MOVES = 400_000;
 
     private BenchPlacement() {}
 
@@ -46,7 +51,12 @@ public final class BenchPlacement {
                             + ranks
                             + ")");
         }
-        return PlacementPlanner.plan(BenchRouting.expertLoads(w), ranks, experts + redundant, 1, 1)
-                .placement(Placement.FIRST_VERSION, experts, ranks);
+        PlacementPlanner.Plan plan =
+                PlacementPlanner.plan(
+                        BenchRouting.expertLoads(w), ranks, experts + redundant, 1, 1);
+        if (w.recorded() != null) {
+            plan = CoActivation.refine(plan, experts, ranks, w.recorded(), w.topK(), MOVES);
+        }
+        return plan.placement(Placement.FIRST_VERSION, experts, ranks);
     }
 }

@@ -90,6 +90,15 @@ final class BenchCommand implements Callable<Integer> {
                             + " (expected: 0, or > 0 with the dispatcher scope, not with"
                             + " --target)");
         }
+        if (options.routingTrace != null && (matched("--workload") || options.target != null)) {
+            throw new IllegalArgumentException(
+                    "--routing-trace: not with "
+                            + (options.target != null ? "--target" : "--workload")
+                            + " (a trace is replayed here, in place of the canonical workloads)");
+        }
+        if (options.routingTrace == null && matched("--trace-layer")) {
+            throw new IllegalArgumentException("--trace-layer: only with --routing-trace");
+        }
         if (options.target != null) {
             return RemoteBench.run(
                     connection,

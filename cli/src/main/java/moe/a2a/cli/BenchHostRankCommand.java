@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import moe.a2a.bench.BenchWorkloads;
 import moe.a2a.bench.HostBench;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.shm.ShmCommunicator;
@@ -68,7 +69,7 @@ final class BenchHostRankCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        BenchWorkload w = BenchWorkload.named(workload);
+        BenchWorkload w = BenchWorkloads.resolve(workload);
         int n = w.worldSize();
         if (hosts < 1 || n % hosts != 0) {
             throw new IllegalArgumentException(

@@ -19,6 +19,21 @@ final class BenchOptions {
     String workload;
 
     @Option(
+            names = "--routing-trace",
+            paramLabel = "FILE",
+            description =
+                    "Replay a routing trace (serve --record-routing) instead of a canonical workload: one layer's tokens in recorded order over the trace's ranks, at most 2048 per rank, in rows of the canonical shape (bf16, H = 7168).")
+    Path routingTrace;
+
+    @Option(
+            names = "--trace-layer",
+            defaultValue = "-1",
+            paramLabel = "L",
+            description =
+                    "With --routing-trace: the layer replayed (default: the lowest layer recorded).")
+    int traceLayer;
+
+    @Option(
             names = "--transport",
             defaultValue = "local",
             split = ",",

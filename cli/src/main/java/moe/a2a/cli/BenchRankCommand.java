@@ -9,6 +9,7 @@ import java.util.stream.Collectors;
 import moe.a2a.bench.BenchExperts;
 import moe.a2a.bench.BenchRun;
 import moe.a2a.bench.BenchScope;
+import moe.a2a.bench.BenchWorkloads;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DispatchDType;
@@ -60,7 +61,7 @@ final class BenchRankCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        BenchWorkload w = BenchWorkload.named(workload);
+        BenchWorkload w = BenchWorkloads.resolve(workload);
         ChildRankGroup.run(
                 transport,
                 ChildRankGroup.settings(rank, null, null),

@@ -10,12 +10,17 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import moe.a2a.bench.BenchWorkloads;
+import moe.a2a.dispatch.CoActivation;
 import moe.a2a.dispatch.HardwareProfile;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.PlacementPlanner;
 import moe.a2a.metrics.Imbalance;
+import moe.a2a.protocol.RoutingTrace;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import picocli.CommandLine.Command;
@@ -31,6 +36,12 @@ import picocli.CommandLine.Option;
         description =
                 "Plan expert placement from loads: which logical expert each physical slot hosts, and its share of that expert's tokens.")
 final class EplbCommand implements Callable<Integer> {
+    /** Tokens per rank planned from a routing trace at most. */
+    static final int TRACE_TOKENS = 1 << 14;
+
+    /** Swaps {@link CoActivation} tries per layer of a routing trace. */
+    static final long COACTIVATION_MOVES = 1_000_000;
+
     @Option(
             names = "--loads",
             paramLabel = "IN.json",
@@ -43,6 +54,13 @@ final class EplbCommand implements Callable<Integer> {
             description =
                     "Instead of --loads: plan for a canonical workload's routing over --ranks ranks (its other parameters kept), and print what that routing costs under the contiguous and the planned placement, counted exactly.")
     String workload;
+
+    @Option(
+            names = "--routing-trace",
+            paramLabel = "FILE",
+            description =
+                    "Instead of --loads: plan each layer of a routing trace (serve --record-routing), its tokens in recorded order over --ranks ranks (at most 16384 per rank), with the experts tokens choose together moved to share ranks; print what the trace's routing costs under the contiguous and the planned placement, counted exactly.")
+    Path routingTrace;
 
     @Option(
             names = "--predict",
@@ -83,16 +101,21 @@ final class EplbCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        if ((loadsFile == null) == (workload == null)) {
-            throw new IllegalArgumentException("--loads, --workload: give exactly one");
-        }
-        if (predict != null && workload == null) {
+        int given = (loadsFile == null ? 0 : 1) + (workload == null ? 0 : 1);
+        if (given + (routingTrace == null ? 0 : 1) != 1) {
             throw new IllegalArgumentException(
-                    "--predict: needs --workload (the counts come from a routing)");
+                    "--loads, --workload, --routing-trace: give exactly one");
         }
-        BenchWorkload w = workload == null ? null : EplbPrediction.workload(workload, ranks);
+        if (predict != null && loadsFile != null) {
+            throw new IllegalArgumentException(
+                    "--predict: needs --workload or --routing-trace (the counts come from a"
+                            + " routing)");
+        }
+        List<BenchWorkload> routings = routings();
         double[][] loads =
-                w == null ? readLoads(loadsFile) : new double[][] {BenchRouting.expertLoads(w)};
+                routings.isEmpty()
+                        ? readLoads(loadsFile)
+                        : routings.stream().map(BenchRouting::expertLoads).toArray(double[][]::new);
         HardwareProfile hardware = predict == null ? null : EplbPrediction.profile(predict);
         JsonArray costs = new JsonArray();
         JsonArray placement = new JsonArray();
@@ -104,6 +127,17 @@ final class EplbCommand implements Callable<Integer> {
                 plan = PlacementPlanner.plan(loads[layer], ranks, slots, nodes, groups);
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("layer " + layer + ": " + e.getMessage(), e);
+            }
+            BenchWorkload w = routings.isEmpty() ? null : routings.get(layer);
+            if (routingTrace != null && nodes == 1) {
+                plan =
+                        CoActivation.refine(
+                                plan,
+                                w.experts(),
+                                ranks,
+                                w.recorded(),
+                                w.topK(),
+                                COACTIVATION_MOVES);
             }
             JsonArray p = new JsonArray();
             JsonArray s = new JsonArray();
@@ -140,13 +174,42 @@ final class EplbCommand implements Callable<Integer> {
         doc.add("placement", placement);
         doc.add("shares", shares);
         doc.add("max_over_mean", balance);
-        if (w != null) {
+        if (!routings.isEmpty()) {
+            JsonArray names = new JsonArray();
+            routings.forEach(r -> names.add(r.name()));
+            doc.add("routings", names);
             doc.add("costs", costs);
         }
         Gson gson = new GsonBuilder().create();
         Files.writeString(out, gson.toJson(doc) + "\n", StandardCharsets.UTF_8);
         System.out.println("wrote " + out);
         return 0;
+    }
+
+    /**
+     * The routings planned for, one per layer: the canonical workload's, or each recorded layer of
+     * the trace over {@code --ranks}; none with {@code --loads}.
+     */
+    private List<BenchWorkload> routings() throws IOException {
+        if (workload != null) {
+            return List.of(EplbPrediction.workload(workload, ranks));
+        }
+        if (routingTrace == null) {
+            return List.of();
+        }
+        RoutingTrace trace = RoutingTrace.read(routingTrace);
+        List<BenchWorkload> out = new ArrayList<>();
+        for (int layer : trace.layers()) {
+            out.add(
+                    BenchWorkloads.replay(
+                            trace,
+                            layer,
+                            ranks,
+                            TRACE_TOKENS,
+                            BenchWorkloads.traceName(routingTrace, layer),
+                            routingTrace));
+        }
+        return out;
     }
 
     /** Rank loads with experts in contiguous blocks, one slot each: the placement before EPLB. */

@@ -1,11 +1,13 @@
 package moe.a2a.cli;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import moe.a2a.bench.BenchPlacement;
 import moe.a2a.bench.BenchReport;
+import moe.a2a.bench.BenchWorkloads;
 import moe.a2a.bench.MachineLimits;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
@@ -15,6 +17,7 @@ import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.RoutingCost;
 import moe.a2a.kernels.RowKernels;
+import moe.a2a.protocol.RoutingTrace;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 
@@ -28,10 +31,7 @@ final class WorkloadBenchRun {
 
     /** Runs what {@code options} ask for; the exit code (1 when a run did not validate). */
     static int run(BenchOptions options, DispatchDType dispatchDType) throws Exception {
-        List<BenchWorkload> workloads =
-                options.workload.equals("all")
-                        ? BenchWorkload.CANONICAL
-                        : List.of(BenchWorkload.named(options.workload));
+        List<BenchWorkload> workloads = workloads(options);
         List<Placement> placements = new ArrayList<>();
         for (BenchWorkload w : workloads) {
             placements.add(BenchPlacement.of(w, options.redundantExperts));
@@ -94,5 +94,20 @@ final class WorkloadBenchRun {
             System.out.println("charts written to " + options.plots);
         }
         return allOk ? 0 : 1;
+    }
+
+    /** The canonical workloads asked for, or the layer of the routing trace. */
+    private static List<BenchWorkload> workloads(BenchOptions options) throws IOException {
+        if (options.routingTrace != null) {
+            int layer = options.traceLayer;
+            if (layer < 0) {
+                layer = RoutingTrace.read(options.routingTrace).layers()[0];
+            }
+            return List.of(
+                    BenchWorkloads.resolve(BenchWorkloads.traceName(options.routingTrace, layer)));
+        }
+        return options.workload.equals("all")
+                ? BenchWorkload.CANONICAL
+                : List.of(BenchWorkload.named(options.workload));
     }
 }

@@ -15,8 +15,11 @@ public final class BenchRouting {
 
     private BenchRouting() {}
 
-    /** Source rank {@code rank}'s {@code [T, K]} expert ids. */
+    /** Source rank {@code rank}'s {@code [T, K]} expert ids (a copy of a recorded routing's). */
     public static int[] topkIds(BenchWorkload w, int rank) {
+        if (w.recorded() != null) {
+            return w.recorded()[rank].clone();
+        }
         long[] st = {splitmix(new long[] {w.seed() ^ (0xA0761D6478BD642FL * (rank + 1))})};
         double[] cdf = w.zipf() > 0 ? zipfCdf(w.experts(), w.zipf()) : null;
         int[] perm = permutation(w);

@@ -2,12 +2,14 @@ package moe.a2a.workload;
 
 import java.util.List;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One canonical workload: DeepSeek-V3-shaped rows (bf16, {@code H = 7168}), {@code E = 256}
  * experts, top-8, expert {@code e} on rank {@code e / (E/N)}, seed 42; {@code N} ranks with {@code
  * T} tokens each, routed uniformly or by a Zipf law ({@code zipf > 0}), hot experts packed on rank
- * 0 or scattered ({@code permuted}). Immutable.
+ * 0 or scattered ({@code permuted}); or a recorded routing replayed ({@code recorded}: each rank's
+ * {@code [T, K]} ids, as a routing trace gave them). Immutable; the recorded ids are not copied.
  */
 public record BenchWorkload(
         String name,
@@ -18,7 +20,44 @@ public record BenchWorkload(
         int topK,
         double zipf,
         boolean permuted,
-        long seed) {
+        long seed,
+        int @Nullable [][] recorded) {
+
+    /** A drawn workload. */
+    public BenchWorkload(
+            String name,
+            int worldSize,
+            int tokens,
+            int hidden,
+            int experts,
+            int topK,
+            double zipf,
+            boolean permuted,
+            long seed) {
+        this(name, worldSize, tokens, hidden, experts, topK, zipf, permuted, seed, null);
+    }
+
+    /**
+     * A recorded routing replayed in rows of the canonical shape (bf16, {@code H = 7168}): rank r
+     * sends {@code ids[r]}, {@code [T, K]}, every rank the same T.
+     *
+     * @throws IllegalArgumentException when the ranks' token counts differ, or {@code experts} do
+     *     not divide evenly over the ranks (the contiguous placement needs it)
+     */
+    public static BenchWorkload recorded(String name, int experts, int topK, int[][] ids) {
+        int n = ids.length;
+        if (n == 0 || experts % n != 0) {
+            throw new IllegalArgumentException(
+                    name + ": " + experts + " experts over " + n + " ranks (expected: E % N == 0)");
+        }
+        for (int[] rank : ids) {
+            if (rank.length != ids[0].length || rank.length % topK != 0) {
+                throw new IllegalArgumentException(name + ": every rank needs the same [T, K] ids");
+            }
+        }
+        return new BenchWorkload(
+                name, n, ids[0].length / topK, 7168, experts, topK, 0, false, 0, ids);
+    }
 
     public static final List<BenchWorkload> CANONICAL =
             List.of(
@@ -68,6 +107,9 @@ public record BenchWorkload(
     }
 
     public String routing() {
+        if (recorded != null) {
+            return "recorded";
+        }
         return zipf == 0
                 ? "uniform"
                 : String.format(Locale.ROOT, "zipf s=%.1f%s", zipf, permuted ? " perm" : "");

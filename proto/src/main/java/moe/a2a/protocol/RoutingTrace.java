@@ -63,12 +63,11 @@ public record RoutingTrace(
     }
 
     /**
-     * Writes the trace to {@code file} whole or not at all: to a file beside it, then moved over
-     * it.
+     * Writes the trace to {@code file} whole or not at all: to {@code FILE.writing} beside it, then
+     * moved over it. One writer per file at a time.
      */
     public void write(Path file) throws IOException {
-        Path dir = file.toAbsolutePath().getParent();
-        Path tmp = Files.createTempFile(dir, file.getFileName().toString(), ".tmp");
+        Path tmp = file.resolveSibling(file.getFileName() + ".writing");
         try {
             try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp))) {
                 out.write(MAGIC);

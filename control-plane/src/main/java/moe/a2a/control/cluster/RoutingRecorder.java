@@ -95,17 +95,24 @@ public final class RoutingRecorder implements AutoCloseable {
         kept.addLast(new RoutingTrace.Step(stepId, layer, perRank, ids));
         if (++sinceWrite == WRITE_EVERY) {
             sinceWrite = 0;
-            write();
+            write(false);
         }
     }
 
-    private void write() {
+    private void write(boolean last) {
         RoutingTrace trace =
                 new RoutingTrace(experts, topK, ranks, served, settings.every(), List.copyOf(kept));
         writer.execute(
                 () -> {
                     try {
                         trace.write(settings.file());
+                        if (last) {
+                            LOG.info(
+                                    "routing trace {}: {} steps of {} served",
+                                    settings.file(),
+                                    trace.steps().size(),
+                                    trace.stepsServed());
+                        }
                     } catch (IOException | RuntimeException e) {
                         LOG.warn("routing trace {} not written: {}", settings.file(), e.toString());
                     }
@@ -115,7 +122,7 @@ public final class RoutingRecorder implements AutoCloseable {
     /** Writes what was recorded and waits for the file (call after the last step). */
     @Override
     public void close() {
-        write();
+        write(true);
         writer.shutdown();
         try {
             if (!writer.awaitTermination(30, TimeUnit.SECONDS)) {
