@@ -131,6 +131,10 @@ def main():
     if not os.path.exists(os.path.join(args.deepseek, "eplb.py")):
         print(f"compare_eplb: no eplb.py in {args.deepseek}; skipped", file=sys.stderr)
         return 2
+    try:
+        import torch  # noqa: F401
+    except ImportError:  # DeepSeek's code then runs on numpy_torch/torch.py
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "numpy_torch"))
     sys.path.insert(0, args.deepseek)
     import eplb  # DeepSeek's, run beside ours
 

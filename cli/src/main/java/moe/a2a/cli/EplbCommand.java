@@ -63,6 +63,13 @@ final class EplbCommand implements Callable<Integer> {
     Path routingTrace;
 
     @Option(
+            names = "--compare",
+            paramLabel = "FILE",
+            description =
+                    "With --workload or --routing-trace: also count (and predict) the placement in FILE, in this command's --json form (another planner's, say), one layer per routing; reported as \"file\".")
+    Path compare;
+
+    @Option(
             names = "--predict",
             paramLabel = "HARDWARE",
             description =
@@ -112,6 +119,7 @@ final class EplbCommand implements Callable<Integer> {
                             + " routing)");
         }
         List<BenchWorkload> routings = routings();
+        List<Placement> compared = compared(routings);
         double[][] loads =
                 routings.isEmpty()
                         ? readLoads(loadsFile)
@@ -168,6 +176,9 @@ final class EplbCommand implements Callable<Integer> {
                                 "planned",
                                 plan.placement(Placement.FIRST_VERSION, w.experts(), ranks),
                                 hardware));
+                if (!compared.isEmpty()) {
+                    costs.add(EplbPrediction.report(w, "file", compared.get(layer), hardware));
+                }
             }
         }
         JsonObject doc = new JsonObject();
@@ -178,12 +189,49 @@ final class EplbCommand implements Callable<Integer> {
             JsonArray names = new JsonArray();
             routings.forEach(r -> names.add(r.name()));
             doc.add("routings", names);
+            JsonArray routed = new JsonArray();
+            for (double[] layer : loads) {
+                JsonArray l = new JsonArray();
+                for (double v : layer) {
+                    l.add(v);
+                }
+                routed.add(l);
+            }
+            doc.add("loads", routed);
             doc.add("costs", costs);
         }
         Gson gson = new GsonBuilder().create();
         Files.writeString(out, gson.toJson(doc) + "\n", StandardCharsets.UTF_8);
         System.out.println("wrote " + out);
         return 0;
+    }
+
+    /**
+     * The placements of {@code --compare}, one per routing; none without it.
+     *
+     * @throws IllegalArgumentException without a routing, or with another number of layers
+     */
+    private List<Placement> compared(List<BenchWorkload> routings) throws IOException {
+        if (compare == null) {
+            return List.of();
+        }
+        if (routings.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "--compare: needs --workload or --routing-trace (the counts come from a"
+                            + " routing)");
+        }
+        List<Placement> out = PlacementFile.read(compare, routings.get(0).experts(), ranks);
+        if (out.size() != routings.size()) {
+            throw new IllegalArgumentException(
+                    "--compare: "
+                            + compare
+                            + ": "
+                            + out.size()
+                            + " layers (expected: "
+                            + routings.size()
+                            + ", one per routing)");
+        }
+        return out;
     }
 
     /**

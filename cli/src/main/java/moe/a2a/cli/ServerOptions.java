@@ -126,9 +126,9 @@ final class ServerOptions {
 
     @Option(
             names = "--record-steps",
-            defaultValue = "1000",
+            defaultValue = "256",
             description =
-                    "With --record-routing: the trace keeps the last N recorded steps (default: ${DEFAULT-VALUE}).",
+                    "With --record-routing: the trace keeps the last N recorded steps, in memory until written (4 bytes per token and expert chosen) (default: ${DEFAULT-VALUE}).",
             paramLabel = "N")
     int recordSteps;
 

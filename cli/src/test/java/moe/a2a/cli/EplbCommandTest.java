@@ -12,6 +12,10 @@ import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import moe.a2a.protocol.RoutingTrace;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -103,7 +107,144 @@ class EplbCommandTest {
                                 dir.resolve("x.json").toString());
         assertThat(exit).isEqualTo(1);
         assertThat(err.toString().strip())
-                .isEqualTo("moe-a2a eplb: --loads, --workload: give exactly one");
+                .isEqualTo("moe-a2a eplb: --loads, --workload, --routing-trace: give exactly one");
+    }
+
+    /**
+     * The contiguous placement written as a file and given to {@code --compare} costs exactly what
+     * the command counts for the contiguous placement itself.
+     */
+    @Test
+    void shouldCountAComparedPlacementFileAsItsOwnPlacement() throws IOException {
+        StringBuilder slots = new StringBuilder();
+        for (int e = 0; e < 256; e++) {
+            slots.append(e == 0 ? "" : ",").append(e);
+        }
+        Path file = write("{\"placement\": [[" + slots + "]]}");
+        Path out = dir.resolve("out.json");
+        assertThat(
+                        run(
+                                "eplb",
+                                "--workload",
+                                "prefill-skew-perm",
+                                "--ranks",
+                                "4",
+                                "--slots",
+                                "272",
+                                "--compare",
+                                file.toString(),
+                                "--json",
+                                out.toString()))
+                .isZero();
+        JsonObject doc =
+                JsonParser.parseString(Files.readString(out, StandardCharsets.UTF_8))
+                        .getAsJsonObject();
+        JsonArray costs = doc.getAsJsonArray("costs");
+        JsonObject contiguous = costs.get(0).getAsJsonObject();
+        JsonObject compared = costs.get(2).getAsJsonObject();
+        assertThat(compared.get("placement").getAsString()).isEqualTo("file");
+        for (String field : new String[] {"pairs_max_over_mean", "rows_total", "rows_recv_max"}) {
+            assertThat(compared.get(field)).as(field).isEqualTo(contiguous.get(field));
+        }
+        assertThat(doc.getAsJsonArray("loads").get(0).getAsJsonArray()).hasSize(256);
+    }
+
+    @Test
+    void shouldNameTheFieldOfAComparedFileThatDoesNotFit() throws IOException {
+        Path file = write("{\"placement\": [[0, 1, 2, \"x\"]]}");
+        StringWriter err = new StringWriter();
+        int exit =
+                Main.commandLine()
+                        .setErr(new PrintWriter(err, true))
+                        .execute(
+                                "eplb",
+                                "--workload",
+                                "decode",
+                                "--ranks",
+                                "4",
+                                "--slots",
+                                "256",
+                                "--compare",
+                                file.toString(),
+                                "--json",
+                                dir.resolve("x.json").toString());
+        assertThat(exit).isEqualTo(1);
+        assertThat(err.toString().strip())
+                .isEqualTo(
+                        "moe-a2a eplb: --compare: "
+                                + file
+                                + ": placement[0][3]: \"x\" (expected: a number)");
+    }
+
+    /**
+     * A trace whose tokens choose experts in sets of 8 scattered over the contiguous ranks: each
+     * recorded layer is planned, balanced, and with its sets gathered, fewer rows than contiguous.
+     */
+    @Test
+    void shouldPlanEveryLayerOfARoutingTraceWithFewerRows() throws IOException {
+        SplittableRandom rnd = new SplittableRandom(4);
+        int experts = 64;
+        int k = 4;
+        List<RoutingTrace.Step> steps = new ArrayList<>();
+        for (int layer : new int[] {0, 2}) {
+            int tokens = 4 * 400;
+            int[] ids = new int[tokens * k];
+            for (int t = 0; t < tokens; t++) {
+                int set = Math.min(rnd.nextInt(8), rnd.nextInt(8));
+                for (int j = 0; j < k; j++) {
+                    int e;
+                    do {
+                        // set members 8 apart: the contiguous placement spreads a set over all
+                        // ranks
+                        e =
+                                rnd.nextDouble() < 0.9
+                                        ? set + 8 * rnd.nextInt(8)
+                                        : rnd.nextInt(experts);
+                    } while (chosenBefore(ids, t * k, j, e));
+                    ids[t * k + j] = e;
+                }
+            }
+            steps.add(new RoutingTrace.Step(layer, layer, new int[] {400, 400, 400, 400}, ids));
+        }
+        Path trace = dir.resolve("sets.trace");
+        new RoutingTrace(experts, k, 4, 2, 1, steps).write(trace);
+        Path out = dir.resolve("out.json");
+        assertThat(
+                        run(
+                                "eplb",
+                                "--routing-trace",
+                                trace.toString(),
+                                "--ranks",
+                                "4",
+                                "--slots",
+                                "72",
+                                "--json",
+                                out.toString()))
+                .isZero();
+        JsonObject doc =
+                JsonParser.parseString(Files.readString(out, StandardCharsets.UTF_8))
+                        .getAsJsonObject();
+        assertThat(doc.getAsJsonArray("routings").get(1).getAsString())
+                .isEqualTo("trace:2:" + trace.toAbsolutePath());
+        JsonArray costs = doc.getAsJsonArray("costs");
+        assertThat(costs).hasSize(4);
+        for (int layer = 0; layer < 2; layer++) {
+            JsonObject contiguous = costs.get(2 * layer).getAsJsonObject();
+            JsonObject planned = costs.get(2 * layer + 1).getAsJsonObject();
+            assertThat(planned.get("pairs_max_over_mean").getAsDouble()).isLessThan(1.1);
+            assertThat(planned.get("rows_total").getAsLong())
+                    .as("layer %d's rows", layer)
+                    .isLessThan((long) (0.8 * contiguous.get("rows_total").getAsLong()));
+        }
+    }
+
+    private static boolean chosenBefore(int[] ids, int from, int count, int e) {
+        for (int i = 0; i < count; i++) {
+            if (ids[from + i] == e) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Test

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.protocol.RoutingTrace;
 import org.slf4j.Logger;
@@ -14,10 +15,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Records the routing of served steps into a {@link RoutingTrace} file, bounded: every {@code
- * every}-th step is sampled and the last {@code keep} samples are kept. The file is rewritten whole
- * (never half) on a thread of its own after every {@link #WRITE_EVERY} samples and at {@link
- * #close}, so a reader always finds a complete trace. A failed write is logged and serving goes on.
- * {@link #onStep} is called by the scheduler thread only.
+ * every}-th step is sampled and the last {@code keep} samples are kept in memory (4 bytes per id).
+ * The file is rewritten whole (never half) on a thread of its own after every {@link #WRITE_EVERY}
+ * samples (skipped while the last write is still under way) and at {@link #close}, so a reader
+ * always finds a complete trace. A failed write is logged and serving goes on. {@link #onStep} is
+ * called by the scheduler thread only.
  */
 public final class RoutingRecorder implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RoutingRecorder.class);
@@ -52,6 +54,7 @@ public final class RoutingRecorder implements AutoCloseable {
     private long served;
     private int sinceWrite;
     private boolean warnedMissing;
+    private final AtomicBoolean writing = new AtomicBoolean();
 
     public RoutingRecorder(Settings settings, int experts, int topK, int ranks) {
         this.settings = settings;
@@ -100,6 +103,10 @@ public final class RoutingRecorder implements AutoCloseable {
     }
 
     private void write(boolean last) {
+        // a periodic write waits for none: while one is under way, the next sample's write skips
+        if (!last && !writing.compareAndSet(false, true)) {
+            return;
+        }
         RoutingTrace trace =
                 new RoutingTrace(experts, topK, ranks, served, settings.every(), List.copyOf(kept));
         writer.execute(
@@ -115,6 +122,10 @@ public final class RoutingRecorder implements AutoCloseable {
                         }
                     } catch (IOException | RuntimeException e) {
                         LOG.warn("routing trace {} not written: {}", settings.file(), e.toString());
+                    } finally {
+                        if (!last) {
+                            writing.set(false);
+                        }
                     }
                 });
     }
