@@ -25,22 +25,7 @@ class EplbCommandTest {
     @Test
     void shouldWritePlacementWhoseSharesCoverEveryExpert() throws IOException {
         Path in = write("{\"loads\": [[900, 10, 40, 50, 300, 20], [1, 1, 1, 1, 1, 1]]}");
-        Path out = dir.resolve("out.json");
-        assertThat(
-                        run(
-                                "eplb",
-                                "--loads",
-                                in.toString(),
-                                "--ranks",
-                                "2",
-                                "--slots",
-                                "8",
-                                "--json",
-                                out.toString()))
-                .isZero();
-        JsonObject plan =
-                JsonParser.parseString(Files.readString(out, StandardCharsets.UTF_8))
-                        .getAsJsonObject();
+        JsonObject plan = eplb("--loads", in.toString(), "--ranks", "2", "--slots", "8");
         for (int layer = 0; layer < 2; layer++) {
             JsonArray slots = plan.getAsJsonArray("placement").get(layer).getAsJsonArray();
             JsonArray shares = plan.getAsJsonArray("shares").get(layer).getAsJsonArray();
@@ -60,10 +45,8 @@ class EplbCommandTest {
 
     @Test
     void shouldCountAndPredictBothPlacementsWhenAWorkloadIsGiven() throws IOException {
-        Path out = dir.resolve("out.json");
-        assertThat(
-                        run(
-                                "eplb",
+        JsonArray costs =
+                eplb(
                                 "--workload",
                                 "prefill-skew",
                                 "--ranks",
@@ -71,13 +54,7 @@ class EplbCommandTest {
                                 "--slots",
                                 "272",
                                 "--predict",
-                                "h200-nvlink-8",
-                                "--json",
-                                out.toString()))
-                .isZero();
-        JsonArray costs =
-                JsonParser.parseString(Files.readString(out, StandardCharsets.UTF_8))
-                        .getAsJsonObject()
+                                "h200-nvlink-8")
                         .getAsJsonArray("costs");
         JsonObject contiguous = costs.get(0).getAsJsonObject();
         JsonObject planned = costs.get(1).getAsJsonObject();
@@ -121,24 +98,16 @@ class EplbCommandTest {
             slots.append(e == 0 ? "" : ",").append(e);
         }
         Path file = write("{\"placement\": [[" + slots + "]]}");
-        Path out = dir.resolve("out.json");
-        assertThat(
-                        run(
-                                "eplb",
-                                "--workload",
-                                "prefill-skew-perm",
-                                "--ranks",
-                                "4",
-                                "--slots",
-                                "272",
-                                "--compare",
-                                file.toString(),
-                                "--json",
-                                out.toString()))
-                .isZero();
         JsonObject doc =
-                JsonParser.parseString(Files.readString(out, StandardCharsets.UTF_8))
-                        .getAsJsonObject();
+                eplb(
+                        "--workload",
+                        "prefill-skew-perm",
+                        "--ranks",
+                        "4",
+                        "--slots",
+                        "272",
+                        "--compare",
+                        file.toString());
         JsonArray costs = doc.getAsJsonArray("costs");
         JsonObject contiguous = costs.get(0).getAsJsonObject();
         JsonObject compared = costs.get(2).getAsJsonObject();
@@ -208,22 +177,7 @@ class EplbCommandTest {
         }
         Path trace = dir.resolve("sets.trace");
         new RoutingTrace(experts, k, 4, 2, 1, steps).write(trace);
-        Path out = dir.resolve("out.json");
-        assertThat(
-                        run(
-                                "eplb",
-                                "--routing-trace",
-                                trace.toString(),
-                                "--ranks",
-                                "4",
-                                "--slots",
-                                "72",
-                                "--json",
-                                out.toString()))
-                .isZero();
-        JsonObject doc =
-                JsonParser.parseString(Files.readString(out, StandardCharsets.UTF_8))
-                        .getAsJsonObject();
+        JsonObject doc = eplb("--routing-trace", trace.toString(), "--ranks", "4", "--slots", "72");
         assertThat(doc.getAsJsonArray("routings").get(1).getAsString())
                 .isEqualTo("trace:2:" + trace.toAbsolutePath());
         JsonArray costs = doc.getAsJsonArray("costs");
@@ -287,7 +241,16 @@ class EplbCommandTest {
         return in;
     }
 
-    private static int run(String... args) {
-        return Main.commandLine().execute(args);
+    /** Runs {@code eplb} with {@code args} and {@code --json}; the document it wrote. */
+    private JsonObject eplb(String... args) throws IOException {
+        Path out = dir.resolve("out.json");
+        String[] all = new String[args.length + 3];
+        all[0] = "eplb";
+        System.arraycopy(args, 0, all, 1, args.length);
+        all[args.length + 1] = "--json";
+        all[args.length + 2] = out.toString();
+        assertThat(Main.commandLine().execute(all)).isZero();
+        return JsonParser.parseString(Files.readString(out, StandardCharsets.UTF_8))
+                .getAsJsonObject();
     }
 }

@@ -275,7 +275,7 @@ public final class Placement {
             }
         }
         return RankLoadModel.rankLoads(
-                rankExperts.length, slotRank, slotExpert, share, expertLoads);
+                rankExperts.length, rankExperts.length, slotRank, slotExpert, share, expertLoads);
     }
 
     /**

@@ -67,8 +67,14 @@ public final class PlacementPlanner {
 
         /** Each rank's load under this plan, as the dispatcher routes ({@link RankLoadModel}). */
         public double[] rankLoads(double[] loads, int ranks) {
+            return rankLoads(loads, ranks, ranks);
+        }
+
+        /** As {@link #rankLoads(double[], int)}, the experts' tokens coming from {@code homes}. */
+        double[] rankLoads(double[] loads, int ranks, int homes) {
             return RankLoadModel.rankLoads(
                     ranks,
+                    homes,
                     RankLoadModel.slotRanks(slotExpert.length, ranks),
                     slotExpert,
                     share,
@@ -108,7 +114,7 @@ public final class PlacementPlanner {
                 nodes > 0 && ranks % nodes == 0,
                 "nodes: " + nodes + " (expected: > 0, dividing ranks=" + ranks + ")");
         if (nodes == 1) {
-            return planNode(loads, ranks, slots);
+            return planNode(loads, ranks, slots, ranks);
         }
         check(
                 groups > 0 && experts % groups == 0 && groups % nodes == 0,
@@ -142,7 +148,8 @@ public final class PlacementPlanner {
                     memberLoads[m++] = loads[e];
                 }
             }
-            Plan local = planNode(memberLoads, ranks / nodes, nodeSlots);
+            // the node's experts take tokens from every rank, not only the node's
+            Plan local = planNode(memberLoads, ranks / nodes, nodeSlots, ranks);
             for (int s = 0; s < nodeSlots; s++) {
                 slotExpert[n * nodeSlots + s] = members[local.slotExpert()[s]];
                 share[n * nodeSlots + s] = local.share()[s];
@@ -158,23 +165,25 @@ public final class PlacementPlanner {
      * experts. Several splits are planned (the first {@code heavy} extra slots by load per replica,
      * the rest to the lightest experts); of those whose peak is within {@link #EVEN_SLACK} of the
      * lowest, the one that keeps the most load on its home ranks wins: a token whose experts are at
-     * home crosses to fewer ranks.
+     * home crosses to fewer ranks. The experts' tokens come from {@code homes} ranks: the node's
+     * {@code ranks} and the other nodes' ranks.
      */
-    private static Plan planNode(double[] loads, int ranks, int slots) {
+    private static Plan planNode(double[] loads, int ranks, int slots, int homes) {
         final int extra = slots - loads.length;
         final Plan[] plans = new Plan[HEAVY_SPLITS];
         double lowest = Double.MAX_VALUE;
         for (int step = 0; step < HEAVY_SPLITS; step++) {
             final int heavy = extra - extra * step / (HEAVY_SPLITS - 1);
             plans[step] =
-                    planReplicas(loads, ranks, slots, replicaCounts(loads, slots, ranks, heavy));
-            lowest = Math.min(lowest, peak(plans[step], loads, ranks));
+                    planReplicas(
+                            loads, ranks, slots, replicaCounts(loads, slots, ranks, heavy), homes);
+            lowest = Math.min(lowest, peak(plans[step], loads, ranks, homes));
         }
         Plan best = null;
         double bestKept = -1;
         for (Plan plan : plans) {
-            final double kept = keptHome(plan, loads, ranks);
-            if (peak(plan, loads, ranks) <= lowest * (1 + EVEN_SLACK) && kept > bestKept) {
+            final double kept = keptHome(plan, loads, ranks, homes);
+            if (peak(plan, loads, ranks, homes) <= lowest * (1 + EVEN_SLACK) && kept > bestKept) {
                 best = plan;
                 bestKept = kept;
             }
@@ -183,7 +192,7 @@ public final class PlacementPlanner {
     }
 
     /** The load that stays on its home ranks: each expert's, times its hosting ranks over N. */
-    private static double keptHome(Plan plan, double[] loads, int ranks) {
+    private static double keptHome(Plan plan, double[] loads, int ranks, int homes) {
         final int[] hosts =
                 RankLoadModel.hostingRanks(
                         RankLoadModel.slotsOn(
@@ -193,21 +202,25 @@ public final class PlacementPlanner {
                                 loads.length));
         double kept = 0;
         for (int e = 0; e < loads.length; e++) {
-            kept += loads[e] * hosts[e] / ranks;
+            kept += loads[e] * hosts[e] / homes;
         }
         return kept;
     }
 
     /** The plan of one node with {@code replicas} slots per expert. */
-    private static Plan planReplicas(double[] loads, int ranks, int slots, int[] replicas) {
+    private static Plan planReplicas(
+            double[] loads, int ranks, int slots, int[] replicas, int homes) {
         int perRank = slots / ranks;
         int[][] rankExperts = SlotPacking.assign(loads, replicas, ranks, perRank);
-        Plan assigned = withShares(loads, rankExperts);
+        Plan assigned = withShares(loads, rankExperts, homes);
         SlotPacking.improveBySwaps(loads, replicas, rankExperts);
-        Plan swapped = withShares(loads, rankExperts);
+        Plan swapped = withShares(loads, rankExperts, homes);
         // The swaps judge by even shares; keep them only if they help once shares are optimised.
-        Plan best = peak(swapped, loads, ranks) < peak(assigned, loads, ranks) ? swapped : assigned;
-        return evener(loads, improveWithShares(loads, best, ranks), ranks);
+        Plan best =
+                peak(swapped, loads, ranks, homes) < peak(assigned, loads, ranks, homes)
+                        ? swapped
+                        : assigned;
+        return evener(loads, improveWithShares(loads, best, ranks, homes), ranks, homes);
     }
 
     /**
@@ -216,8 +229,8 @@ public final class PlacementPlanner {
      * nothing of the others' tokens), which leaves the dispatcher no room to keep a token's rows on
      * the ranks it already visits ({@link ReplicaChoice}).
      */
-    private static Plan evener(double[] loads, Plan plan, int ranks) {
-        final double limit = peak(plan, loads, ranks) * (1 + EVEN_SLACK);
+    private static Plan evener(double[] loads, Plan plan, int ranks, int homes) {
+        final double limit = peak(plan, loads, ranks, homes) * (1 + EVEN_SLACK);
         final int slots = plan.slotExpert().length;
         final double[] even = new double[slots];
         ShareFlow.evenShares(plan.slotExpert(), loads.length, even);
@@ -227,7 +240,7 @@ public final class PlacementPlanner {
                 share[s] = toward * even[s] + (1 - toward) * plan.share()[s];
             }
             final Plan blended = new Plan(plan.slotExpert(), share);
-            if (peak(blended, loads, ranks) <= limit) {
+            if (peak(blended, loads, ranks, homes) <= limit) {
                 return blended;
             }
         }
@@ -239,15 +252,16 @@ public final class PlacementPlanner {
      * again after each swap, goes down. A swap is chosen by what the two slots carry under the
      * current shares, then kept only if the re-optimised peak is lower.
      */
-    private static Plan improveWithShares(double[] loads, Plan start, int ranks) {
+    private static Plan improveWithShares(double[] loads, Plan start, int ranks, int homes) {
         Plan plan = start;
-        double peak = peak(plan, loads, ranks);
+        double peak = peak(plan, loads, ranks, homes);
         final int slots = plan.slotExpert().length;
         final int perRank = slots / ranks;
         for (int round = 0; round < 4 * ranks; round++) {
             double[] carried =
                     RankLoadModel.slotLoads(
                             ranks,
+                            homes,
                             RankLoadModel.slotRanks(slots, ranks),
                             plan.slotExpert(),
                             plan.share(),
@@ -292,8 +306,9 @@ public final class PlacementPlanner {
             int[] next = slotExpert.clone();
             next[bestI] = slotExpert[bestJ];
             next[bestJ] = slotExpert[bestI];
-            Plan candidate = new Plan(next, ShareFlow.shares(loads, loads.length, next, ranks));
-            double candidatePeak = peak(candidate, loads, ranks);
+            Plan candidate =
+                    new Plan(next, ShareFlow.shares(loads, loads.length, next, ranks, homes));
+            double candidatePeak = peak(candidate, loads, ranks, homes);
             if (candidatePeak >= peak * (1 - 1e-9)) {
                 return plan;
             }
@@ -312,18 +327,19 @@ public final class PlacementPlanner {
         return false;
     }
 
-    private static Plan withShares(double[] loads, int[][] rankExperts) {
+    private static Plan withShares(double[] loads, int[][] rankExperts, int homes) {
         int perRank = rankExperts[0].length;
         int[] slotExpert = new int[rankExperts.length * perRank];
         for (int r = 0; r < rankExperts.length; r++) {
             System.arraycopy(rankExperts[r], 0, slotExpert, r * perRank, perRank);
         }
         return new Plan(
-                slotExpert, ShareFlow.shares(loads, loads.length, slotExpert, rankExperts.length));
+                slotExpert,
+                ShareFlow.shares(loads, loads.length, slotExpert, rankExperts.length, homes));
     }
 
-    private static double peak(Plan plan, double[] loads, int ranks) {
-        return Arrays.stream(plan.rankLoads(loads, ranks)).max().orElse(0);
+    private static double peak(Plan plan, double[] loads, int ranks, int homes) {
+        return Arrays.stream(plan.rankLoads(loads, ranks, homes)).max().orElse(0);
     }
 
     /**

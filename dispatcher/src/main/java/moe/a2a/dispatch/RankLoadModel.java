@@ -5,13 +5,16 @@ package moe.a2a.dispatch;
  * rank is home to an equal part of each expert's tokens; a rank that hosts the expert keeps its own
  * part, and the parts of the ranks without a replica split over the replicas by their shares. So a
  * replica carries {@code load / N} of its own rank's tokens plus {@code share × load × (N - m) /
- * N}, {@code m} being the ranks that host the expert: with even shares, {@code load / m}.
- * Stateless.
+ * N}, {@code m} being the ranks that host the expert: with even shares, {@code load / m}. The ranks
+ * modelled may be some of the N homes (one node's, when the planner places a node's experts on its
+ * ranks): then {@code homes} is N and the ranks are the node's. Stateless.
  */
 final class RankLoadModel {
     private RankLoadModel() {}
 
     /**
+     * @param ranks the ranks modelled
+     * @param homes N, the ranks every expert's tokens come from ({@code ranks} or more)
      * @param slotRank the rank of each slot
      * @param slotExpert the expert of each slot
      * @param share each slot's share of its expert's tokens from ranks without a replica (an
@@ -19,8 +22,13 @@ final class RankLoadModel {
      * @param loads each expert's load, all ranks' tokens together
      */
     static double[] rankLoads(
-            int ranks, int[] slotRank, int[] slotExpert, double[] share, double[] loads) {
-        final double[] carried = slotLoads(ranks, slotRank, slotExpert, share, loads);
+            int ranks,
+            int homes,
+            int[] slotRank,
+            int[] slotExpert,
+            double[] share,
+            double[] loads) {
+        final double[] carried = slotLoads(ranks, homes, slotRank, slotExpert, share, loads);
         final double[] out = new double[ranks];
         for (int s = 0; s < carried.length; s++) {
             out[slotRank[s]] += carried[s];
@@ -30,15 +38,20 @@ final class RankLoadModel {
 
     /** What each slot carries; arguments as {@link #rankLoads}. */
     static double[] slotLoads(
-            int ranks, int[] slotRank, int[] slotExpert, double[] share, double[] loads) {
+            int ranks,
+            int homes,
+            int[] slotRank,
+            int[] slotExpert,
+            double[] share,
+            double[] loads) {
         final int[][] slotsOn = slotsOn(ranks, slotRank, slotExpert, loads.length);
         final int[] hosts = hostingRanks(slotsOn);
         final double[] carried = new double[slotExpert.length];
         for (int s = 0; s < slotExpert.length; s++) {
             final int e = slotExpert[s];
             carried[s] =
-                    loads[e] * homePart(ranks, slotsOn[e][slotRank[s]])
-                            + share[s] * flexible(ranks, hosts[e], loads[e]);
+                    loads[e] * homePart(homes, slotsOn[e][slotRank[s]])
+                            + share[s] * flexible(homes, hosts[e], loads[e]);
         }
         return carried;
     }
@@ -73,12 +86,12 @@ final class RankLoadModel {
     }
 
     /** The part of an expert's load that one of its slots on a hosting rank keeps: its home's. */
-    static double homePart(int ranks, int slotsOnRank) {
-        return 1.0 / ranks / slotsOnRank;
+    static double homePart(int homes, int slotsOnRank) {
+        return 1.0 / homes / slotsOnRank;
     }
 
     /** The load of an expert hosted on {@code hosts} ranks that its shares place: other homes'. */
-    static double flexible(int ranks, int hosts, double load) {
-        return load * (ranks - hosts) / ranks;
+    static double flexible(int homes, int hosts, double load) {
+        return load * (homes - hosts) / homes;
     }
 }

@@ -21,10 +21,11 @@ final class ShareFlow {
     private ShareFlow() {}
 
     /**
-     * Shares that minimise the most loaded rank's load with the slots where they are. An expert
-     * without load keeps even shares.
+     * Shares that minimise the most loaded rank's load with the slots where they are, the experts'
+     * tokens coming from {@code homes} ranks ({@link RankLoadModel}). An expert without load keeps
+     * even shares.
      */
-    static double[] shares(double[] loads, int experts, int[] slotExpert, int ranks) {
+    static double[] shares(double[] loads, int experts, int[] slotExpert, int ranks, int homes) {
         final int[] slotRank = RankLoadModel.slotRanks(slotExpert.length, ranks);
         final int[][] slotsOn = RankLoadModel.slotsOn(ranks, slotRank, slotExpert, experts);
         final int[] hostCount = RankLoadModel.hostingRanks(slotsOn);
@@ -33,11 +34,11 @@ final class ShareFlow {
         double[] placeable = new double[experts];
         double total = 0;
         for (int e = 0; e < experts; e++) {
-            placeable[e] = RankLoadModel.flexible(ranks, hostCount[e], loads[e]);
+            placeable[e] = RankLoadModel.flexible(homes, hostCount[e], loads[e]);
             total += placeable[e];
             for (int r = 0; r < ranks; r++) {
                 hosts[e][r] = slotsOn[e][r] > 0;
-                kept[r] += hosts[e][r] ? loads[e] / ranks : 0;
+                kept[r] += hosts[e][r] ? loads[e] / homes : 0;
             }
         }
         double[] share = new double[slotExpert.length];

@@ -70,6 +70,34 @@ class PlacementPlannerTest {
         }
     }
 
+    /**
+     * With several nodes a node's experts take tokens from every rank, not only the node's: its
+     * ranks are planned so, and come within 5 % of what the node's load forces on them (its load
+     * over its ranks, the most loaded node setting the bound). Lognormal loads, σ = 1.
+     */
+    @Test
+    void shouldPlanEachNodeForTheTokensOfEveryRank() {
+        SplittableRandom random = new SplittableRandom(12);
+        int experts = 64;
+        int ranks = 32;
+        int nodes = 4;
+        int groups = 8;
+        for (int trial = 0; trial < 12; trial++) {
+            double[] loads = lognormal(random, experts, 1.0);
+            int slots = experts + 2 * ranks;
+            PlacementPlanner.Plan plan = PlacementPlanner.plan(loads, ranks, slots, nodes, groups);
+            double[] rankLoads = plan.rankLoads(loads, ranks);
+            double[] nodeLoads = new double[nodes];
+            for (int r = 0; r < ranks; r++) {
+                nodeLoads[r / (ranks / nodes)] += rankLoads[r];
+            }
+            double bound = Arrays.stream(nodeLoads).max().orElseThrow() / (ranks / nodes);
+            assertThat(Arrays.stream(rankLoads).max().orElseThrow())
+                    .as("trial %d", trial)
+                    .isLessThanOrEqualTo(1.05 * bound);
+        }
+    }
+
     @Test
     void shouldNameArgumentWhenSlotsDoNotFit() {
         assertThatThrownBy(() -> PlacementPlanner.plan(new double[] {1, 2, 3}, 2, 3, 1, 1))
@@ -93,7 +121,7 @@ class PlacementPlannerTest {
                     return Double.MAX_VALUE;
                 }
             }
-            double[] share = ShareFlow.shares(loads, loads.length, slotExpert, ranks);
+            double[] share = ShareFlow.shares(loads, loads.length, slotExpert, ranks, ranks);
             return max(
                     new PlacementPlanner.Plan(slotExpert.clone(), share).rankLoads(loads, ranks));
         }
