@@ -1,9 +1,9 @@
-"""Generates the protobuf and gRPC modules from the repository's proto/ while the package builds.
+"""Generates the protobuf and gRPC modules from the repository's api/ while the package builds.
 
 Nothing generated is committed: `build_py` runs protoc (Debian's protobuf-compiler) with the gRPC
 Python plugin (protobuf-compiler-grpc's grpc_python_plugin) over moe.proto, tensor.proto,
 bench.proto and routing_trace.proto, then moves the modules under moe_a2a/_proto with their
-imports rewritten to match. MOE_A2A_PROTO_DIR points elsewhere than ../../proto/src/main/proto;
+imports rewritten to match. MOE_A2A_PROTO_DIR points elsewhere than ../../api/src/main/proto;
 PROTOC and GRPC_PYTHON_PLUGIN name the tools when they are not on the PATH.
 """
 import os
@@ -22,10 +22,10 @@ PROTOS = ["moe/a2a/v1/tensor.proto", "moe/a2a/v1/moe.proto", "moe/a2a/v1/bench.p
 
 
 def proto_dir():
-    d = Path(os.environ.get("MOE_A2A_PROTO_DIR", HERE.parent.parent / "proto" / "src" / "main" / "proto"))
+    d = Path(os.environ.get("MOE_A2A_PROTO_DIR", HERE.parent.parent / "api" / "src" / "main" / "proto"))
     if not (d / PROTOS[0]).is_file():
         raise SystemExit(f"moe-a2a: no {PROTOS[0]} under {d} (set MOE_A2A_PROTO_DIR to the repository's"
-                         " proto/src/main/proto)")
+                         " api/src/main/proto)")
     return d
 
 

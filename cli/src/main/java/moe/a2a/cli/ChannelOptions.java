@@ -70,7 +70,8 @@ final class ChannelOptions {
         return files;
     }
 
-    private ChannelCredentials credentials() {
+    /** The credentials these options ask for: TLS or none, and the bearer token file. */
+    ChannelCredentials credentials() {
         TlsFiles t = tlsFiles();
         ChannelCredentials channel = t == null ? InsecureChannelCredentials.create() : t.channel();
         return authTokenFile == null

@@ -1,29 +1,28 @@
 package moe.a2a.cli;
 
-import io.grpc.ManagedChannel;
 import io.grpc.Status;
-import io.grpc.stub.StreamObserver;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import moe.a2a.client.MoeAsyncClient;
+import moe.a2a.client.MoeClients;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.experts.hf.HfCheckpoint;
 import moe.a2a.kernels.DType;
-import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
 import moe.a2a.v1.ModelInfo;
-import moe.a2a.v1.MoeServiceGrpc;
 import org.HdrHistogram.ConcurrentHistogram;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
@@ -123,10 +122,9 @@ final class ClientCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        ManagedChannel channel = connection.open(target);
-        try {
-            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
-            ModelInfo model = stub.describeModel(DescribeModelRequest.getDefaultInstance());
+        try (MoeAsyncClient client =
+                MoeClients.builder(target).credentials(connection.credentials()).async()) {
+            ModelInfo model = described(client);
             System.out.printf(
                     Locale.ROOT,
                     "server: %d experts in %d slots (placement version %d), hidden %d, ffn %d, top-%d, %d layers, %d ranks, transport %s, dispatch %s, weights %s%n",
@@ -171,7 +169,6 @@ final class ClientCommand implements Callable<Integer> {
             // One thread makes the requests and keeps at most `concurrency` in flight; answers
             // arrive on gRPC's threads. A caller thread per request would compete with the
             // channel's own thread for the client's cores and add its waits to every latency.
-            MoeServiceGrpc.MoeServiceStub async = MoeServiceGrpc.newStub(channel);
             Semaphore inFlight = new Semaphore(concurrency);
             CountDownLatch answered = new CountDownLatch(requests);
             long start = System.nanoTime();
@@ -181,48 +178,39 @@ final class ClientCommand implements Callable<Integer> {
                 ForwardRequest request = workload.request(i);
                 final long startMs = System.currentTimeMillis();
                 final long t0 = System.nanoTime();
-                async.forward(
-                        request,
-                        new StreamObserver<>() {
-                            @Override
-                            public void onNext(ForwardResponse response) {
-                                long micros = (System.nanoTime() - t0) / 1000;
-                                latency.recordValue(micros);
-                                log.record(
-                                        index,
-                                        startMs,
-                                        micros,
-                                        response.getStats().getPlacementVersion(),
-                                        "OK");
-                                stages.add(response.getStats());
-                                if (index < toVerify) {
-                                    synchronized (kept) {
-                                        kept.set(index, response);
+                client.forward(request)
+                        .whenComplete(
+                                (response, error) -> {
+                                    if (error != null) {
+                                        Status status = Status.fromThrowable(error);
+                                        log.record(
+                                                index,
+                                                startMs,
+                                                (System.nanoTime() - t0) / 1000,
+                                                0,
+                                                status.getCode().name());
+                                        failed.incrementAndGet();
+                                        System.err.println(
+                                                "request " + index + " failed: " + status);
+                                    } else {
+                                        long micros = (System.nanoTime() - t0) / 1000;
+                                        latency.recordValue(micros);
+                                        log.record(
+                                                index,
+                                                startMs,
+                                                micros,
+                                                response.getStats().getPlacementVersion(),
+                                                "OK");
+                                        stages.add(response.getStats());
+                                        if (index < toVerify) {
+                                            synchronized (kept) {
+                                                kept.set(index, response);
+                                            }
+                                        }
                                     }
-                                }
-                            }
-
-                            @Override
-                            public void onError(Throwable t) {
-                                Status status = Status.fromThrowable(t);
-                                log.record(
-                                        index,
-                                        startMs,
-                                        (System.nanoTime() - t0) / 1000,
-                                        0,
-                                        status.getCode().name());
-                                failed.incrementAndGet();
-                                System.err.println("request " + index + " failed: " + status);
-                                inFlight.release();
-                                answered.countDown();
-                            }
-
-                            @Override
-                            public void onCompleted() {
-                                inFlight.release();
-                                answered.countDown();
-                            }
-                        });
+                                    inFlight.release();
+                                    answered.countDown();
+                                });
             }
             answered.await();
             double seconds = (System.nanoTime() - start) / 1e9;
@@ -251,8 +239,15 @@ final class ClientCommand implements Callable<Integer> {
                 System.out.println("failed requests: " + failed.get());
             }
             return failed.get() == 0 && mismatches == 0 ? 0 : 1;
-        } finally {
-            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The server's model, or its failure as thrown (a status names what went wrong). */
+    private static ModelInfo described(MoeAsyncClient client) {
+        try {
+            return client.describeModel().join();
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : e;
         }
     }
 
