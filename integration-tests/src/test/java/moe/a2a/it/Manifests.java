@@ -18,7 +18,10 @@ import java.util.Map;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.dataformat.yaml.YAMLMapper;
 
-/** Reads deploy/k8s files: kustomizations as YAML trees, manifests as typed fabric8 resources. */
+/**
+ * Reads deploy/k8s files and kustomize's output: kustomizations as YAML trees, manifests as typed
+ * fabric8 resources.
+ */
 final class Manifests {
     private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization();
     private static final YAMLMapper YAML = new YAMLMapper();
@@ -46,9 +49,24 @@ final class Manifests {
         return (HasMetadata) parsed;
     }
 
-    /** A deep copy, so that patching an overlay's resources leaves its base's build untouched. */
-    static HasMetadata copy(HasMetadata resource) {
-        return SERIALIZATION.clone(resource);
+    /**
+     * The resources of a multi-document YAML stream (kustomize's output), each as its fabric8 type;
+     * a kind fabric8 does not know fails.
+     */
+    static List<HasMetadata> resources(String yaml) {
+        List<HasMetadata> out = new ArrayList<>();
+        for (String doc : yaml.split("(?m)^---\\s*$")) {
+            if (doc.isBlank()) {
+                continue;
+            }
+            Object parsed = SERIALIZATION.unmarshal(doc);
+            assertThat(parsed)
+                    .as("a typed resource:%n%s", doc)
+                    .isInstanceOf(HasMetadata.class)
+                    .isNotInstanceOf(GenericKubernetesResource.class);
+            out.add((HasMetadata) parsed);
+        }
+        return out;
     }
 
     /**
