@@ -64,6 +64,27 @@ TopK = Tuple[Any, Any]
 ForwardInput = Union[Forward, Any]
 
 
+class Methods:
+    """The calls on a channel, blocking (grpc) or asyncio (grpc.aio): both have the same makers."""
+
+    def __init__(self, channel):
+        def moe(name, req, resp):
+            return channel.unary_unary(MOE + name, request_serializer=req.SerializeToString,
+                                       response_deserializer=resp.FromString)
+
+        self.forward = moe("Forward", moe_pb2.ForwardRequest, moe_pb2.ForwardResponse)
+        self.route = moe("Route", moe_pb2.RouteRequest, moe_pb2.RouteResponse)
+        self.describe = moe("DescribeModel", moe_pb2.DescribeModelRequest, moe_pb2.ModelInfo)
+        self.stream = channel.stream_stream(
+            MOE + "ForwardStream", request_serializer=moe_pb2.ForwardRequest.SerializeToString,
+            response_deserializer=moe_pb2.ForwardResponse.FromString)
+        self.bench = channel.unary_stream(
+            BENCH, request_serializer=bench_pb2.BenchRequest.SerializeToString,
+            response_deserializer=bench_pb2.BenchEvent.FromString)
+        self.health = channel.unary_unary(HEALTH, request_serializer=lambda _: b"",
+                                          response_deserializer=lambda raw: raw)
+
+
 def forward_request(x: Any, layer: int, router_logits: Any, topk: Optional[TopK]):
     """The ForwardRequest and how to give its answer back in the caller's type."""
     if router_logits is not None and topk is not None:

@@ -7,7 +7,7 @@ import grpc
 
 from moe_a2a import _calls
 from moe_a2a._calls import ForwardResult, Retry, RouteResult, TopK
-from moe_a2a._proto import bench_pb2, moe_pb2
+from moe_a2a._proto import moe_pb2
 from moe_a2a.errors import MoeA2aError, from_rpc_error
 
 
@@ -25,24 +25,12 @@ class AsyncClient:
         self._metadata = _calls.metadata(token, token_file)
         self._timeout = timeout
         self._retry = retry
-        moe = lambda m, req, resp: self._channel.unary_unary(  # noqa: E731
-            _calls.MOE + m, request_serializer=req.SerializeToString, response_deserializer=resp.FromString)
-        self._forward = moe("Forward", moe_pb2.ForwardRequest, moe_pb2.ForwardResponse)
-        self._route = moe("Route", moe_pb2.RouteRequest, moe_pb2.RouteResponse)
-        self._describe = moe("DescribeModel", moe_pb2.DescribeModelRequest, moe_pb2.ModelInfo)
-        self._stream = self._channel.stream_stream(
-            _calls.MOE + "ForwardStream", request_serializer=moe_pb2.ForwardRequest.SerializeToString,
-            response_deserializer=moe_pb2.ForwardResponse.FromString)
-        self._bench = self._channel.unary_stream(
-            _calls.BENCH, request_serializer=bench_pb2.BenchRequest.SerializeToString,
-            response_deserializer=bench_pb2.BenchEvent.FromString)
-        self._health = self._channel.unary_unary(_calls.HEALTH, request_serializer=lambda _: b"",
-                                                 response_deserializer=lambda raw: raw)
+        self._m = _calls.Methods(self._channel)
 
     async def forward(self, hidden_states: Any, *, layer: int = 0, router_logits: Any = None,
                       topk: Optional[TopK] = None, timeout: Optional[float] = None) -> ForwardResult:
         req, back = _calls.forward_request(hidden_states, layer, router_logits, topk)
-        return _calls.forward_result(await self._call(self._forward, req, timeout), back)
+        return _calls.forward_result(await self._call(self._m.forward, req, timeout), back)
 
     async def forward_stream(self, requests: Any,
                              timeout: Optional[float] = None) -> AsyncIterator[ForwardResult]:
@@ -57,7 +45,7 @@ class AsyncClient:
                 for item in requests:
                     yield self._queue(item, pending)
 
-        call = self._stream(wire(), timeout=timeout or self._timeout, metadata=self._metadata)
+        call = self._m.stream(wire(), timeout=timeout or self._timeout, metadata=self._metadata)
         try:
             async for resp in call:
                 yield _calls.forward_result(resp, pending.pop(0))
@@ -76,20 +64,20 @@ class AsyncClient:
     async def route(self, *, layer: int = 0, hidden_states: Any = None, router_logits: Any = None,
                     topk: Optional[TopK] = None, timeout: Optional[float] = None) -> RouteResult:
         req = _calls.route_request(layer, hidden_states, router_logits, topk)
-        return _calls.route_result(await self._call(self._route, req, timeout))
+        return _calls.route_result(await self._call(self._m.route, req, timeout))
 
     async def describe_model(self, timeout: Optional[float] = None) -> Dict[str, Any]:
-        return _calls.message_dict(await self._call(self._describe, moe_pb2.DescribeModelRequest(), timeout))
+        return _calls.message_dict(await self._call(self._m.describe, moe_pb2.DescribeModelRequest(), timeout))
 
     async def health(self, timeout: Optional[float] = None) -> bool:
-        return _calls.health_status(await self._call(self._health, None, timeout))
+        return _calls.health_status(await self._call(self._m.health, None, timeout))
 
     async def bench(self, workloads: Sequence[str] = ("prefill",), *, scope: str = "dispatcher",
                     iters: int = 0, warmup: int = 0, as_dataframe: bool = False,
                     timeout: Optional[float] = None):
         req = _calls.bench_request(workloads, scope, iters, warmup)
         try:
-            events = [e async for e in self._bench(req, timeout=timeout or self._timeout,
+            events = [e async for e in self._m.bench(req, timeout=timeout or self._timeout,
                                                    metadata=self._metadata)]
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None

@@ -7,7 +7,7 @@ import grpc
 
 from moe_a2a import _calls
 from moe_a2a._calls import ForwardInput, ForwardResult, Retry, RouteResult, TopK
-from moe_a2a._proto import bench_pb2, moe_pb2
+from moe_a2a._proto import moe_pb2
 from moe_a2a.errors import MoeA2aError, from_rpc_error
 
 T = TypeVar("T")
@@ -31,26 +31,14 @@ class Client:
         self._metadata = _calls.metadata(token, token_file)
         self._timeout = timeout
         self._retry = retry
-        moe = lambda m, req, resp: self._channel.unary_unary(  # noqa: E731
-            _calls.MOE + m, request_serializer=req.SerializeToString, response_deserializer=resp.FromString)
-        self._forward = moe("Forward", moe_pb2.ForwardRequest, moe_pb2.ForwardResponse)
-        self._route = moe("Route", moe_pb2.RouteRequest, moe_pb2.RouteResponse)
-        self._describe = moe("DescribeModel", moe_pb2.DescribeModelRequest, moe_pb2.ModelInfo)
-        self._stream = self._channel.stream_stream(
-            _calls.MOE + "ForwardStream", request_serializer=moe_pb2.ForwardRequest.SerializeToString,
-            response_deserializer=moe_pb2.ForwardResponse.FromString)
-        self._bench = self._channel.unary_stream(
-            _calls.BENCH, request_serializer=bench_pb2.BenchRequest.SerializeToString,
-            response_deserializer=bench_pb2.BenchEvent.FromString)
-        self._health = self._channel.unary_unary(_calls.HEALTH, request_serializer=lambda _: b"",
-                                                 response_deserializer=lambda raw: raw)
+        self._m = _calls.Methods(self._channel)
 
     def forward(self, hidden_states: Any, *, layer: int = 0, router_logits: Any = None,
                 topk: Optional[TopK] = None, timeout: Optional[float] = None) -> ForwardResult:
         """Runs MoE layer `layer` on [T, H] `hidden_states`: routed by `router_logits` [T, E],
         by `topk` = ([T, K] expert ids, [T, K] weights), or by the model's gate."""
         req, back = _calls.forward_request(hidden_states, layer, router_logits, topk)
-        return _calls.forward_result(self._call(self._forward, req, timeout), back)
+        return _calls.forward_result(self._call(self._m.forward, req, timeout), back)
 
     def forward_stream(self, requests: Iterable[ForwardInput],
                        timeout: Optional[float] = None) -> Iterator[ForwardResult]:
@@ -66,7 +54,7 @@ class Client:
                 pending.append(back)
                 yield req
 
-        call = self._stream(wire(), timeout=timeout or self._timeout, metadata=self._metadata)
+        call = self._m.stream(wire(), timeout=timeout or self._timeout, metadata=self._metadata)
         try:
             for resp in call:
                 yield _calls.forward_result(resp, pending.pop(0))
@@ -79,15 +67,15 @@ class Client:
               topk: Optional[TopK] = None, timeout: Optional[float] = None) -> RouteResult:
         """The routing alone: expert, weight and rank of each token's top-k choices."""
         req = _calls.route_request(layer, hidden_states, router_logits, topk)
-        return _calls.route_result(self._call(self._route, req, timeout))
+        return _calls.route_result(self._call(self._m.route, req, timeout))
 
     def describe_model(self, timeout: Optional[float] = None) -> Dict[str, Any]:
         """The served model and group (ModelInfo's fields)."""
-        return _calls.message_dict(self._call(self._describe, moe_pb2.DescribeModelRequest(), timeout))
+        return _calls.message_dict(self._call(self._m.describe, moe_pb2.DescribeModelRequest(), timeout))
 
     def health(self, timeout: Optional[float] = None) -> bool:
         """Whether the server says SERVING (grpc.health.v1)."""
-        return _calls.health_status(self._call(self._health, None, timeout))
+        return _calls.health_status(self._call(self._m.health, None, timeout))
 
     def bench(self, workloads: Sequence[str] = ("prefill",), *, scope: str = "dispatcher",
               iters: int = 0, warmup: int = 0, as_dataframe: bool = False,
@@ -96,7 +84,7 @@ class Client:
         the bench JSON report as a dict, or a pandas DataFrame with as_dataframe=True."""
         req = _calls.bench_request(workloads, scope, iters, warmup)
         try:
-            events = list(self._bench(req, timeout=timeout or self._timeout, metadata=self._metadata))
+            events = list(self._m.bench(req, timeout=timeout or self._timeout, metadata=self._metadata))
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None
         return _calls.bench_rows(events, as_dataframe)

@@ -39,18 +39,12 @@ public final class MoeClient implements AutoCloseable {
 
     /** Layer {@code layer} on {@code [T, H]} {@code hiddenStates}, routed by the model's gate. */
     public ForwardResponse forward(int layer, Tensor hiddenStates) {
-        return forward(
-                ForwardRequest.newBuilder().setLayer(layer).setHiddenStates(hiddenStates).build());
+        return forward(Tensors.request(layer, hiddenStates, null));
     }
 
     /** As {@link #forward(int, Tensor)}, routed as {@code topK} says. */
     public ForwardResponse forward(int layer, Tensor hiddenStates, TopK topK) {
-        return forward(
-                ForwardRequest.newBuilder()
-                        .setLayer(layer)
-                        .setHiddenStates(hiddenStates)
-                        .setTopk(topK)
-                        .build());
+        return forward(Tensors.request(layer, hiddenStates, topK));
     }
 
     /** Every request on one ForwardStream call; the answers in the requests' order. */

@@ -4,8 +4,10 @@ import com.google.protobuf.ByteString;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import moe.a2a.v1.DType;
+import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.Tensor;
 import moe.a2a.v1.TopK;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The wire's tensors ({@code [rows, cols]}, row-major, little-endian) from and to Java arrays, and
@@ -72,6 +74,18 @@ public final class Tensors {
         TopK.Builder b = TopK.newBuilder().setK(k);
         for (int i = 0; i < ids.length; i++) {
             b.addExpertIds(ids[i]).addWeights(weights[i]);
+        }
+        return b.build();
+    }
+
+    /**
+     * A Forward request: layer, {@code [T, H]} hidden states, and their routing or null (the gate).
+     */
+    public static ForwardRequest request(int layer, Tensor hiddenStates, @Nullable TopK topK) {
+        ForwardRequest.Builder b =
+                ForwardRequest.newBuilder().setLayer(layer).setHiddenStates(hiddenStates);
+        if (topK != null) {
+            b.setTopk(topK);
         }
         return b.build();
     }
