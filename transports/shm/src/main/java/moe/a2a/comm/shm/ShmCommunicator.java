@@ -154,7 +154,9 @@ public final class ShmCommunicator implements Communicator {
                     "cannot create shared-memory files: rank="
                             + config.rank()
                             + ", dir="
-                            + config.directory(),
+                            + config.directory()
+                            + ": "
+                            + e.getMessage(),
                     e);
         }
         try {

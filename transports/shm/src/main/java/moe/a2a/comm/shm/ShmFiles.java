@@ -82,6 +82,7 @@ public final class ShmFiles {
                                 + ".part");
         MemorySegment seg;
         try (FileChannel ch = openNew(tmp)) {
+            reserve(ch, bytes, dir, tmp);
             seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
         }
         try {
@@ -94,6 +95,35 @@ public final class ShmFiles {
             throw e;
         }
         return seg;
+    }
+
+    /**
+     * Writes the file's {@code bytes} as zeros, so that the file system gives it its blocks now. A
+     * mapping of a sparse file on a full file system would get them on first write, and fail with
+     * SIGBUS in the middle of an exchange; here a full one fails with an error naming it.
+     *
+     * @throws IOException naming {@code dir} when it has no room (the file is removed)
+     */
+    private static void reserve(FileChannel ch, long bytes, Path dir, Path file)
+            throws IOException {
+        ByteBuffer zeros = ByteBuffer.allocate((int) Math.min(bytes, 1 << 20));
+        try {
+            for (long at = 0; at < bytes; ) {
+                zeros.clear().limit((int) Math.min(zeros.capacity(), bytes - at));
+                at += ch.write(zeros, at);
+            }
+        } catch (IOException e) {
+            Files.deleteIfExists(file);
+            throw new IOException(
+                    "shm: no room for "
+                            + bytes
+                            + " bytes in "
+                            + dir
+                            + " ("
+                            + e.getMessage()
+                            + "): give --shm-dir more space, or run --transport tcp",
+                    e);
+        }
     }
 
     /**

@@ -108,7 +108,13 @@ final class ShmRegions {
         } catch (IOException e) {
             nextArena.close();
             throw new A2aException(
-                    "cannot grow the receive region: rank=" + rank + ", bytes=" + grown, e);
+                    "cannot grow the receive region: rank="
+                            + rank
+                            + ", bytes="
+                            + grown
+                            + ": "
+                            + e.getMessage(),
+                    e);
         }
         // every writer of the old region finished before this exchange began
         closeQuietly(arena);

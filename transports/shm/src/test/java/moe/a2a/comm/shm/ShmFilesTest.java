@@ -2,7 +2,9 @@ package moe.a2a.comm.shm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -135,5 +137,55 @@ class ShmFilesTest {
             Files.write(file, seg.toArray(ValueLayout.JAVA_BYTE));
         }
         return file;
+    }
+
+    /**
+     * A full shared-memory file system refuses a region with an error naming the folder, instead of
+     * a mapping that would fault (SIGBUS) on its first write in an exchange. Needs a tmpfs of its
+     * own: mounted here when the tests run as root (as CI does), else skipped.
+     */
+    @Test
+    void shouldRefuseARegionThatAFullFileSystemCannotHold() throws Exception {
+        Path small = dir.resolve("small");
+        Files.createDirectories(small);
+        assumeTrue(mount(small), "not root, or no mount: a 256 KiB tmpfs is needed");
+        try (Arena arena = Arena.ofShared()) {
+            assertThat(ShmFiles.create(small, "fits.dat", 64 << 10, arena).byteSize())
+                    .isEqualTo(64 << 10);
+            assertThatThrownBy(() -> ShmFiles.create(small, "too-big.dat", 4 << 20, arena))
+                    .isInstanceOf(IOException.class)
+                    .hasMessageStartingWith("shm: no room for 4194304 bytes in " + small)
+                    .hasMessageContaining("--shm-dir");
+            try (var left = Files.list(small)) {
+                assertThat(left.map(p -> p.getFileName().toString()))
+                        .as("nothing of the refused region left behind")
+                        .containsExactly("fits.dat");
+            }
+        } finally {
+            new ProcessBuilder("umount", small.toString()).start().waitFor();
+        }
+    }
+
+    private static boolean mount(Path at) throws Exception {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            return false;
+        }
+        try {
+            Process p =
+                    new ProcessBuilder(
+                                    "mount",
+                                    "-t",
+                                    "tmpfs",
+                                    "-o",
+                                    "size=256k",
+                                    "tmpfs",
+                                    at.toString())
+                            .redirectErrorStream(true)
+                            .start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor() == 0;
+        } catch (IOException e) {
+            return false;
+        }
     }
 }
