@@ -1,6 +1,7 @@
 package moe.a2a.worker;
 
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.DataPlane;
@@ -42,6 +43,9 @@ final class GroupEpochs {
 
     /** How the group being formed binds when it spans hosts, else null. */
     private @Nullable HostGroupsPlane acrossHosts;
+
+    /** Groups this worker connected, ever: read by the session loop's thread. */
+    private final AtomicLong formedGroups = new AtomicLong();
 
     GroupEpochs(OfferedDataPlanes planes, RankAssignment assignment) {
         this.planes = planes;
@@ -141,6 +145,7 @@ final class GroupEpochs {
         group = formed;
         commEpoch = epoch;
         formed.bindTo(assignment.loaded().runtime());
+        formedGroups.incrementAndGet();
         LOG.info(
                 "group epoch {} connected: rank {} of {}{}{}",
                 epoch,
@@ -152,6 +157,11 @@ final class GroupEpochs {
                 WorkerMessage.newBuilder()
                         .setReady(GroupReady.newBuilder().setEpoch(epoch))
                         .build());
+    }
+
+    /** Groups this worker connected so far. Any thread. */
+    long formedGroups() {
+        return formedGroups.get();
     }
 
     /** Runs this rank's share of a step of the current epoch, or says it is not in that epoch. */

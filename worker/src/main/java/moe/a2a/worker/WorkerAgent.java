@@ -119,9 +119,14 @@ public final class WorkerAgent implements AutoCloseable {
         long lastSessionNanos = System.nanoTime();
         long backoffMs = 100;
         while (!closed) {
+            long formedBefore = epochs.formedGroups();
             ControlSession.Outcome outcome = session.run();
             if (outcome.accepted()) {
                 lastSessionNanos = System.nanoTime();
+            }
+            // A session that got as far as a group starts the backoff over; one that was accepted
+            // but whose group could not form (a full shm dir, say) backs off like a refused one.
+            if (epochs.formedGroups() > formedBefore) {
                 backoffMs = 100;
             }
             try {
