@@ -1,5 +1,7 @@
 package moe.a2a.bench;
 
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import moe.a2a.dispatch.CoActivation;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.PlacementPlanner;
@@ -22,6 +24,15 @@ public final class BenchPlacement {
     /** Swaps {@link CoActivation} tries on a recorded routing. */
     static final long MOVES = 400_000;
 
+    /** A workload (by value; a recorded one by its ids) and its redundant slots. */
+    private record Key(BenchWorkload workload, int redundant) {}
+
+    /**
+     * Placements already made in this JVM: every rank thread of a run asks for the same one, and
+     * planning (with co-activation on a recorded routing, about half a second) is done once.
+     */
+    private static final Map<Key, Placement> PLACED = new ConcurrentHashMap<>();
+
     private BenchPlacement() {}
 
     /** The bench JSON's name of {@link #of}'s placement with {@code redundant} extra slots. */
@@ -34,6 +45,10 @@ public final class BenchPlacement {
      *     is not a multiple of the workload's ranks
      */
     public static Placement of(BenchWorkload w, int redundant) {
+        return PLACED.computeIfAbsent(new Key(w, redundant), k -> place(w, redundant));
+    }
+
+    private static Placement place(BenchWorkload w, int redundant) {
         int experts = w.experts();
         int ranks = w.worldSize();
         if (redundant == 0) {

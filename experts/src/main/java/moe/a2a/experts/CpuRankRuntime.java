@@ -122,6 +122,11 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
     }
 
     @Override
+    public void recordRouting() {
+        step.recordRouting();
+    }
+
+    @Override
     public void install(LayerSlots staged) {
         experts.install(staged);
     }

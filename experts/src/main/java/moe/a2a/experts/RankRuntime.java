@@ -45,6 +45,12 @@ public interface RankRuntime {
     void install(LayerSlots staged);
 
     /**
+     * From the next step on, each result carries the expert ids the routing chose ({@link
+     * RankStepResult#routedIds}), for a routing trace; until then it carries none. Any thread.
+     */
+    void recordRouting();
+
+    /**
      * Runs one step for this rank's {@code numTokens} tokens ({@code [T, H]} of {@code dtype} in
      * {@code tokens}, from index 0). Every rank of the group runs every step, with zero tokens if
      * it has none.

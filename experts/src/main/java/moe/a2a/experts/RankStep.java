@@ -12,6 +12,7 @@ import moe.a2a.kernels.DType;
  * expert, drops, bytes to and from each peer, stage times. Owned by the rank thread.
  */
 public final class RankStep {
+    private static final int[] NO_IDS = new int[0];
 
     /** What a device does with a step's routed tokens: dispatch, run the experts, combine. */
     @FunctionalInterface
@@ -62,11 +63,19 @@ public final class RankStep {
     private final TokenRouter router;
     private final CapacityFilter capacity;
 
+    /** Whether results carry the routed ids (a copy per step, so only while a trace records). */
+    private volatile boolean recordRouting;
+
     public RankStep(WeightSource weights, ModelConfig model, int rank) {
         this.rank = rank;
         this.topK = model.topK();
         this.router = new TokenRouter(weights, model.topK());
         this.capacity = new CapacityFilter(model.experts());
+    }
+
+    /** See {@link RankRuntime#recordRouting}. */
+    public void recordRouting() {
+        recordRouting = true;
     }
 
     /** Runs one step on {@code compute}; arguments as {@link RankRuntime#step}. */
@@ -108,6 +117,6 @@ public final class RankStep {
                 c.dispatchNs(),
                 c.expertNs(),
                 c.combineNs(),
-                Arrays.copyOf(router.ids(), numTokens * topK));
+                recordRouting ? Arrays.copyOf(router.ids(), numTokens * topK) : NO_IDS);
     }
 }

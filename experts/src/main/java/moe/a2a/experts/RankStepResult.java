@@ -18,7 +18,8 @@ import java.nio.ByteBuffer;
  * @param bytesReceived bytes of rows this rank received from each peer, dispatch and combine (0
  *     from itself)
  * @param routedIds {@code [T, K]} expert ids this rank's routing chose, before capacity drops
- *     (owned by the result; empty when a worker was not asked for them)
+ *     (owned by the result; empty unless the rank records routing: {@link
+ *     RankRuntime#recordRouting})
  */
 public record RankStepResult(
         ByteBuffer output,

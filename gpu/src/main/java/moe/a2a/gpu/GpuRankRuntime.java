@@ -121,6 +121,11 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
      * @throws A2aException always, as {@link #stage} does
      */
     @Override
+    public void recordRouting() {
+        step.recordRouting();
+    }
+
+    @Override
     public void install(LayerSlots staged) {
         stage(staged.layer(), staged.placement());
     }

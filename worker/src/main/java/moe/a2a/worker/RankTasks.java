@@ -36,6 +36,9 @@ final class RankTasks {
                                 .order(ByteOrder.LITTLE_ENDIAN);
             }
             task.getTokens().copyTo(tokens.clear());
+            if (task.getRecordRouting()) {
+                loaded.runtime().recordRouting();
+            }
             RankStepResult r =
                     loaded.runtime()
                             .step(

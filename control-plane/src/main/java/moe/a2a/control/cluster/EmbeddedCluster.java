@@ -118,6 +118,13 @@ public final class EmbeddedCluster implements RankGroup {
 
     /** Every rank: in-process ranks are never lost. */
     @Override
+    public void recordRouting() {
+        for (CpuRankRuntime worker : workers) {
+            worker.recordRouting();
+        }
+    }
+
+    @Override
     public int[] servingRanks() {
         return IntStream.range(0, workers.length).toArray();
     }

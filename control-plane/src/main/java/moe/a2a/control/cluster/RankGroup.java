@@ -107,9 +107,9 @@ public interface RankGroup extends AutoCloseable {
 
     /**
      * From the next step on, every rank's result carries the expert ids its routing chose ({@link
-     * RankStepResult#routedIds}), for a routing trace. Ranks in this JVM always return them.
+     * RankStepResult#routedIds}), for a routing trace.
      */
-    default void recordRouting() {}
+    void recordRouting();
 
     /**
      * Runs {@code task} on every rank's live communicators, through the handler installed for its
