@@ -1,10 +1,12 @@
 package moe.a2a.benchmarks;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import moe.a2a.bench.BenchWorkloads;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 
@@ -12,26 +14,28 @@ import moe.a2a.workload.BenchWorkload;
  * How few dispatch rows a balanced placement of a canonical workload can have: a probe, not a
  * planner. The {@code full} hottest experts get a slot on every rank (each token uses the one on
  * its home rank), every other expert one slot; simulated annealing then swaps the other experts
- * between ranks, keeping every rank's (token, expert) pairs within 1.10 of the mean, to lower the
- * rows (a token counts once for each rank it visits, its own included). With 16 redundant slots
- * over 4 ranks at most 5 experts fit on every rank ({@code 4F + 256 - F <= 272}).
+ * between ranks, keeping every rank's (token, expert) pairs within BALANCE (1.10 unless given) of
+ * the mean, to lower the rows (a token counts once for each rank it visits, its own included). With
+ * 16 redundant slots over 4 ranks at most 5 experts fit on every rank ({@code 4F + 256 - F <= 272}).
+ * WORKLOAD is a canonical name or {@code trace:LAYER:FILE}, a recorded routing.
  *
  * <p>{@code java -cp benchmarks/target/benchmarks.jar moe.a2a.benchmarks.RowsBound WORKLOAD FULL
- * MOVES}, after {@code ./mvnw -Pjmh package -pl benchmarks -am}.
+ * MOVES [BALANCE]}, after {@code ./mvnw -Pjmh package -pl benchmarks -am}.
  */
 public final class RowsBound {
-    private static final double BALANCE = 1.10;
+    private static final double DEFAULT_BALANCE = 1.10;
 
     private RowsBound() {}
 
-    public static void main(String[] args) {
-        if (args.length != 3) {
-            System.err.println("usage: RowsBound WORKLOAD FULL MOVES");
+    public static void main(String[] args) throws IOException {
+        if (args.length != 3 && args.length != 4) {
+            System.err.println("usage: RowsBound WORKLOAD FULL MOVES [BALANCE]");
             System.exit(2);
         }
-        final BenchWorkload w = BenchWorkload.named(args[0]);
+        final BenchWorkload w = BenchWorkloads.resolve(args[0]);
         final int full = Integer.parseInt(args[1]);
         final long moves = Long.parseLong(args[2]);
+        final double balance = args.length == 4 ? Double.parseDouble(args[3]) : DEFAULT_BALANCE;
         final int n = w.worldSize();
         final int k = w.topK();
         final int tokens = n * w.tokens();
@@ -88,7 +92,7 @@ public final class RowsBound {
                 rows += onRank[t][r] > 0 ? 1 : 0;
             }
         }
-        final double limit = BALANCE * tokens * k / n;
+        final double limit = balance * tokens * k / n;
         final SplittableRandom random = new SplittableRandom(1);
         double temperature = 50;
         for (long move = 0; move < moves; move++) {
