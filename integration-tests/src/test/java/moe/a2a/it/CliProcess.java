@@ -52,6 +52,16 @@ final class CliProcess implements AutoCloseable {
         return start(dir, name, command);
     }
 
+    /** Starts {@code PREFIX... java -jar moe-a2a.jar args...}: in a network namespace, say. */
+    static CliProcess moeA2aUnder(List<String> prefix, Path dir, String name, String... args)
+            throws IOException {
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(JvmOptions.childCommand("-Xmx1g"));
+        command.addAll(List.of("-jar", jar()));
+        command.addAll(List.of(args));
+        return start(dir, name, command);
+    }
+
     /**
      * {@code control-plane} serving clients on {@code port} and workers on {@code clusterPort} with
      * {@code worldSize} ranks, then {@code flags} (the model's, the metrics port, timeouts).

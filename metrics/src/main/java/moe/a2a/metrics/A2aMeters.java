@@ -134,6 +134,11 @@ public enum A2aMeters {
             "moe.a2a.cluster.degraded",
             "ranks",
             "Ranks lost that the cluster serves without, their experts' replicas taking their tokens"),
+    /** Ranks whose worker lives but is set aside: a link between it and another worker is cut. */
+    RANKS_PARTITIONED(
+            "moe.a2a.cluster.partitioned",
+            "ranks",
+            "Ranks set aside because a link between their worker and another is cut"),
     /** Ranks of the formed group, ready to run steps. */
     RANKS_HEALTHY(
             "moe.a2a.cluster.healthy", "ranks", "Ranks in the formed group, ready to run steps");

@@ -8,10 +8,10 @@ import java.util.function.IntSupplier;
 import java.util.function.ToDoubleFunction;
 
 /**
- * Membership meters of a rank group: its size, ranks joined, healthy and served without, group
- * rebuilds; read when scraped. Every meter reads through this object, which the gauges hold
- * strongly: Micrometer holds a meter's state weakly, and a method reference passed in has no other
- * owner (it would be collected and the meter read NaN).
+ * Membership meters of a rank group: its size, ranks joined, healthy, served without and set aside
+ * for cut links, group rebuilds; read when scraped. Every meter reads through this object, which
+ * the gauges hold strongly: Micrometer holds a meter's state weakly, and a method reference passed
+ * in has no other owner (it would be collected and the meter read NaN).
  */
 public final class ClusterMetrics implements MeterBinder {
     private final int worldSize;
@@ -19,18 +19,21 @@ public final class ClusterMetrics implements MeterBinder {
     private final IntSupplier healthy;
     private final IntSupplier rebuilds;
     private final IntSupplier degraded;
+    private final IntSupplier partitioned;
 
     public ClusterMetrics(
             int worldSize,
             IntSupplier joined,
             IntSupplier healthy,
             IntSupplier rebuilds,
-            IntSupplier degraded) {
+            IntSupplier degraded,
+            IntSupplier partitioned) {
         this.worldSize = worldSize;
         this.joined = joined;
         this.healthy = healthy;
         this.rebuilds = rebuilds;
         this.degraded = degraded;
+        this.partitioned = partitioned;
     }
 
     @Override
@@ -39,6 +42,7 @@ public final class ClusterMetrics implements MeterBinder {
         gauge(registry, A2aMeters.RANKS_JOINED, m -> m.joined.getAsInt());
         gauge(registry, A2aMeters.RANKS_HEALTHY, m -> m.healthy.getAsInt());
         gauge(registry, A2aMeters.RANKS_DEGRADED, m -> m.degraded.getAsInt());
+        gauge(registry, A2aMeters.RANKS_PARTITIONED, m -> m.partitioned.getAsInt());
         FunctionCounter.builder(
                         A2aMeters.COMMUNICATOR_REBUILDS.meterName(),
                         this,

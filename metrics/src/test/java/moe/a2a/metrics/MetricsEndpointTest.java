@@ -15,7 +15,7 @@ class MetricsEndpointTest {
     @Test
     void shouldServeTextOrOpenMetricsAsTheScraperAsks() throws Exception {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        new ClusterMetrics(4, () -> 4, () -> 4, () -> 1, () -> 0).bindTo(registry);
+        new ClusterMetrics(4, () -> 4, () -> 4, () -> 1, () -> 0, () -> 0).bindTo(registry);
         HttpClient http = HttpClient.newHttpClient();
         try (MetricsEndpoint endpoint = MetricsEndpoint.start(registry, "127.0.0.1", 0)) {
             URI uri = URI.create("http://127.0.0.1:" + endpoint.port() + "/metrics");

@@ -20,7 +20,7 @@ class StepMetricsTest {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         StepMetrics metrics =
                 new StepMetrics(registry, new int[] {0, 1}, 4, 2, LocalTransportProvider.LOCAL);
-        new ClusterMetrics(4, () -> 3, () -> 1, () -> 2, () -> 1).bindTo(registry);
+        new ClusterMetrics(4, () -> 3, () -> 1, () -> 2, () -> 1, () -> 2).bindTo(registry);
         new QueueMetrics(() -> 5, () -> 321).bindTo(registry);
         // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1
         // -> 5 / 3
@@ -112,6 +112,7 @@ class StepMetricsTest {
                 .contains("moe_a2a_cluster_joined_ranks 3.0")
                 .contains("moe_a2a_cluster_healthy_ranks 1.0")
                 .contains("moe_a2a_cluster_degraded_ranks 1.0")
+                .contains("moe_a2a_cluster_partitioned_ranks 2.0")
                 .contains("moe_a2a_queue_requests 5.0")
                 .contains("moe_a2a_queue_tokens 321.0")
                 .contains("moe_a2a_communicator_rebuilds_total 2.0");
@@ -139,7 +140,7 @@ class StepMetricsTest {
     void shouldKeepReadingMembershipWhenOnlyTheRegistryHoldsTheSuppliers() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         int[] state = {4, 3, 1};
-        new ClusterMetrics(4, () -> state[0], () -> state[1], () -> state[2], () -> 0)
+        new ClusterMetrics(4, () -> state[0], () -> state[1], () -> state[2], () -> 0, () -> 0)
                 .bindTo(registry);
         for (int i = 0; i < 3; i++) {
             System.gc();

@@ -9,6 +9,7 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.kernels.DType;
+import moe.a2a.v1.GroupFailed;
 import moe.a2a.v1.StepFailure;
 import moe.a2a.v1.StepResult;
 import moe.a2a.v1.StepTask;
@@ -167,10 +168,26 @@ public final class TaskCodec {
     }
 
     public static WorkerMessage stepFailure(long stepId, String message) {
+        return stepFailure(stepId, message, -1);
+    }
+
+    /** A step failure naming the world rank {@code peer} it failed with; -1 names none. */
+    public static WorkerMessage stepFailure(long stepId, String message, int peer) {
+        StepFailure.Builder failure =
+                StepFailure.newBuilder().setStepId(stepId).setMessage(String.valueOf(message));
+        if (peer >= 0) {
+            failure.setPeer(peer);
+        }
+        return WorkerMessage.newBuilder().setFailure(failure).build();
+    }
+
+    /** Epoch {@code epoch}'s group could not be connected to the world rank {@code peer}. */
+    public static WorkerMessage groupFailed(long epoch, int peer, String message) {
         return WorkerMessage.newBuilder()
-                .setFailure(
-                        StepFailure.newBuilder()
-                                .setStepId(stepId)
+                .setGroupFailed(
+                        GroupFailed.newBuilder()
+                                .setEpoch(epoch)
+                                .setPeer(peer)
                                 .setMessage(String.valueOf(message)))
                 .build();
     }

@@ -50,6 +50,9 @@ final class ControlMessageHandler {
                 case ACTIVATE_PLACEMENT:
                     staging.activate(message.getActivatePlacement());
                     break;
+                case PROBE_LINKS:
+                    sender.send(LinkProbe.answer(message.getProbeLinks()));
+                    break;
                 case ABORT:
                     epochs.drop(
                             "control plane abandoned epoch "

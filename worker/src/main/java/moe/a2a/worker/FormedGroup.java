@@ -1,20 +1,40 @@
 package moe.a2a.worker;
 
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.PeerFaults;
 import moe.a2a.dispatch.HostTopology;
 import moe.a2a.experts.RankRuntime;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The communicators of this rank's group epoch: one flat group ({@code hostGroup} null), or, for a
- * group across hosts, the rank's rail ({@code main}) and its host group, placed by {@code
- * topology}. Owned by the worker's data-plane thread.
+ * The communicators of this rank's group epoch: one flat group ({@code hostGroup} null) of the
+ * world ranks {@code members} (empty for every rank), or, for a group across hosts, the rank's rail
+ * ({@code main}) and its host group, placed by {@code topology}. Owned by the worker's data-plane
+ * thread.
  */
 record FormedGroup(
-        Communicator main, @Nullable Communicator hostGroup, @Nullable HostTopology topology) {
+        Communicator main,
+        @Nullable Communicator hostGroup,
+        @Nullable HostTopology topology,
+        int[] members) {
 
-    static FormedGroup flat(Communicator comm) {
-        return new FormedGroup(comm, null, null);
+    static FormedGroup flat(Communicator comm, int[] members) {
+        return new FormedGroup(comm, null, null, members);
+    }
+
+    static FormedGroup acrossHosts(
+            Communicator rail, Communicator hostGroup, HostTopology topology) {
+        return new FormedGroup(rail, hostGroup, topology, new int[0]);
+    }
+
+    /**
+     * The world rank of the peer {@code failure} names, or {@link PeerFaults#NONE}; always none
+     * across hosts, where rails and host groups number their ranks otherwise.
+     */
+    int failedPeer(Throwable failure, int worldRank) {
+        return hostGroup != null
+                ? PeerFaults.NONE
+                : PeerFaults.worldPeerOf(failure, worldRank, members);
     }
 
     boolean acrossHosts() {

@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.DataPlane;
+import moe.a2a.comm.PeerFaults;
 import moe.a2a.comm.SparseCommunicator;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
@@ -136,11 +137,28 @@ final class GroupEpochs {
             formed = acrossHosts.form(form);
             acrossHosts = null;
         } else {
-            Communicator comm = planes.current().form(PlaneCodec.peers(form));
+            Communicator comm;
+            try {
+                comm = planes.current().form(PlaneCodec.peers(form));
+            } catch (A2aException e) {
+                int peer = PeerFaults.worldPeerOf(e, assignment.rank(), groupRanks);
+                if (peer == PeerFaults.NONE) {
+                    throw e;
+                }
+                // a live peer this rank cannot reach: the control plane decides, the session goes
+                // on
+                LOG.warn(
+                        "group epoch {}: cannot connect to rank {}: {}",
+                        epoch,
+                        peer,
+                        e.getMessage());
+                sender.send(TaskCodec.groupFailed(epoch, peer, e.getMessage()));
+                return;
+            }
             if (groupRanks.length > 0) {
                 comm = new SparseCommunicator(comm, groupRanks, assignment.worldSize());
             }
-            formed = FormedGroup.flat(comm);
+            formed = FormedGroup.flat(comm, groupRanks.clone());
         }
         group = formed;
         commEpoch = epoch;

@@ -102,7 +102,7 @@ final class HostGroupsPlane {
             throw e;
         }
         try {
-            return new FormedGroup(railComm, host.form(peers), topology);
+            return FormedGroup.acrossHosts(railComm, host.form(peers), topology);
         } catch (RuntimeException e) {
             railComm.abort(e);
             railComm.close();

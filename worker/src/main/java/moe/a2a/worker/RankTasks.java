@@ -82,7 +82,9 @@ final class RankTasks {
                             NO_QUEUE);
         } catch (RuntimeException e) {
             group.abort(e);
-            sender.send(TaskCodec.stepFailure(task.getStepId(), e.getMessage()));
+            sender.send(
+                    TaskCodec.stepFailure(
+                            task.getStepId(), e.getMessage(), group.failedPeer(e, loaded.rank())));
             loaded.metrics().onStepFailed(e, task.getNumTokens());
         }
     }

@@ -3,6 +3,7 @@ package moe.a2a.control.cluster;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.stream.IntStream;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.Placement;
@@ -21,7 +22,6 @@ final class DegradedServing {
     /** Logs under the cluster's name, the one category operators follow. */
     private static final Logger LOG = LoggerFactory.getLogger(RemoteCluster.class);
 
-    private final Membership membership;
     private final GroupFormation formation;
     private final LayerPlacements placements;
     private final PlacementRollout rollout;
@@ -34,12 +34,10 @@ final class DegradedServing {
     private @Nullable List<Placement> beforeLoss;
 
     DegradedServing(
-            Membership membership,
             GroupFormation formation,
             LayerPlacements placements,
             PlacementRollout rollout,
             int worldSize) {
-        this.membership = membership;
         this.formation = formation;
         this.placements = placements;
         this.rollout = rollout;
@@ -52,20 +50,22 @@ final class DegradedServing {
     }
 
     /**
-     * Switches every layer to a placement without the ranks that have no worker when every expert
-     * they hosted has a replica on another rank (not over NCCL).
+     * Switches every layer to a placement without the ranks outside {@code usable} (those with no
+     * worker, or set aside for a cut link) when every expert they hosted has a replica on another
+     * rank (not over NCCL).
      *
-     * @return the ranks left, to form a group of their own; null to wait for the lost ranks to be
-     *     taken again
+     * @param usable the ranks that can form a group, ascending
+     * @return the ranks left, to form a group of their own; null to wait for the others to be taken
+     *     again, or their links to come back
      */
-    int @Nullable [] degrade(String reason) {
-        int[] held = membership.heldRanks();
-        if (Transports.reach(formation.transport()) == TransportReach.DEVICES || held.length == 0) {
+    int @Nullable [] degrade(String reason, int[] usable) {
+        if (Transports.reach(formation.transport()) == TransportReach.DEVICES
+                || usable.length == 0) {
             return null;
         }
         boolean[] lost = new boolean[worldSize];
         Arrays.fill(lost, true);
-        for (int r : held) {
+        for (int r : usable) {
             lost[r] = false;
         }
         List<Placement> whole = beforeLoss != null ? beforeLoss : placements.all();
@@ -74,8 +74,9 @@ final class DegradedServing {
             Placement without = whole.get(layer).without(lost, placements.get(layer).version() + 1);
             if (without == null) {
                 LOG.warn(
-                        "cannot serve without the lost ranks: layer {} has an expert only they host;"
-                                + " waiting for them to be taken again",
+                        "cannot serve without ranks {}: layer {} has an expert only they host;"
+                                + " waiting for them",
+                        missing(lost),
                         layer);
                 return null;
             }
@@ -86,11 +87,16 @@ final class DegradedServing {
             rollout.activateLocked(layer, next.get(layer));
         }
         LOG.warn(
-                "degraded: serving with ranks {} of {} ({}); their replicas take the lost ranks' tokens",
-                Arrays.toString(held),
+                "degraded: serving with ranks {} of {} ({}); their replicas take the tokens of ranks {}",
+                Arrays.toString(usable),
                 worldSize,
-                reason);
-        return held;
+                reason,
+                missing(lost));
+        return usable;
+    }
+
+    private static String missing(boolean[] lost) {
+        return Arrays.toString(IntStream.range(0, lost.length).filter(r -> lost[r]).toArray());
     }
 
     /**

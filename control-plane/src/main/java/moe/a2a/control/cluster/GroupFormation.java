@@ -17,11 +17,11 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The control plane's side of forming the rank group, one epoch at a time: PrepareGroup goes to
- * every member (every rank, or those left after a loss) naming the epoch's transport, each answers
- * Bound with its data address (over NCCL, rank 0's also carries the group's unique id; over shm it
- * carries nothing: the group id names the files), FormGroup goes out once every member is bound,
- * and each answers GroupReady once connected. A new epoch starts over; answers that name another
- * epoch are stale and ignored. Not thread-safe: guarded by {@link RemoteCluster}'s lock.
+ * every member (every rank, or those left after a loss or a cut link) naming the epoch's transport,
+ * each answers Bound with its data address (over NCCL, rank 0's also carries the group's unique id;
+ * over shm it carries nothing: the group id names the files), FormGroup goes out once every member
+ * is bound, and each answers GroupReady once connected. A new epoch starts over; answers that name
+ * another epoch are stale and ignored. Not thread-safe: guarded by {@link RemoteCluster}'s lock.
  */
 final class GroupFormation {
     /** {@code NCCL_UNIQUE_ID_BYTES}. */
@@ -95,7 +95,8 @@ final class GroupFormation {
                                         ? List.of()
                                         : Arrays.stream(groupRanks).boxed().toList())
                         .build();
-        members.broadcast(ControlMessage.newBuilder().setPrepare(prepare).build());
+        // a rank set aside for a cut link keeps its session but takes no part
+        members.sendTo(groupRanks, ControlMessage.newBuilder().setPrepare(prepare).build());
     }
 
     /**
@@ -126,7 +127,7 @@ final class GroupFormation {
             if (ncclUniqueId != null) {
                 form.setNcclUniqueId(ncclUniqueId);
             }
-            members.broadcast(ControlMessage.newBuilder().setForm(form).build());
+            members.sendTo(groupRanks, ControlMessage.newBuilder().setForm(form).build());
         }
         return null;
     }
@@ -142,6 +143,11 @@ final class GroupFormation {
         }
         ready[rank] = true;
         return ++readyCount == groupRanks.length;
+    }
+
+    /** {@code rank}'s data address in this epoch, or null when it has not bound one. */
+    @Nullable String address(int rank) {
+        return bound[rank];
     }
 
     /** The ranks in the current epoch's group. */

@@ -398,6 +398,15 @@ final class Membership {
         ranks[rank].send(message);
     }
 
+    /** Sends to each of {@code ranks} that has a session. */
+    void sendTo(int[] ranks, ControlMessage message) {
+        for (int r : ranks) {
+            if (this.ranks[r] != null) {
+                this.ranks[r].send(message);
+            }
+        }
+    }
+
     /** Sends to every rank that has a session. */
     void broadcast(ControlMessage message) {
         for (WorkerSession s : ranks) {

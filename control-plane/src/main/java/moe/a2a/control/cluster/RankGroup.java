@@ -77,6 +77,14 @@ public interface RankGroup extends AutoCloseable {
     int degradedRanks();
 
     /**
+     * Ranks whose worker lives but is set aside because a link between it and another worker is cut
+     * (0 where ranks share one process). Any thread.
+     */
+    default int partitionedRanks() {
+        return 0;
+    }
+
+    /**
      * The data-plane transport now (the current group's under auto), as DescribeModel reports it.
      */
     Transport transport();

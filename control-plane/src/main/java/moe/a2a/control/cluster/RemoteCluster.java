@@ -130,10 +130,11 @@ public final class RemoteCluster implements RankGroup {
         this.rollout = new PlacementRollout(lock, state, membership, placements, worldSize);
         this.conductor =
                 new GroupConductor(
+                        lock,
                         state,
                         membership,
                         formation,
-                        new DegradedServing(membership, formation, placements, rollout, worldSize),
+                        new DegradedServing(formation, placements, rollout, worldSize),
                         worldSize,
                         timer,
                         listener,
@@ -148,8 +149,8 @@ public final class RemoteCluster implements RankGroup {
                         worldSize,
                         exchangeTimeoutNs,
                         timer,
-                        conductor::breakGroup);
-        this.tasks = new WorkerTasks(lock, state, membership, worldSize, conductor::breakGroup);
+                        conductor::onFailure);
+        this.tasks = new WorkerTasks(lock, state, membership, worldSize, conductor::onFailure);
         long periodNs = Math.max(TimeUnit.MILLISECONDS.toNanos(50), heartbeatTimeoutNs / 4);
         timer.scheduleAtFixedRate(this::checkHeartbeats, periodNs, periodNs, TimeUnit.NANOSECONDS);
     }
@@ -258,6 +259,13 @@ public final class RemoteCluster implements RankGroup {
         }
     }
 
+    @Override
+    public int partitionedRanks() {
+        synchronized (lock) {
+            return conductor.partitioned();
+        }
+    }
+
     /** Admits a worker or refuses it with the status to end its call with. */
     WorkerSession join(Join join, StreamObserver<ControlMessage> out) throws StatusException {
         synchronized (lock) {
@@ -290,7 +298,16 @@ public final class RemoteCluster implements RankGroup {
                     rollout.onStaged(session.rank, message.getStaged());
                     break;
                 case FAILURE:
+                    if (message.getFailure().hasPeer() && steps.pending(message.getFailure())) {
+                        conductor.onPeerNamed(session.rank, message.getFailure().getPeer());
+                    }
                     steps.onFailure(session.rank, message.getFailure());
+                    break;
+                case GROUP_FAILED:
+                    conductor.onGroupFailed(session.rank, message.getGroupFailed());
+                    break;
+                case LINKS_PROBED:
+                    conductor.onLinksProbed(session.rank, message.getLinksProbed());
                     break;
                 default:
                     break; // heartbeats only refresh the session
@@ -301,7 +318,8 @@ public final class RemoteCluster implements RankGroup {
     void onSessionEnd(WorkerSession session, String cause) {
         synchronized (lock) {
             if (membership.release(session)) {
-                conductor.breakGroup(
+                conductor.onLost(
+                        session.rank,
                         "rank " + session.rank + " lost (" + session + ": " + cause + ")");
             }
         }

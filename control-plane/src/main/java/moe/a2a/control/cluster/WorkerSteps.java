@@ -38,7 +38,7 @@ final class WorkerSteps {
     private final PendingTasks<RankStepResult> pending;
 
     /** Failures reported for steps still pending, gathered before the group is broken. */
-    private final StepFailures failures = new StepFailures();
+    private final FailureReports failures = new FailureReports("step");
 
     /** Whether the ranks return the expert ids they chose (a routing trace is recorded). */
     private volatile boolean recordRouting;
@@ -136,6 +136,11 @@ final class WorkerSteps {
         pending.complete(result.getStepId(), rank, TaskCodec.rankStepResult(result));
     }
 
+    /** Whether {@code failure} is of a step still pending (not an echo of one already failed). */
+    boolean pending(StepFailure failure) {
+        return pending.contains(failure.getStepId());
+    }
+
     /**
      * Gathers {@code rank}'s failure of a pending step, and breaks the group once every rank of it
      * reported, or the reports settled. Lock held.
@@ -152,7 +157,7 @@ final class WorkerSteps {
                             breakOnFailureLocked(step);
                         }
                     },
-                    StepFailures.SETTLE_NANOS,
+                    FailureReports.SETTLE_NANOS,
                     TimeUnit.NANOSECONDS);
         }
         if (failures.allReported(step, state.groupSize())) {

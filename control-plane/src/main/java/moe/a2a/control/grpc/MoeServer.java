@@ -161,7 +161,8 @@ public final class MoeServer implements AutoCloseable {
                         group::joined,
                         group::healthy,
                         group::rebuilds,
-                        group::degradedRanks)
+                        group::degradedRanks,
+                        group::partitionedRanks)
                 .bindTo(registry);
         RoutingRecorder recorder = null;
         if (settings.recordRouting() != null) {

@@ -9,6 +9,7 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.socket.SocketChannel;
 import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.PeerFailedException;
 
@@ -73,12 +74,15 @@ final class TcpConnector {
                                     }
                                 });
         while (true) {
+            // a peer behind a packet filter never answers: no attempt may outlast the deadline
+            long leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            bootstrap.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, Math.clamp(leftMs, 50, 30_000));
             ChannelFuture f = bootstrap.connect(address).awaitUninterruptibly();
             if (f.isSuccess()) {
                 return;
             }
             if (System.nanoTime() > deadline) {
-                throw new PeerFailedException(
+                throw PeerFailedException.unreachable(
                         config.rank(), peer, "cannot connect to " + address + ": " + f.cause());
             }
             sleepMillis(50);

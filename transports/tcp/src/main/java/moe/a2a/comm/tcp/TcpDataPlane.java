@@ -93,7 +93,12 @@ public final class TcpDataPlane implements DataPlane {
                             peer.substring(0, colon), Integer.parseInt(peer.substring(colon + 1))));
         }
         bound = null;
-        comm.connect(addresses);
+        try {
+            comm.connect(addresses);
+        } catch (RuntimeException e) {
+            comm.close();
+            throw e;
+        }
         return comm;
     }
 

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-class StepFailuresTest {
+class FailureReportsTest {
     @Test
     void shouldNameEveryReportByRankWhateverOrderTheyArrivedIn() {
-        StepFailures failures = new StepFailures();
+        FailureReports failures = new FailureReports("step");
         assertThat(failures.report(7, 1, "peer=0, reason=connection closed")).isTrue();
         assertThat(failures.allReported(7, 2)).isFalse();
         assertThat(failures.report(7, 0, "peer=1, counts disagree")).isFalse();
@@ -21,8 +21,16 @@ class StepFailuresTest {
     }
 
     @Test
+    void shouldNameTheWorkTheReportsAreAbout() {
+        FailureReports failures = new FailureReports("group epoch");
+        failures.report(4, 2, "cannot connect to rank 1");
+        assertThat(failures.take(4))
+                .isEqualTo("group epoch 4 failed on rank 2: cannot connect to rank 1");
+    }
+
+    @Test
     void shouldKeepEachRanksFirstReportAndForgetAllOnClear() {
-        StepFailures failures = new StepFailures();
+        FailureReports failures = new FailureReports("step");
         failures.report(3, 2, "first");
         failures.report(3, 2, "second");
         failures.report(4, 0, "other step");

@@ -6,14 +6,15 @@ import java.util.TreeMap;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The failures the ranks of a group report for their steps, gathered before the group is broken.
- * One failed rank makes the others fail too (a peer that aborts closes its connections), and their
- * reports race to the coordinator: the first one to arrive is often only the echo ("connection
- * closed") of the cause another rank saw. So a step's reports are gathered until every rank of the
- * group has reported, or {@link #SETTLE_NANOS} after the first, and the reason names them all, by
- * rank. Not thread-safe: guarded by {@link RemoteCluster}'s lock.
+ * The failures the ranks of a group report for one piece of work (a step, or a group epoch they
+ * could not connect), gathered before the group is broken. One failed rank makes the others fail
+ * too (a peer that aborts closes its connections), and their reports race to the coordinator: the
+ * first one to arrive is often only the echo ("connection closed") of the cause another rank saw.
+ * So a piece's reports are gathered until every rank of the group has reported, or {@link
+ * #SETTLE_NANOS} after the first, and the reason names them all, by rank. Not thread-safe: guarded
+ * by {@link RemoteCluster}'s lock.
  */
-final class StepFailures {
+final class FailureReports {
     /**
      * How long the first report of a step waits for the others. Every rank of an aborted exchange
      * reports within milliseconds of the first on this machine's loopback; a rank that never
@@ -21,7 +22,15 @@ final class StepFailures {
      */
     static final long SETTLE_NANOS = 250_000_000L;
 
+    private final String what;
     private final Map<Long, TreeMap<Integer, String>> byStep = new HashMap<>();
+
+    /**
+     * @param what the work the reports are about, as the reason names it ("step", say)
+     */
+    FailureReports(String what) {
+        this.what = what;
+    }
 
     /**
      * Records {@code rank}'s failure of {@code step}.
@@ -54,7 +63,7 @@ final class StepFailures {
         if (reports == null) {
             return null;
         }
-        StringBuilder reason = new StringBuilder("step ").append(step).append(" failed");
+        StringBuilder reason = new StringBuilder(what).append(' ').append(step).append(" failed");
         String sep = " on rank ";
         for (Map.Entry<Integer, String> e : reports.entrySet()) {
             reason.append(sep).append(e.getKey()).append(": ").append(e.getValue());

@@ -1,0 +1,131 @@
+package moe.a2a.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Workers on hosts of their own, on one machine: a network namespace per worker, each joined by a
+ * veth pair to a bridge in this namespace, where the control plane and the clients stay. A link
+ * between two workers is cut with a packet filter in one of their namespaces (both directions
+ * dropped, as a failed switch port or a firewall would), while both still reach the control plane.
+ * Needs root, iproute2 and iptables; skipped without them, unless {@code
+ * MOE_A2A_IT_REQUIRE_NETNS=1} (which .ci/run sets).
+ */
+final class WorkerNetwork implements AutoCloseable {
+    /** The bridge's address: where workers reach the control plane. */
+    static final String HOST = "10.79.0.1";
+
+    private final String id = UUID.randomUUID().toString().substring(0, 4);
+    private final int workers;
+    private final List<String> namespaces = new ArrayList<>();
+
+    private WorkerNetwork(int workers) {
+        this.workers = workers;
+    }
+
+    /** Brings up {@code workers} namespaces, or skips the test where it cannot. */
+    static WorkerNetwork up(int workers) throws Exception {
+        boolean available =
+                "root".equals(System.getProperty("user.name"))
+                        && run("ip", "-V") == 0
+                        && run("iptables", "--version") == 0;
+        if ("1".equals(System.getenv("MOE_A2A_IT_REQUIRE_NETNS"))) {
+            assertThat(available).as("root, iproute2 and iptables (see .ci/run)").isTrue();
+        }
+        assumeTrue(available, "network namespaces need root, iproute2 and iptables: skipped");
+        WorkerNetwork net = new WorkerNetwork(workers);
+        try {
+            net.create();
+        } catch (Exception e) {
+            net.close();
+            throw e;
+        }
+        return net;
+    }
+
+    private void create() throws Exception {
+        must("ip", "link", "add", bridge(), "type", "bridge");
+        must("ip", "addr", "add", HOST + "/24", "dev", bridge());
+        must("ip", "link", "set", bridge(), "up");
+        for (int w = 0; w < workers; w++) {
+            String ns = "moe-" + id + "-w" + w;
+            must("ip", "netns", "add", ns);
+            namespaces.add(ns);
+            String hostEnd = "m" + id + "h" + w;
+            must("ip", "link", "add", hostEnd, "type", "veth", "peer", "name", "eth0", "netns", ns);
+            must("ip", "link", "set", hostEnd, "master", bridge());
+            must("ip", "link", "set", hostEnd, "up");
+            must("ip", "-n", ns, "addr", "add", address(w) + "/24", "dev", "eth0");
+            must("ip", "-n", ns, "link", "set", "eth0", "up");
+            must("ip", "-n", ns, "link", "set", "lo", "up");
+        }
+    }
+
+    /** Worker {@code w}'s address in its namespace. */
+    static String address(int w) {
+        return "10.79.0." + (10 + w);
+    }
+
+    /** The command prefix that runs a process in worker {@code w}'s namespace. */
+    List<String> in(int w) {
+        return List.of("ip", "netns", "exec", namespaces.get(w));
+    }
+
+    /** Drops every packet between workers {@code a} and {@code b}, both ways. */
+    void cut(int a, int b) throws Exception {
+        filter("-A", a, b);
+    }
+
+    /** Lets packets between workers {@code a} and {@code b} through again. */
+    void heal(int a, int b) throws Exception {
+        filter("-D", a, b);
+    }
+
+    private void filter(String op, int a, int b) throws Exception {
+        String ns = namespaces.get(a);
+        must("ip", "netns", "exec", ns, "iptables", op, "INPUT", "-s", address(b), "-j", "DROP");
+        must("ip", "netns", "exec", ns, "iptables", op, "OUTPUT", "-d", address(b), "-j", "DROP");
+    }
+
+    private String bridge() {
+        return "m" + id + "br";
+    }
+
+    @Override
+    public void close() throws IOException {
+        try {
+            for (String ns : namespaces) {
+                run("ip", "netns", "del", ns);
+            }
+            run("ip", "link", "del", bridge());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void must(String... command) throws Exception {
+        assertThat(run(command)).as(String.join(" ", command)).isZero();
+    }
+
+    private static int run(String... command) throws IOException, InterruptedException {
+        Process p;
+        try {
+            p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        } catch (IOException e) {
+            return -1;
+        }
+        p.getInputStream().transferTo(OutputStream.nullOutputStream());
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            return -1;
+        }
+        return p.exitValue();
+    }
+}
