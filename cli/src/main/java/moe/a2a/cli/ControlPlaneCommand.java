@@ -13,6 +13,7 @@ import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.cluster.StragglerWatch;
 import moe.a2a.control.cluster.TransportPolicy;
 import moe.a2a.control.grpc.ClusterServer;
 import moe.a2a.control.grpc.MoeServer;
@@ -20,6 +21,7 @@ import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.RowKernels;
+import moe.a2a.metrics.ExchangeWaitMetrics;
 import moe.a2a.metrics.MetricsEndpoint;
 import moe.a2a.v1.ModelSpec;
 import org.slf4j.Logger;
@@ -63,6 +65,20 @@ final class ControlPlaneCommand implements Callable<Integer> {
             description =
                     "A worker silent this long counts as lost (e.g. 2s, 500ms or ISO-8601; default: ${DEFAULT-VALUE}).")
     Duration heartbeatTimeout;
+
+    @Option(
+            names = "--straggler-factor",
+            defaultValue = "3",
+            description =
+                    "Flag a rank as a straggler when the others wait on it this many times as long"
+                            + " as on the median rank (default: ${DEFAULT-VALUE}).")
+    double stragglerFactor;
+
+    @Option(
+            names = "--straggler-window",
+            defaultValue = "32",
+            description = "Steps each straggler judgement sums over (default: ${DEFAULT-VALUE}).")
+    int stragglerWindow;
 
     @Option(
             names = "--cluster-port",
@@ -122,17 +138,21 @@ final class ControlPlaneCommand implements Callable<Integer> {
                             + "; GPU ranks keep the placement they start with, live rebalancing"
                             + " runs on tcp)");
         }
+        StragglerWatch.Settings stragglers =
+                new StragglerWatch.Settings(stragglerFactor, stragglerWindow);
         ModelSpec spec = model.spec(config);
         String fingerprint = ModelOptions.fingerprint(spec);
         LOG.info(
                 "moe-a2a control-plane: model={} fingerprint={} worldSize={} transport={} exchangeTimeout={}"
-                        + " heartbeatTimeout={} settings={} grpc={}:{} metricsPort={} kernels={}",
+                        + " heartbeatTimeout={} stragglers={} settings={} grpc={}:{} metricsPort={}"
+                        + " kernels={}",
                 config,
                 fingerprint,
                 server.worldSize,
                 policy,
                 server.exchangeTimeout,
                 heartbeatTimeout,
+                stragglers,
                 server.settings(),
                 server.host,
                 server.port,
@@ -168,7 +188,11 @@ final class ControlPlaneCommand implements Callable<Integer> {
                         policy,
                         server.exchangeTimeout.toNanos(),
                         heartbeatTimeout.toNanos(),
-                        health);
+                        health,
+                        new StragglerWatch(
+                                stragglers,
+                                server.worldSize,
+                                new ExchangeWaitMetrics(registry, server.worldSize)));
         ClusterServer workers;
         try {
             workers = ClusterServer.start(workerPort, cluster);

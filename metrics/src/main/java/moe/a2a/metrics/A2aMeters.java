@@ -17,6 +17,19 @@ public enum A2aMeters {
             "moe.a2a.communication.share",
             null,
             "Dispatch and combine exchange time over step time, over the layer's last 16 steps"),
+    /**
+     * Time ranks waited for one peer's rows in one exchange (tags {@code phase}, {@code peer}): a
+     * sample per (waiting rank, peer) and step, where the transport measures it (tcp).
+     */
+    EXCHANGE_WAIT(
+            "moe.a2a.exchange.wait",
+            "seconds",
+            "Time a rank waited for one peer's rows in one exchange of a step"),
+    /** 1 while a rank is flagged as slower than the others (tag {@code rank}), else 0. */
+    RANK_STRAGGLER(
+            "moe.a2a.rank.straggler",
+            null,
+            "1 while the others wait on this rank more than --straggler-factor times the median peer"),
     /** Step stage latency (tag {@code stage}: queue, route, dispatch, expert, combine). */
     STEP_STAGE("moe.a2a.step.stage", "seconds", "Latency of one stage of a step, slowest rank"),
     /**

@@ -22,6 +22,9 @@ class StepMetricsTest {
                 new StepMetrics(registry, new int[] {0, 1}, 4, 2, LocalTransportProvider.LOCAL);
         new ClusterMetrics(4, () -> 3, () -> 1, () -> 2, () -> 1, () -> 2).bindTo(registry);
         new QueueMetrics(() -> 5, () -> 321).bindTo(registry);
+        ExchangeWaitMetrics waits = new ExchangeWaitMetrics(registry, 2);
+        waits.onWaits(0, new long[] {0, 3_000_000}, new long[] {0, 40_000_000});
+        waits.flag(1, true);
         // layer 1: expert 0 takes 6 of 8 assignments -> expert imbalance 6 / 2 = 3; ranks 5 and 1
         // -> 5 / 3
         long[][] sent = {{0, 700}, {300, 0}};
@@ -113,6 +116,15 @@ class StepMetricsTest {
                 .contains("moe_a2a_cluster_healthy_ranks 1.0")
                 .contains("moe_a2a_cluster_degraded_ranks 1.0")
                 .contains("moe_a2a_cluster_partitioned_ranks 2.0")
+                .contains(
+                        "moe_a2a_exchange_wait_seconds_bucket{peer=\"1\",phase=\"dispatch\",le=\"0.005\"} 1")
+                .contains(
+                        "moe_a2a_exchange_wait_seconds_bucket{peer=\"1\",phase=\"combine\",le=\"0.02\"} 0")
+                .contains(
+                        "moe_a2a_exchange_wait_seconds_bucket{peer=\"1\",phase=\"combine\",le=\"0.1\"} 1")
+                .contains("moe_a2a_exchange_wait_seconds_count{peer=\"0\",phase=\"dispatch\"} 0")
+                .contains("moe_a2a_rank_straggler{rank=\"1\"} 1.0")
+                .contains("moe_a2a_rank_straggler{rank=\"0\"} 0.0")
                 .contains("moe_a2a_queue_requests 5.0")
                 .contains("moe_a2a_queue_tokens 321.0")
                 .contains("moe_a2a_communicator_rebuilds_total 2.0");

@@ -16,6 +16,7 @@ import moe.a2a.v1.StepTask;
 import moe.a2a.v1.Tensor;
 import moe.a2a.v1.TopK;
 import moe.a2a.v1.WorkerMessage;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Steps as the ClusterService messages that carry them, on both ends of a worker's session: the
@@ -115,6 +116,20 @@ public final class TaskCodec {
      */
     public static StepResult stepResult(
             long stepId, RankStepResult r, int outputBytes, boolean withRouting) {
+        return stepResult(stepId, r, outputBytes, withRouting, null, null);
+    }
+
+    /**
+     * As {@link #stepResult(long, RankStepResult, int, boolean)}, with the time the rank waited for
+     * each world rank in the dispatch and the combine exchange, where they were measured.
+     */
+    public static StepResult stepResult(
+            long stepId,
+            RankStepResult r,
+            int outputBytes,
+            boolean withRouting,
+            long @Nullable [] dispatchWaitNs,
+            long @Nullable [] combineWaitNs) {
         StepResult.Builder out =
                 StepResult.newBuilder()
                         .setStepId(stepId)
@@ -144,6 +159,11 @@ public final class TaskCodec {
         if (withRouting) {
             for (int id : r.routedIds()) {
                 out.addRoutedIds(id);
+            }
+        }
+        if (dispatchWaitNs != null && combineWaitNs != null) {
+            for (int p = 0; p < dispatchWaitNs.length; p++) {
+                out.addDispatchWaitNs(dispatchWaitNs[p]).addCombineWaitNs(combineWaitNs[p]);
             }
         }
         return out.build();

@@ -1,6 +1,7 @@
 package moe.a2a.worker;
 
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.PeerFaults;
 import moe.a2a.dispatch.HostTopology;
 import moe.a2a.experts.RankRuntime;
@@ -39,6 +40,15 @@ record FormedGroup(
 
     boolean acrossHosts() {
         return hostGroup != null;
+    }
+
+    /**
+     * The time this rank has waited for each world rank's frames in {@code phase}; null where the
+     * transport does not measure it, or across hosts (rails and host groups number ranks
+     * otherwise).
+     */
+    long @Nullable [] waitedNanos(ExchangePhase phase) {
+        return hostGroup != null ? null : main.waitedNanos(phase);
     }
 
     /** Gives {@code runtime} this group's communicators for the next steps. */

@@ -2,6 +2,7 @@ package moe.a2a.worker;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import moe.a2a.comm.ExchangePhase;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.kernels.DType;
 import moe.a2a.metrics.StepStatsSnapshot;
@@ -9,6 +10,7 @@ import moe.a2a.protocol.TaskCodec;
 import moe.a2a.protocol.TensorCodec;
 import moe.a2a.v1.StepTask;
 import moe.a2a.v1.WorkerMessage;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Runs a worker's share of steps on its formed group, answers each on the session, and records each
@@ -39,6 +41,8 @@ final class RankTasks {
             if (task.getRecordRouting()) {
                 loaded.runtime().recordRouting();
             }
+            long[] dispatchWaited = group.waitedNanos(ExchangePhase.DISPATCH);
+            long[] combineWaited = group.waitedNanos(ExchangePhase.COMBINE);
             RankStepResult r =
                     loaded.runtime()
                             .step(
@@ -53,7 +57,12 @@ final class RankTasks {
                     WorkerMessage.newBuilder()
                             .setResult(
                                     TaskCodec.stepResult(
-                                            task.getStepId(), r, bytes, task.getRecordRouting()))
+                                            task.getStepId(),
+                                            r,
+                                            bytes,
+                                            task.getRecordRouting(),
+                                            since(dispatchWaited, ExchangePhase.DISPATCH, group),
+                                            since(combineWaited, ExchangePhase.COMBINE, group)))
                             .build());
             // This rank's view of the step: its own tokens' counts and its own stage times.
             long[][] sent = new long[worldSize][];
@@ -87,6 +96,19 @@ final class RankTasks {
                             task.getStepId(), e.getMessage(), group.failedPeer(e, loaded.rank())));
             loaded.metrics().onStepFailed(e, task.getNumTokens());
         }
+    }
+
+    /** The time waited for each rank in {@code phase} since {@code before}; null if unmeasured. */
+    private static long @Nullable [] since(
+            long @Nullable [] before, ExchangePhase phase, FormedGroup group) {
+        long[] now = group.waitedNanos(phase);
+        if (before == null || now == null) {
+            return null;
+        }
+        for (int p = 0; p < now.length; p++) {
+            now[p] -= before[p];
+        }
+        return now;
     }
 
     /** Of the tokens {@code rank} sent to each rank, those that crossed to another. */

@@ -92,7 +92,8 @@ public final class RemoteCluster implements RankGroup {
                 TransportPolicy.of(transport),
                 exchangeTimeoutNs,
                 heartbeatTimeoutNs,
-                listener);
+                listener,
+                new StragglerWatch(StragglerWatch.Settings.DEFAULT, placement.worldSize(), null));
     }
 
     /**
@@ -100,6 +101,7 @@ public final class RemoteCluster implements RankGroup {
      *     group's, and every worker is sent it
      * @param policy the data plane the workers must run, or auto: shm for a group of one host, tcp
      *     across hosts, picked each time the group forms
+     * @param stragglers judges the waits the workers report, flagging the rank the others wait on
      */
     public RemoteCluster(
             ModelConfig model,
@@ -109,7 +111,8 @@ public final class RemoteCluster implements RankGroup {
             TransportPolicy policy,
             long exchangeTimeoutNs,
             long heartbeatTimeoutNs,
-            ClusterListener listener) {
+            ClusterListener listener,
+            StragglerWatch stragglers) {
         RankGroup.checkPlacement(placement, model);
         final int worldSize = placement.worldSize();
         this.policy = policy;
@@ -149,6 +152,7 @@ public final class RemoteCluster implements RankGroup {
                         worldSize,
                         exchangeTimeoutNs,
                         timer,
+                        stragglers,
                         conductor::onFailure);
         this.tasks = new WorkerTasks(lock, state, membership, worldSize, conductor::onFailure);
         long periodNs = Math.max(TimeUnit.MILLISECONDS.toNanos(50), heartbeatTimeoutNs / 4);

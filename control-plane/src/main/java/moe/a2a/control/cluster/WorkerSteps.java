@@ -40,6 +40,8 @@ final class WorkerSteps {
     /** Failures reported for steps still pending, gathered before the group is broken. */
     private final FailureReports failures = new FailureReports("step");
 
+    private final StragglerWatch stragglers;
+
     /** Whether the ranks return the expert ids they chose (a routing trace is recorded). */
     private volatile boolean recordRouting;
 
@@ -52,6 +54,7 @@ final class WorkerSteps {
             int worldSize,
             long exchangeTimeoutNs,
             ScheduledExecutorService timer,
+            StragglerWatch stragglers,
             Consumer<String> breakGroup) {
         this.lock = lock;
         this.state = state;
@@ -61,6 +64,7 @@ final class WorkerSteps {
         this.worldSize = worldSize;
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.timer = timer;
+        this.stragglers = stragglers;
         this.breakGroup = breakGroup;
         this.pending = new PendingTasks<>(worldSize);
     }
@@ -133,6 +137,13 @@ final class WorkerSteps {
 
     /** Completes {@code rank}'s part of the step it answered. Lock held. */
     void onResult(int rank, StepResult result) {
+        if (result.getDispatchWaitNsCount() > 0 && pending.contains(result.getStepId())) {
+            stragglers.onWaits(
+                    rank,
+                    TaskCodec.toArray(result.getDispatchWaitNsList()),
+                    TaskCodec.toArray(result.getCombineWaitNsList()),
+                    state.groupSize());
+        }
         pending.complete(result.getStepId(), rank, TaskCodec.rankStepResult(result));
     }
 
@@ -176,6 +187,7 @@ final class WorkerSteps {
     void failAll(A2aException failure) {
         pending.failAll(failure);
         failures.clear();
+        stragglers.reset();
     }
 
     /** A rank outside the group's answer to a step: no tokens, no traffic. */

@@ -57,7 +57,8 @@ final class InProcessCluster implements AutoCloseable {
                         transport,
                         TimeUnit.SECONDS.toNanos(5),
                         TimeUnit.SECONDS.toNanos(30),
-                        new QuietListener());
+                        new QuietListener(),
+                        new StragglerWatch(StragglerWatch.Settings.DEFAULT, worldSize, null));
         String name = InProcessServerBuilder.generateName();
         server =
                 ClusterServer.start(InProcessServerBuilder.forName(name).directExecutor(), cluster);

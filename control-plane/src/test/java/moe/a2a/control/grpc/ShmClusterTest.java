@@ -23,6 +23,7 @@ import moe.a2a.comm.tcp.TcpDataPlane;
 import moe.a2a.comm.tcp.TcpTransportProvider;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.cluster.StragglerWatch;
 import moe.a2a.control.cluster.TransportPolicy;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
 import moe.a2a.dispatch.Placement;
@@ -175,7 +176,8 @@ class ShmClusterTest {
                 TransportPolicy.AUTO,
                 TimeUnit.SECONDS.toNanos(10),
                 TimeUnit.SECONDS.toNanos(30),
-                new QuietListener());
+                new QuietListener(),
+                new StragglerWatch(StragglerWatch.Settings.DEFAULT, WORLD, null));
     }
 
     static List<String> shmFiles(Path dir) throws IOException {

@@ -3,6 +3,7 @@ package moe.a2a.comm;
 import java.nio.ByteBuffer;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One rank's end of an all-to-all group. Every collective call must be made by every rank of the
@@ -70,6 +71,14 @@ public interface Communicator extends AutoCloseable {
             long[] sendCounts,
             ByteBuffer recv,
             long[] recvCounts);
+
+    /**
+     * The time this rank has waited for each peer's frames in {@code phase} since it formed (by
+     * this communicator's ranks; a copy), where the transport measures it; null where it does not.
+     */
+    default long @Nullable [] waitedNanos(ExchangePhase phase) {
+        return null;
+    }
 
     /**
      * Whether this transport can leave received segments where they landed, in memory the caller

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A group of some of a world's ranks, seen with the world's ranks: the members exchange over a
@@ -231,6 +232,19 @@ public final class SparseCommunicator implements Communicator {
     @Override
     public void abort(Throwable cause) {
         members.abort(cause);
+    }
+
+    @Override
+    public long @Nullable [] waitedNanos(ExchangePhase phase) {
+        long[] byMember = members.waitedNanos(phase);
+        if (byMember == null) {
+            return null;
+        }
+        long[] byWorld = new long[worldSize];
+        for (int i = 0; i < ranks.length; i++) {
+            byWorld[ranks[i]] = byMember[i];
+        }
+        return byWorld;
     }
 
     @Override

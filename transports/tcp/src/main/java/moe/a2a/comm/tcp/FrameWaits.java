@@ -6,6 +6,7 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.PeerFailedException;
+import moe.a2a.comm.PeerWaits;
 
 /**
  * The waits of one rank's calls, each to the call's deadline: for the next frame from a peer
@@ -21,12 +22,14 @@ final class FrameWaits {
     private final long timeoutNs;
     private final PeerLinks links;
     private final DataFrames frames;
+    private final PeerWaits waited;
 
-    FrameWaits(int rank, long timeoutNs, PeerLinks links, DataFrames frames) {
+    FrameWaits(int rank, long timeoutNs, PeerLinks links, DataFrames frames, PeerWaits waited) {
         this.rank = rank;
         this.timeoutNs = timeoutNs;
         this.links = links;
         this.frames = frames;
+        this.waited = waited;
     }
 
     /**
@@ -46,6 +49,9 @@ final class FrameWaits {
             links.abort(e);
             throw e;
         }
+        // how late the peer was for this call, whatever order the call waits for its peers in
+        long callStart = deadline - timeoutNs;
+        waited.record(phase, peer, Math.max(0, frame.completedNanos() - callStart));
         if (frame.op() != seq
                 || frame.kind() != kind
                 || frame.step() != step

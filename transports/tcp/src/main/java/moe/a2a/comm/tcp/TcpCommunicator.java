@@ -9,6 +9,7 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.InboundSink;
+import moe.a2a.comm.PeerWaits;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Transport;
@@ -48,6 +49,7 @@ public final class TcpCommunicator implements Communicator {
     private final DataFrames frames;
     private final ReceiveRegions regions;
     private final FrameWaits waits;
+    private final PeerWaits waited;
     private final TcpCollectives collectives;
     private final TcpPointToPoint pointToPoint;
     private final long[] barrierSend;
@@ -62,7 +64,8 @@ public final class TcpCommunicator implements Communicator {
         this.barrierRecv = new long[n];
         this.frames = new DataFrames(links.channels());
         this.regions = new ReceiveRegions(links.inboxes());
-        this.waits = new FrameWaits(config.rank(), config.timeoutNs(), links, frames);
+        this.waited = new PeerWaits(n);
+        this.waits = new FrameWaits(config.rank(), config.timeoutNs(), links, frames, waited);
         long[] sendSeq = new long[n];
         long[] recvSeq = new long[n];
         this.collectives =
@@ -138,6 +141,11 @@ public final class TcpCommunicator implements Communicator {
     @Override
     public int size() {
         return config.size();
+    }
+
+    @Override
+    public long[] waitedNanos(ExchangePhase phase) {
+        return waited.total(phase);
     }
 
     @Override

@@ -51,6 +51,49 @@ class TcpCommunicatorTest extends AbstractCommunicatorTest {
     }
 
     /**
+     * Rank 2 comes 200 ms late to every exchange of three: the others count the wait against rank 2
+     * in the phase it happened in, and none against each other, whichever order they wait in.
+     */
+    @Test
+    void shouldCountHowLateEachPeerCameIntoTheExchange() throws Exception {
+        TcpCommunicator[] group = group(transport, 3, TimeUnit.SECONDS.toNanos(20));
+        RankThreads.run(
+                3,
+                rank -> {
+                    ByteBuffer send = ByteBuffer.allocateDirect(3 * 64);
+                    ByteBuffer recv = ByteBuffer.allocateDirect(3 * 64);
+                    long[] counts = {64, 64, 64};
+                    for (int step = 0; step < 3; step++) {
+                        if (rank == 2) {
+                            pause(200);
+                        }
+                        long[] recvCounts = new long[3];
+                        group[rank].allToAllCounts(
+                                step, ExchangePhase.DISPATCH, counts, recvCounts);
+                        group[rank].allToAllV(
+                                step, ExchangePhase.DISPATCH, send, counts, recv, recvCounts);
+                    }
+                    return rank;
+                });
+        for (int r = 0; r < 2; r++) {
+            long[] dispatch = group[r].waitedNanos(ExchangePhase.DISPATCH);
+            assertThat(dispatch[2])
+                    .as("rank %d's wait on rank 2", r)
+                    .isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(3 * 180));
+            assertThat(dispatch[1 - r])
+                    .as("rank %d's wait on rank %d, on time", r, 1 - r)
+                    .isLessThan(TimeUnit.MILLISECONDS.toNanos(3 * 100));
+            assertThat(group[r].waitedNanos(ExchangePhase.COMBINE)).containsOnly(0L);
+        }
+        assertThat(group[2].waitedNanos(ExchangePhase.DISPATCH)[0])
+                .as("the late rank waits on nobody")
+                .isLessThan(TimeUnit.MILLISECONDS.toNanos(3 * 100));
+        for (TcpCommunicator c : group) {
+            c.close();
+        }
+    }
+
+    /**
      * Rank 1 posts its receive long before rank 0 sends, so rank 0's rows land in place; rank 1's
      * rows reach rank 0 before rank 0 posts. Within the bound of what may run ahead (4 MiB) they
      * arrive whole and take the copying path; beyond it rank 0 stops reading them until it posts,
@@ -98,6 +141,15 @@ class TcpCommunicatorTest extends AbstractCommunicatorTest {
         assertThat(group[0].landedBytes()).isEqualTo(copied ? 0 : bytes);
         for (TcpCommunicator c : group) {
             c.close();
+        }
+    }
+
+    private static void pause(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
         }
     }
 
