@@ -81,6 +81,14 @@ final class ControlPlaneCommand implements Callable<Integer> {
     int stragglerWindow;
 
     @Option(
+            names = "--evict-stragglers",
+            description =
+                    "Serve around a rank flagged as a straggler, as around a lost one, where the"
+                            + " others hold a replica of each of its experts; it is tried again after"
+                            + " 30 s, doubled for each eviction after, up to 10 min (default: off).")
+    boolean evictStragglers;
+
+    @Option(
             names = "--cluster-port",
             defaultValue = "50061",
             description =
@@ -139,7 +147,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                             + " runs on tcp)");
         }
         StragglerWatch.Settings stragglers =
-                new StragglerWatch.Settings(stragglerFactor, stragglerWindow);
+                new StragglerWatch.Settings(stragglerFactor, stragglerWindow, evictStragglers);
         ModelSpec spec = model.spec(config);
         String fingerprint = ModelOptions.fingerprint(spec);
         LOG.info(

@@ -92,23 +92,7 @@ class StragglerIT {
             assertThat(cp.output()).doesNotContain("is a straggler");
 
             final CliProcess slowed = workers.get(SLOW);
-            slow.set(true);
-            Thread bursts =
-                    new Thread(
-                            () -> {
-                                try {
-                                    while (slow.get()) {
-                                        signal("STOP", slowed);
-                                        Thread.sleep(300);
-                                        signal("CONT", slowed);
-                                        Thread.sleep(200);
-                                    }
-                                } catch (Exception e) {
-                                    throw new IllegalStateException(e);
-                                }
-                            },
-                            "bursts");
-            bursts.start();
+            Thread bursts = bursts(slowed, slow);
             threads.add(bursts);
             cp.awaitOutput("rank " + SLOW + " is a straggler", Duration.ofSeconds(90));
             String flagged = scrape(metricsPort);
@@ -146,6 +130,111 @@ class StragglerIT {
                 p.close();
             }
         }
+    }
+
+    /**
+     * With {@code --evict-stragglers} and a replica of every expert, the flagged rank is served
+     * around: the group forms without it and answers go on, right; after its eviction (30 s) it is
+     * tried again, and the whole group forms once more.
+     */
+    @Test
+    void shouldServeAroundAnEvictedStragglerAndTryItAgain() throws Exception {
+        int port = CliProcess.freePort();
+        int clusterPort = CliProcess.freePort();
+        int metricsPort = CliProcess.freePort();
+        List<CliProcess> processes = new ArrayList<>();
+        ManagedChannel channel =
+                NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+        AtomicBoolean running = new AtomicBoolean(true);
+        AtomicBoolean slow = new AtomicBoolean(false);
+        List<Thread> threads = new ArrayList<>();
+        try {
+            List<String> flags = new ArrayList<>(traffic.modelFlags());
+            flags.addAll(
+                    List.of(
+                            "--metrics-port",
+                            Integer.toString(metricsPort),
+                            "--exchange-timeout",
+                            "10s",
+                            "--heartbeat-timeout",
+                            "5s",
+                            "--straggler-window",
+                            "16",
+                            "--redundant-experts",
+                            Integer.toString(E),
+                            "--evict-stragglers"));
+            CliProcess cp =
+                    CliProcess.controlPlane(
+                            dir, "control-plane", List.of(), port, clusterPort, WORLD, flags);
+            processes.add(cp);
+            cp.awaitServingPort(Duration.ofSeconds(60));
+            List<CliProcess> workers = new ArrayList<>();
+            for (int r = 0; r < WORLD; r++) {
+                workers.add(CliProcess.tcpWorker(dir, clusterPort, r));
+            }
+            processes.addAll(workers);
+            CliProcess.awaitHealth(
+                    channel, ServingStatus.SERVING, Duration.ofSeconds(90), processes);
+            for (int c = 0; c < 2; c++) {
+                final long base = 3_000_000L * (c + 1);
+                Thread t = new Thread(() -> load(channel, running, base), "client-" + c);
+                t.start();
+                threads.add(t);
+            }
+            awaitAnswers(40, processes);
+            Thread bursts = bursts(workers.get(SLOW), slow);
+            threads.add(bursts);
+            cp.awaitOutput("evicting straggler rank " + SLOW + " for 30 s", Duration.ofSeconds(90));
+            cp.awaitOutput("degraded: serving with ranks [0, 1, 3] of 4", Duration.ofSeconds(30));
+            awaitAnswers(40, processes);
+            slow.set(false);
+            bursts.join(5000);
+            signal("CONT", workers.get(SLOW));
+            cp.awaitOutput(
+                    "trying evicted straggler rank " + SLOW + " again", Duration.ofSeconds(60));
+            cp.awaitOutput("whole again", Duration.ofSeconds(30));
+            awaitAnswers(20, processes);
+            running.set(false);
+            for (Thread t : threads) {
+                t.join(60_000);
+            }
+            assertThat(wrong).as("answers that differ from the reference").isEmpty();
+            assertThat(failures)
+                    .as("only the steps in flight when the group re-formed failed")
+                    .allSatisfy(f -> assertThat(f).startsWith("UNAVAILABLE"));
+            assertThat(scrape(metricsPort))
+                    .contains("moe_a2a_cluster_degraded_ranks{role=\"control-plane\"} 0.0");
+        } finally {
+            running.set(false);
+            slow.set(false);
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            for (CliProcess p : processes) {
+                signal("CONT", p);
+                p.close();
+            }
+        }
+    }
+
+    /** Stops {@code worker} for 300 ms of every 500 while {@code slow} holds; started. */
+    private static Thread bursts(CliProcess worker, AtomicBoolean slow) {
+        slow.set(true);
+        Thread bursts =
+                new Thread(
+                        () -> {
+                            try {
+                                while (slow.get()) {
+                                    signal("STOP", worker);
+                                    Thread.sleep(300);
+                                    signal("CONT", worker);
+                                    Thread.sleep(200);
+                                }
+                            } catch (Exception e) {
+                                throw new IllegalStateException(e);
+                            }
+                        },
+                        "bursts");
+        bursts.start();
+        return bursts;
     }
 
     /** Dispatch waits on {@code peer} longer than 100 ms, from the scrape's histogram. */

@@ -50,9 +50,36 @@ final class DegradedServing {
     }
 
     /**
+     * Whether every expert the ranks outside {@code usable} host has a replica among {@code usable}
+     * (never over NCCL), so that the group could serve without them.
+     */
+    boolean covers(int[] usable) {
+        if (Transports.reach(formation.transport()) == TransportReach.DEVICES
+                || usable.length == 0) {
+            return false;
+        }
+        boolean[] lost = outside(usable);
+        for (Placement p : beforeLoss != null ? beforeLoss : placements.all()) {
+            if (p.without(lost, p.version() + 1) == null) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private boolean[] outside(int[] usable) {
+        boolean[] lost = new boolean[worldSize];
+        Arrays.fill(lost, true);
+        for (int r : usable) {
+            lost[r] = false;
+        }
+        return lost;
+    }
+
+    /**
      * Switches every layer to a placement without the ranks outside {@code usable} (those with no
-     * worker, or set aside for a cut link) when every expert they hosted has a replica on another
-     * rank (not over NCCL).
+     * worker, set aside for a cut link, or evicted as stragglers) when every expert they hosted has
+     * a replica on another rank (not over NCCL).
      *
      * @param usable the ranks that can form a group, ascending
      * @return the ranks left, to form a group of their own; null to wait for the others to be taken
@@ -63,11 +90,7 @@ final class DegradedServing {
                 || usable.length == 0) {
             return null;
         }
-        boolean[] lost = new boolean[worldSize];
-        Arrays.fill(lost, true);
-        for (int r : usable) {
-            lost[r] = false;
-        }
+        boolean[] lost = outside(usable);
         List<Placement> whole = beforeLoss != null ? beforeLoss : placements.all();
         List<Placement> next = new ArrayList<>();
         for (int layer = 0; layer < whole.size(); layer++) {

@@ -29,6 +29,11 @@ final class GroupConductor {
     /** Logs under the cluster's name, the one category operators follow. */
     private static final Logger LOG = LoggerFactory.getLogger(RemoteCluster.class);
 
+    /** How long a straggler's first eviction lasts; each one after doubles it, up to the max. */
+    static final long FIRST_EVICTION_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    static final long MAX_EVICTION_NANOS = TimeUnit.MINUTES.toNanos(10);
+
     /** How long a set-aside worker's probe may try to connect to its cut peer. */
     static final long PROBE_CONNECT_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -45,6 +50,14 @@ final class GroupConductor {
     private final Consumer<A2aException> failInFlight;
 
     private final LinkFaults links;
+
+    /** Whether a rank flagged as a straggler is served around where replicas allow. */
+    private final boolean evictStragglers;
+
+    /** Ranks evicted as stragglers, and how long each one's next eviction lasts. */
+    private final boolean[] evicted;
+
+    private final long[] evictFor;
 
     /** Ranks' failures to connect an epoch's group, gathered before it is broken. */
     private final FailureReports formFailures = new FailureReports("group epoch");
@@ -67,6 +80,7 @@ final class GroupConductor {
             int worldSize,
             ScheduledExecutorService timer,
             ClusterListener listener,
+            boolean evictStragglers,
             Consumer<A2aException> failInFlight) {
         this.lock = lock;
         this.state = state;
@@ -78,6 +92,10 @@ final class GroupConductor {
         this.listener = listener;
         this.failInFlight = failInFlight;
         this.links = new LinkFaults(worldSize);
+        this.evictStragglers = evictStragglers;
+        this.evicted = new boolean[worldSize];
+        this.evictFor = new long[worldSize];
+        Arrays.fill(evictFor, FIRST_EVICTION_NANOS);
     }
 
     /** Times the group was broken and had to form again. */
@@ -94,7 +112,7 @@ final class GroupConductor {
     void onJoined(WorkerSession session) {
         LOG.info("{} joined ({}/{} ranks)", session, membership.joined(), worldSize);
         if (membership.full()) {
-            if (degraded.degraded() || links.count() > 0) {
+            if (degraded.degraded() || usable().length < worldSize) {
                 // serving without some ranks: form again, so the returning rank serves
                 breakGroup("rank " + session.rank + " returned: forming the group again");
             } else {
@@ -108,13 +126,57 @@ final class GroupConductor {
      * serves without it anyway.
      */
     void onLost(int rank, String reason) {
-        boolean outside = links.isAside(rank) && state.serving() && !state.inGroup(rank);
+        boolean outside =
+                (links.isAside(rank) || evicted[rank]) && state.serving() && !state.inGroup(rank);
         links.forget(rank);
         if (outside) {
-            LOG.warn("{}; it was set aside, the group serves on without it", reason);
+            LOG.warn("{}; it was set aside or evicted, the group serves on without it", reason);
         } else {
             breakGroup(reason);
         }
+    }
+
+    /**
+     * {@code rank} was just flagged as a straggler. With eviction on, and when the others hold a
+     * replica of every expert it hosts, the group forms without it; it is tried again after its
+     * eviction time (30 s, doubled for each eviction after, up to 10 min).
+     */
+    void onStraggler(int rank) {
+        if (!evictStragglers || evicted[rank]) {
+            return;
+        }
+        int[] usable = usable();
+        int[] without = Arrays.stream(usable).filter(r -> r != rank).toArray();
+        if (without.length == usable.length || !degraded.covers(without)) {
+            LOG.warn("straggler rank {} not evicted: only it hosts some experts", rank);
+            return;
+        }
+        long evictNanos = evictFor[rank];
+        evictFor[rank] = Math.min(MAX_EVICTION_NANOS, evictFor[rank] * 2);
+        evicted[rank] = true;
+        LOG.warn(
+                "evicting straggler rank {} for {} s: the others serve its experts' tokens",
+                rank,
+                TimeUnit.NANOSECONDS.toSeconds(evictNanos));
+        timer.schedule(
+                () -> {
+                    synchronized (lock) {
+                        if (evicted[rank]) {
+                            evicted[rank] = false;
+                            breakGroup("trying evicted straggler rank " + rank + " again");
+                        }
+                    }
+                },
+                evictNanos,
+                TimeUnit.NANOSECONDS);
+        breakGroup("rank " + rank + " evicted as a straggler");
+    }
+
+    /** The held ranks that can take part: not set aside for a cut link, not evicted. */
+    private int[] usable() {
+        return Arrays.stream(links.usable(membership.heldRanks()))
+                .filter(r -> !evicted[r])
+                .toArray();
     }
 
     /**
@@ -312,7 +374,7 @@ final class GroupConductor {
             rebuilds++;
         }
         timer.execute(() -> listener.onNotServing(reason));
-        int[] usable = links.usable(membership.heldRanks());
+        int[] usable = usable();
         if (usable.length == worldSize) {
             prepare(usable);
         } else {

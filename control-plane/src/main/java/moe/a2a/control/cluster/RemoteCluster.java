@@ -141,6 +141,7 @@ public final class RemoteCluster implements RankGroup {
                         worldSize,
                         timer,
                         listener,
+                        stragglers.settings().evict(),
                         this::failInFlight);
         this.steps =
                 new WorkerSteps(
@@ -153,6 +154,7 @@ public final class RemoteCluster implements RankGroup {
                         exchangeTimeoutNs,
                         timer,
                         stragglers,
+                        conductor::onStraggler,
                         conductor::onFailure);
         this.tasks = new WorkerTasks(lock, state, membership, worldSize, conductor::onFailure);
         long periodNs = Math.max(TimeUnit.MILLISECONDS.toNanos(50), heartbeatTimeoutNs / 4);

@@ -26,13 +26,16 @@ public final class StragglerWatch {
     /** Waits shorter than this per step are noise, whatever the factor. */
     static final long MIN_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
+    private static final int[] NONE = new int[0];
+
     /**
      * @param factor how many times the median rank's wait makes a straggler
      * @param window the steps each judgement sums over
+     * @param evict whether a flagged rank is served around, as a lost one, where replicas allow
      */
-    public record Settings(double factor, int window) {
-        /** --straggler-factor 3, --straggler-window 32. */
-        public static final Settings DEFAULT = new Settings(3, 32);
+    public record Settings(double factor, int window, boolean evict) {
+        /** --straggler-factor 3, --straggler-window 32, no eviction. */
+        public static final Settings DEFAULT = new Settings(3, 32, false);
 
         /**
          * @throws IllegalArgumentException naming the flag
@@ -67,8 +70,10 @@ public final class StragglerWatch {
     /**
      * Counts {@code rank}'s waits of one step, in a group of {@code groupSize} ranks, and judges
      * the window once it holds {@code window} steps of every rank.
+     *
+     * @return the ranks that judgement newly flagged (usually none)
      */
-    void onWaits(int rank, long[] dispatchNs, long[] combineNs, int groupSize) {
+    int[] onWaits(int rank, long[] dispatchNs, long[] combineNs, int groupSize) {
         if (metrics != null) {
             metrics.onWaits(rank, dispatchNs, combineNs);
         }
@@ -78,9 +83,11 @@ public final class StragglerWatch {
                 waitedOn[p] += dispatchNs[p] + combineNs[p];
             }
         }
-        if (++results >= settings.window() * groupSize) {
-            judge();
-        }
+        return ++results >= settings.window() * groupSize ? judge() : NONE;
+    }
+
+    Settings settings() {
+        return settings;
     }
 
     /** Whether {@code rank} is flagged now. */
@@ -95,7 +102,8 @@ public final class StragglerWatch {
         results = 0;
     }
 
-    private void judge() {
+    private int[] judge() {
+        IntStream.Builder newly = IntStream.builder();
         int[] ranks = IntStream.range(0, waitedOn.length).filter(r -> reported[r]).toArray();
         if (ranks.length >= 3) {
             for (int r : ranks) {
@@ -119,6 +127,7 @@ public final class StragglerWatch {
                         metrics.flag(r, slow);
                     }
                     if (slow) {
+                        newly.add(r);
                         LOG.warn(
                                 "rank {} is a straggler: the others waited {} ms per step on it,"
                                         + " {} ms on the median rank (last {} steps)",
@@ -136,5 +145,6 @@ public final class StragglerWatch {
             }
         }
         reset();
+        return newly.build().toArray();
     }
 }

@@ -5,6 +5,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.IntConsumer;
 import moe.a2a.comm.A2aException;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
@@ -42,6 +43,9 @@ final class WorkerSteps {
 
     private final StragglerWatch stragglers;
 
+    /** Told of each rank newly flagged as a straggler; called with the lock held. */
+    private final IntConsumer onStraggler;
+
     /** Whether the ranks return the expert ids they chose (a routing trace is recorded). */
     private volatile boolean recordRouting;
 
@@ -55,6 +59,7 @@ final class WorkerSteps {
             long exchangeTimeoutNs,
             ScheduledExecutorService timer,
             StragglerWatch stragglers,
+            IntConsumer onStraggler,
             Consumer<String> breakGroup) {
         this.lock = lock;
         this.state = state;
@@ -65,6 +70,7 @@ final class WorkerSteps {
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.timer = timer;
         this.stragglers = stragglers;
+        this.onStraggler = onStraggler;
         this.breakGroup = breakGroup;
         this.pending = new PendingTasks<>(worldSize);
     }
@@ -137,14 +143,19 @@ final class WorkerSteps {
 
     /** Completes {@code rank}'s part of the step it answered. Lock held. */
     void onResult(int rank, StepResult result) {
+        int[] flagged = new int[0];
         if (result.getDispatchWaitNsCount() > 0 && pending.contains(result.getStepId())) {
-            stragglers.onWaits(
-                    rank,
-                    TaskCodec.toArray(result.getDispatchWaitNsList()),
-                    TaskCodec.toArray(result.getCombineWaitNsList()),
-                    state.groupSize());
+            flagged =
+                    stragglers.onWaits(
+                            rank,
+                            TaskCodec.toArray(result.getDispatchWaitNsList()),
+                            TaskCodec.toArray(result.getCombineWaitNsList()),
+                            state.groupSize());
         }
         pending.complete(result.getStepId(), rank, TaskCodec.rankStepResult(result));
+        for (int r : flagged) {
+            onStraggler.accept(r);
+        }
     }
 
     /** Whether {@code failure} is of a step still pending (not an echo of one already failed). */
