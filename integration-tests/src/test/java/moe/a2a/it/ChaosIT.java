@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
@@ -33,15 +34,18 @@ import org.junit.jupiter.api.io.TempDir;
  * A chaos run: a control plane and four workers, each in a network namespace of its own ({@link
  * WorkerNetwork}), under steady client load with every answer checked against the reference, while
  * a seeded schedule injects one fault at a time: a worker killed and restarted, a worker stopped
- * (SIGSTOP) and resumed, a link between two workers cut and healed. After each fault is repaired
- * the run waits for the whole group before the next. Every expert has two slots, so a lost or
- * set-aside rank is served around.
+ * (SIGSTOP) and resumed, a worker stopped in bursts (300 ms of every 500), a link between two
+ * workers cut and healed, a worker's link slowed to 1 Mbit/s (tc tbf), the control plane killed and
+ * restarted on its ports. After each fault is repaired the run waits for the whole group before the
+ * next. Every expert has two slots, so a lost or set-aside rank is served around.
  *
  * <p>It reports, to its log and {@code target/chaos-report.md}: faults by kind, requests OK and
  * failed by status, wrong answers and requests never answered (both must be 0), the slowest failure
  * (must be within the exchange timeout + 2 s), and per kind the time from the fault to SERVING and
- * from the repair to the whole group (from the control plane's log). {@code
- * -Dmoe.a2a.chaos.faults=N} and {@code -Dmoe.a2a.chaos.seed=S} size and seed it (CI: 6 faults).
+ * from the repair (the link healed, the worker resumed, the replacement worker or control plane
+ * joined or started) to the whole group, from the control plane's log. {@code
+ * -Dmoe.a2a.chaos.faults=N} and {@code -Dmoe.a2a.chaos.seed=S} size and seed it (CI: 6 faults, one
+ * of each kind).
  */
 @Timeout(3600)
 class ChaosIT {
@@ -57,7 +61,10 @@ class ChaosIT {
     enum Kind {
         KILL,
         STOP,
-        PARTITION
+        BURSTS,
+        PARTITION,
+        SLOW_LINK,
+        CONTROL_PLANE_RESTART
     }
 
     /**
@@ -113,7 +120,7 @@ class ChaosIT {
                             "3s"));
             CliProcess cp =
                     CliProcess.controlPlane(
-                            dir, "control-plane", List.of(), port, clusterPort, WORLD, flags);
+                            dir, "control-plane-0", List.of(), port, clusterPort, WORLD, flags);
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             for (int r = 0; r < WORLD; r++) {
@@ -129,8 +136,16 @@ class ChaosIT {
                 clients.add(t);
             }
             Thread.sleep(2000);
+            List<Kind> block = new ArrayList<>();
             for (int f = 0; f < faults; f++) {
-                Kind kind = Kind.values()[random.nextInt(Kind.values().length)];
+                // every kind once in each block of six, in a seeded order
+                if (block.isEmpty()) {
+                    block.addAll(List.of(Kind.values()));
+                    for (int i = block.size() - 1; i > 0; i--) {
+                        Collections.swap(block, i, random.nextInt(i + 1));
+                    }
+                }
+                Kind kind = block.removeLast();
                 int r = random.nextInt(WORLD);
                 long holdMs = 1000 + random.nextInt(4000);
                 Instant injected;
@@ -154,7 +169,19 @@ class ChaosIT {
                         repaired = Instant.now();
                         signal("CONT", workers[r]);
                     }
-                    default -> {
+                    case BURSTS -> {
+                        what = "SIGSTOP rank " + r + " 300 ms of every 500 for " + holdMs + " ms";
+                        injected = Instant.now();
+                        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(holdMs);
+                        while (System.nanoTime() < until) {
+                            signal("STOP", workers[r]);
+                            Thread.sleep(300);
+                            signal("CONT", workers[r]);
+                            Thread.sleep(200);
+                        }
+                        repaired = Instant.now();
+                    }
+                    case PARTITION -> {
                         int b = (r + 1 + random.nextInt(WORLD - 1)) % WORLD;
                         what = "cut link " + r + "-" + b + " for " + holdMs + " ms";
                         injected = Instant.now();
@@ -163,10 +190,39 @@ class ChaosIT {
                         repaired = Instant.now();
                         net.heal(r, b);
                     }
+                    case SLOW_LINK -> {
+                        what = "rank " + r + "'s link at 1 Mbit/s for " + holdMs + " ms";
+                        injected = Instant.now();
+                        net.slow(r, "1mbit");
+                        Thread.sleep(holdMs);
+                        repaired = Instant.now();
+                        net.unslow(r);
+                    }
+                    default -> {
+                        what = "kill the control plane, restart after " + holdMs + " ms";
+                        injected = Instant.now();
+                        cp.kill();
+                        Thread.sleep(holdMs);
+                        repaired = Instant.now();
+                        cp =
+                                CliProcess.controlPlane(
+                                        dir,
+                                        "control-plane-" + (f + 1),
+                                        List.of(),
+                                        port,
+                                        clusterPort,
+                                        WORLD,
+                                        flags);
+                        processes.add(cp);
+                    }
                 }
                 Instant whole = awaitWhole(cp, repaired, processes);
                 ServedLog served = ServedLog.parse(cp.output(), WORLD);
-                Instant serving = served.servingAfter(injected, whole);
+                // a restarted control plane's log starts with its first epoch
+                Instant serving =
+                        kind == Kind.CONTROL_PLANE_RESTART
+                                ? served.firstServing()
+                                : served.servingAfter(injected, whole);
                 if (kind == Kind.KILL) {
                     // the replacement's JVM start is not the cluster's: count from its join
                     repaired = served.joinedAfter(r, repaired);

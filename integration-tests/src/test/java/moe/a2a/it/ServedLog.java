@@ -88,6 +88,15 @@ final class ServedLog {
         return from.isBefore(since) ? since : from;
     }
 
+    /** When the group first served; null if it has not. */
+    Instant firstServing() {
+        return events.stream()
+                .filter(e -> e.type() == Type.SERVING)
+                .map(Event::at)
+                .findFirst()
+                .orElse(null);
+    }
+
     /** When a worker took {@code rank} at or after {@code at}; null if none has yet. */
     Instant joinedAfter(int rank, Instant at) {
         for (Event e : events) {

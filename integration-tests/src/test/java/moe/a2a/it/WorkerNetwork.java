@@ -14,9 +14,9 @@ import java.util.concurrent.TimeUnit;
  * Workers on hosts of their own, on one machine: a network namespace per worker, each joined by a
  * veth pair to a bridge in this namespace, where the control plane and the clients stay. A link
  * between two workers is cut with a packet filter in one of their namespaces (both directions
- * dropped, as a failed switch port or a firewall would), while both still reach the control plane.
- * Needs root, iproute2 and iptables; skipped without them, unless {@code
- * MOE_A2A_IT_REQUIRE_NETNS=1} (which .ci/run sets).
+ * dropped, as a failed switch port or a firewall would), while both still reach the control plane;
+ * a worker's outgoing link is slowed with a token bucket (tc tbf). Needs root, iproute2 and
+ * iptables; skipped without them, unless {@code MOE_A2A_IT_REQUIRE_NETNS=1} (which .ci/run sets).
  */
 final class WorkerNetwork implements AutoCloseable {
     /** The bridge's address: where workers reach the control plane. */
@@ -86,6 +86,33 @@ final class WorkerNetwork implements AutoCloseable {
     /** Lets packets between workers {@code a} and {@code b} through again. */
     void heal(int a, int b) throws Exception {
         filter("-D", a, b);
+    }
+
+    /** Shapes worker {@code w}'s outgoing traffic to {@code rate} (tc tbf, e.g. "1mbit"). */
+    void slow(int w, String rate) throws Exception {
+        must(
+                "ip",
+                "netns",
+                "exec",
+                namespaces.get(w),
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                "eth0",
+                "root",
+                "tbf",
+                "rate",
+                rate,
+                "burst",
+                "32kbit",
+                "latency",
+                "400ms");
+    }
+
+    /** Takes the shaping off worker {@code w}'s link. */
+    void unslow(int w) throws Exception {
+        must("ip", "netns", "exec", namespaces.get(w), "tc", "qdisc", "del", "dev", "eth0", "root");
     }
 
     private void filter(String op, int a, int b) throws Exception {
