@@ -3,7 +3,6 @@ package moe.a2a.it;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.ManagedChannel;
-import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.NettyChannelBuilder;
 import java.nio.charset.StandardCharsets;
@@ -18,14 +17,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
-import moe.a2a.v1.MoeServiceGrpc;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -82,9 +74,6 @@ class ChaosIT {
     @TempDir Path dir;
 
     final SeededTraffic traffic = new SeededTraffic(MODEL_SEED, E, H, I, K, 1);
-    final ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();
-    final Map<String, LongAdder> outcomes = new ConcurrentHashMap<>();
-    final AtomicLong slowestFailureMs = new AtomicLong();
 
     @Test
     void shouldAnswerRightOrFailPromptlyThroughEveryFault() throws Exception {
@@ -97,8 +86,6 @@ class ChaosIT {
         CliProcess[] workers = new CliProcess[WORLD];
         ManagedChannel channel =
                 NettyChannelBuilder.forAddress(WorkerNetwork.HOST, port).usePlaintext().build();
-        AtomicBoolean running = new AtomicBoolean(true);
-        List<Thread> clients = new ArrayList<>();
         List<Fault> done = new ArrayList<>();
         Instant start = Instant.now();
         try (WorkerNetwork net = WorkerNetwork.up(WORLD)) {
@@ -124,17 +111,13 @@ class ChaosIT {
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             for (int r = 0; r < WORLD; r++) {
-                workers[r] = worker(net, clusterPort, r, 0);
+                workers[r] = net.worker(dir, "worker-" + r + "-0", clusterPort, r);
                 processes.add(workers[r]);
             }
             CliProcess.awaitHealth(
                     channel, ServingStatus.SERVING, Duration.ofSeconds(90), processes);
-            for (int c = 0; c < 2; c++) {
-                final long base = 1_000_000_000L * (c + 1);
-                Thread t = new Thread(() -> load(channel, running, base), "client-" + c);
-                t.start();
-                clients.add(t);
-            }
+            CheckedLoad load =
+                    new CheckedLoad(traffic, channel, 2, 1_000_000_000L, REQUEST_DEADLINE_S);
             Thread.sleep(2000);
             List<Kind> block = new ArrayList<>();
             for (int f = 0; f < faults; f++) {
@@ -158,25 +141,25 @@ class ChaosIT {
                         workers[r].kill();
                         Thread.sleep(holdMs);
                         repaired = Instant.now();
-                        workers[r] = worker(net, clusterPort, r, f + 1);
+                        workers[r] = net.worker(dir, "worker-" + r + "-" + (f + 1), clusterPort, r);
                         processes.add(workers[r]);
                     }
                     case STOP -> {
                         what = "SIGSTOP rank " + r + " for " + holdMs + " ms";
                         injected = Instant.now();
-                        signal("STOP", workers[r]);
+                        workers[r].signal("STOP");
                         Thread.sleep(holdMs);
                         repaired = Instant.now();
-                        signal("CONT", workers[r]);
+                        workers[r].signal("CONT");
                     }
                     case BURSTS -> {
                         what = "SIGSTOP rank " + r + " 300 ms of every 500 for " + holdMs + " ms";
                         injected = Instant.now();
                         long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(holdMs);
                         while (System.nanoTime() < until) {
-                            signal("STOP", workers[r]);
+                            workers[r].signal("STOP");
                             Thread.sleep(300);
-                            signal("CONT", workers[r]);
+                            workers[r].signal("CONT");
                             Thread.sleep(200);
                         }
                         repaired = Instant.now();
@@ -230,51 +213,28 @@ class ChaosIT {
                 done.add(new Fault(kind, what, injected, repaired, serving, whole));
                 Thread.sleep(1000);
             }
-            running.set(false);
-            for (Thread t : clients) {
-                t.join(TimeUnit.SECONDS.toMillis(REQUEST_DEADLINE_S + 30));
-            }
-            String report = report(seed, done, start);
+            load.stop();
+            String report = report(seed, done, start, load);
             System.out.println(report);
             Files.writeString(Path.of("target", "chaos-report.md"), report, StandardCharsets.UTF_8);
 
-            assertThat(wrong).as("answers that differ from the reference").isEmpty();
-            assertThat(outcomes.keySet())
+            assertThat(load.wrong()).as("answers that differ from the reference").isEmpty();
+            assertThat(load.outcomes().keySet())
                     .as("requests that never got an answer")
                     .doesNotContain("DEADLINE_EXCEEDED", "CANCELLED");
-            assertThat(outcomes.keySet())
+            assertThat(load.outcomes().keySet())
                     .as("request outcomes")
                     .allMatch(o -> o.equals("OK") || o.equals("UNAVAILABLE"));
-            assertThat(slowestFailureMs.get())
+            assertThat(load.slowestFailureMs())
                     .as("the slowest failure, ms (exchange timeout + 2 s at most)")
                     .isLessThanOrEqualTo(EXCHANGE_TIMEOUT_MS + 2000);
         } finally {
-            running.set(false);
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             for (CliProcess p : processes) {
-                signal("CONT", p);
+                p.signal("CONT");
                 p.close();
             }
         }
-    }
-
-    private CliProcess worker(WorkerNetwork net, int clusterPort, int rank, int life)
-            throws Exception {
-        return CliProcess.moeA2aUnder(
-                net.in(rank),
-                dir,
-                "worker-" + rank + "-" + life,
-                "worker",
-                "--control-plane",
-                WorkerNetwork.HOST + ":" + clusterPort,
-                "--rank",
-                Integer.toString(rank),
-                "--data-host",
-                WorkerNetwork.address(rank),
-                "--transport",
-                "tcp",
-                "--metrics-port",
-                "0");
     }
 
     /**
@@ -292,40 +252,11 @@ class ChaosIT {
             }
             Thread.sleep(100);
         }
-        StringBuilder logs = new StringBuilder();
-        for (CliProcess p : processes) {
-            logs.append("\n---\n").append(p.output());
-        }
-        throw new AssertionError("no whole group within 90 s of " + repaired + logs);
+        throw new AssertionError(
+                "no whole group within 90 s of " + repaired + CliProcess.logs(processes));
     }
 
-    /** Sends requests until told to stop: answers checked, outcomes counted by status. */
-    private void load(ManagedChannel channel, AtomicBoolean running, long base) {
-        MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(channel);
-        for (long seed = base; running.get(); seed++) {
-            long start = System.nanoTime();
-            try {
-                String mismatch = traffic.forwardAndCheck(stub, seed, REQUEST_DEADLINE_S);
-                if (mismatch != null) {
-                    wrong.add(mismatch);
-                }
-                outcomes.computeIfAbsent("OK", k -> new LongAdder()).increment();
-            } catch (StatusRuntimeException e) {
-                slowestFailureMs.accumulateAndGet(
-                        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), Math::max);
-                outcomes.computeIfAbsent(e.getStatus().getCode().name(), k -> new LongAdder())
-                        .increment();
-                try {
-                    Thread.sleep(50);
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
-            }
-        }
-    }
-
-    private String report(long seed, List<Fault> faults, Instant start) {
+    private static String report(long seed, List<Fault> faults, Instant start, CheckedLoad load) {
         StringBuilder s = new StringBuilder();
         s.append(
                 String.format(
@@ -359,20 +290,14 @@ class ChaosIT {
                             spread(b)));
         }
         s.append("\n| requests | count |\n|---|---:|\n");
-        new TreeMap<>(outcomes)
-                .forEach(
-                        (k, v) ->
-                                s.append("| ")
-                                        .append(k)
-                                        .append(" | ")
-                                        .append(v.sum())
-                                        .append(" |\n"));
-        s.append(String.format(Locale.ROOT, "| wrong answers | %d |%n", wrong.size()));
+        load.outcomes()
+                .forEach((k, v) -> s.append("| ").append(k).append(" | ").append(v).append(" |\n"));
+        s.append(String.format(Locale.ROOT, "| wrong answers | %d |%n", load.wrong().size()));
         s.append(
                 String.format(
                         Locale.ROOT,
                         "%nslowest failure: %d ms%n%nfaults:%n",
-                        slowestFailureMs.get()));
+                        load.slowestFailureMs()));
         for (Fault f : faults) {
             s.append("- ").append(f.what()).append('\n');
         }
@@ -387,12 +312,5 @@ class ChaosIT {
         long p50 = sorted.get((sorted.size() - 1) / 2);
         long p99 = sorted.get((int) Math.ceil(0.99 * sorted.size()) - 1);
         return p50 + " / " + p99 + " / " + sorted.get(sorted.size() - 1);
-    }
-
-    private static void signal(String name, CliProcess p) throws Exception {
-        new ProcessBuilder("kill", "-" + name, Long.toString(p.pid()))
-                .redirectErrorStream(true)
-                .start()
-                .waitFor(10, TimeUnit.SECONDS);
     }
 }

@@ -175,6 +175,14 @@ final class CliProcess implements AutoCloseable {
         process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
     }
 
+    /** Sends signal {@code name} (STOP, CONT, ...) with kill(1). */
+    void signal(String name) throws IOException, InterruptedException {
+        new ProcessBuilder("kill", "-" + name, Long.toString(process.pid()))
+                .redirectErrorStream(true)
+                .start()
+                .waitFor(10, TimeUnit.SECONDS);
+    }
+
     long pid() {
         return process.pid();
     }
@@ -255,6 +263,19 @@ final class CliProcess implements AutoCloseable {
                     .filter(n -> n.startsWith("moe-a2a-"))
                     .toList();
         }
+    }
+
+    /** Every process's log, one after another, for a failure message. */
+    static String logs(List<CliProcess> processes) {
+        StringBuilder logs = new StringBuilder();
+        for (CliProcess p : processes) {
+            try {
+                logs.append("\n---\n").append(p.output());
+            } catch (IOException e) {
+                logs.append("\n---\n(log unreadable: ").append(e).append(')');
+            }
+        }
+        return logs.toString();
     }
 
     /** A port free right now on this machine, for a server that must be told its port up front. */

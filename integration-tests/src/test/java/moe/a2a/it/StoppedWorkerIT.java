@@ -84,7 +84,7 @@ class StoppedWorkerIT {
             }
             Thread.sleep(1000);
 
-            signal("STOP", stopped);
+            stopped.signal("STOP");
             CliProcess.awaitHealth(
                     channel, ServingStatus.NOT_SERVING, Duration.ofSeconds(30), processes);
             CliProcess replacement =
@@ -107,7 +107,7 @@ class StoppedWorkerIT {
             long answeredBefore = answered.get();
             int failuresBefore = failures.size();
 
-            signal("CONT", stopped);
+            stopped.signal("CONT");
             Thread.sleep(8000);
             running.set(false);
             for (Thread t : clients) {
@@ -140,7 +140,7 @@ class StoppedWorkerIT {
             running.set(false);
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             for (CliProcess p : processes) {
-                signal("CONT", p);
+                p.signal("CONT");
                 p.close();
             }
         }
@@ -172,13 +172,6 @@ class StoppedWorkerIT {
     /** How many group epochs the control plane has started. */
     private static long epochs(CliProcess cp) throws Exception {
         return cp.output().lines().filter(l -> l.contains("forming group: epoch=")).count();
-    }
-
-    private static void signal(String name, CliProcess p) throws Exception {
-        new ProcessBuilder("kill", "-" + name, Long.toString(p.pid()))
-                .inheritIO()
-                .start()
-                .waitFor(10, TimeUnit.SECONDS);
     }
 
     /** The model's flags, then {@code more}. */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -73,9 +74,26 @@ final class WorkerNetwork implements AutoCloseable {
         return "10.79.0." + (10 + w);
     }
 
-    /** The command prefix that runs a process in worker {@code w}'s namespace. */
-    List<String> in(int w) {
-        return List.of("ip", "netns", "exec", namespaces.get(w));
+    /**
+     * A TCP worker in namespace {@code w}, logging to {@code name}.log, that joins the control
+     * plane's cluster port {@code clusterPort} on {@link #HOST} as rank {@code w}.
+     */
+    CliProcess worker(Path dir, String name, int clusterPort, int w) throws IOException {
+        return CliProcess.moeA2aUnder(
+                List.of("ip", "netns", "exec", namespaces.get(w)),
+                dir,
+                name,
+                "worker",
+                "--control-plane",
+                HOST + ":" + clusterPort,
+                "--rank",
+                Integer.toString(w),
+                "--data-host",
+                address(w),
+                "--transport",
+                "tcp",
+                "--metrics-port",
+                "0");
     }
 
     /** Drops every packet between workers {@code a} and {@code b}, both ways. */

@@ -20,9 +20,11 @@ import org.slf4j.LoggerFactory;
  * every member is ready, and on a loss or failure breaks it (failing the work in flight) and forms
  * it again, whole or, when {@link DegradedServing} allows, without the lost ranks. A failure whose
  * reports show a cut link between two live workers ({@link LinkFaults}) sets one of its ends aside:
- * the group forms without it, degraded where replicas allow, and tries the whole group again after
- * a delay that doubles while the link stays cut, so a group that cannot form is never formed in a
- * loop. Not thread-safe: guarded by {@link RemoteCluster}'s lock, which the timer tasks it
+ * the group forms without it, degraded where replicas allow, and the set-aside worker is probed (a
+ * plain connection to its cut peer while the others serve; else a formation of the whole group,
+ * after a delay that doubles while the link fails again), so a group that cannot form is never
+ * formed in a loop. With eviction on, a rank flagged as a straggler is served around for a while in
+ * the same way. Not thread-safe: guarded by {@link RemoteCluster}'s lock, which the timer tasks it
  * schedules take too; listeners are told on the timer thread, outside the lock.
  */
 final class GroupConductor {
