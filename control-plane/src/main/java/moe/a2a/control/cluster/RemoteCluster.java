@@ -305,15 +305,17 @@ public final class RemoteCluster implements RankGroup {
                     break;
                 case FAILURE:
                     if (message.getFailure().hasPeer() && steps.pending(message.getFailure())) {
-                        conductor.onPeerNamed(session.rank, message.getFailure().getPeer());
+                        conductor
+                                .cutLinks()
+                                .onPeerNamed(session.rank, message.getFailure().getPeer());
                     }
                     steps.onFailure(session.rank, message.getFailure());
                     break;
                 case GROUP_FAILED:
-                    conductor.onGroupFailed(session.rank, message.getGroupFailed());
+                    conductor.cutLinks().onGroupFailed(session.rank, message.getGroupFailed());
                     break;
                 case LINKS_PROBED:
-                    conductor.onLinksProbed(session.rank, message.getLinksProbed());
+                    conductor.cutLinks().onLinksProbed(session.rank, message.getLinksProbed());
                     break;
                 default:
                     break; // heartbeats only refresh the session
