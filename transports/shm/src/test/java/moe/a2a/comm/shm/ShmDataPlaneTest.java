@@ -2,7 +2,9 @@ package moe.a2a.comm.shm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -46,6 +48,43 @@ class ShmDataPlaneTest {
         assertThat(ShmDataPlane.unusable(dir)).isNull();
         assertThat(ShmDataPlane.unusable(dir.resolve("missing")))
                 .isEqualTo(dir.resolve("missing") + " is not a directory");
+    }
+
+    /**
+     * A read-only file system is not writable even to root, who writes through permissions: the
+     * worker then offers no shm (--transport auto falls back to tcp with this reason, --transport
+     * shm refuses with it). Mounted here when the tests run as root (as CI does), else skipped.
+     */
+    @Test
+    void shouldSayAReadOnlyDirectoryIsNotWritable() throws Exception {
+        Path readOnly = dir.resolve("read-only");
+        Files.createDirectories(readOnly);
+        assumeTrue(
+                "root".equals(System.getProperty("user.name"))
+                        && run(
+                                "mount",
+                                "-t",
+                                "tmpfs",
+                                "-o",
+                                "ro,size=64k",
+                                "tmpfs",
+                                readOnly.toString()),
+                "not root, or no mount: a read-only tmpfs is needed");
+        try {
+            assertThat(ShmDataPlane.unusable(readOnly)).isEqualTo(readOnly + " is not writable");
+        } finally {
+            run("umount", readOnly.toString());
+        }
+    }
+
+    private static boolean run(String... command) throws Exception {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor() == 0;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     @Test
