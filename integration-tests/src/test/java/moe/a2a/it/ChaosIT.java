@@ -90,21 +90,7 @@ class ChaosIT {
         Instant start = Instant.now();
         try (WorkerNetwork net = WorkerNetwork.up(WORLD)) {
             List<String> flags = new ArrayList<>(traffic.modelFlags());
-            flags.addAll(
-                    List.of(
-                            "--host",
-                            WorkerNetwork.HOST,
-                            "--plaintext",
-                            "--metrics-port",
-                            "0",
-                            "--transport",
-                            "tcp",
-                            "--redundant-experts",
-                            Integer.toString(E),
-                            "--exchange-timeout",
-                            EXCHANGE_TIMEOUT_MS + "ms",
-                            "--heartbeat-timeout",
-                            "3s"));
+            flags.addAll(WorkerNetwork.controlPlaneFlags(0, E, EXCHANGE_TIMEOUT_MS));
             CliProcess cp =
                     CliProcess.controlPlane(
                             dir, "control-plane-0", List.of(), port, clusterPort, WORLD, flags);

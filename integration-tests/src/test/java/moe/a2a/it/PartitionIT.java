@@ -44,21 +44,7 @@ class PartitionIT {
                 NettyChannelBuilder.forAddress(WorkerNetwork.HOST, port).usePlaintext().build();
         try (WorkerNetwork net = WorkerNetwork.up(WORLD)) {
             List<String> flags = new ArrayList<>(traffic.modelFlags());
-            flags.addAll(
-                    List.of(
-                            "--host",
-                            WorkerNetwork.HOST,
-                            "--plaintext",
-                            "--metrics-port",
-                            Integer.toString(metricsPort),
-                            "--transport",
-                            "tcp",
-                            "--redundant-experts",
-                            Integer.toString(E),
-                            "--exchange-timeout",
-                            EXCHANGE_TIMEOUT_MS + "ms",
-                            "--heartbeat-timeout",
-                            "3s"));
+            flags.addAll(WorkerNetwork.controlPlaneFlags(metricsPort, E, EXCHANGE_TIMEOUT_MS));
             CliProcess cp =
                     CliProcess.controlPlane(
                             dir, "control-plane", List.of(), port, clusterPort, WORLD, flags);

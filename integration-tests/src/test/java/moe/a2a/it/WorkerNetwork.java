@@ -69,6 +69,28 @@ final class WorkerNetwork implements AutoCloseable {
         }
     }
 
+    /**
+     * The flags of a control plane on {@link #HOST} for these workers: plaintext, tcp, {@code
+     * redundantExperts} extra slots, the given exchange timeout and a 3 s heartbeat timeout.
+     */
+    static List<String> controlPlaneFlags(
+            int metricsPort, int redundantExperts, long exchangeTimeoutMs) {
+        return List.of(
+                "--host",
+                HOST,
+                "--plaintext",
+                "--metrics-port",
+                Integer.toString(metricsPort),
+                "--transport",
+                "tcp",
+                "--redundant-experts",
+                Integer.toString(redundantExperts),
+                "--exchange-timeout",
+                exchangeTimeoutMs + "ms",
+                "--heartbeat-timeout",
+                "3s");
+    }
+
     /** Worker {@code w}'s address in its namespace. */
     static String address(int w) {
         return "10.79.0." + (10 + w);
