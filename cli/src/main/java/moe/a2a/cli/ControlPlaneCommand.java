@@ -85,8 +85,17 @@ final class ControlPlaneCommand implements Callable<Integer> {
             description =
                     "Serve around a rank flagged as a straggler, as around a lost one, where the"
                             + " others hold a replica of each of its experts; it is tried again after"
-                            + " 30 s, doubled for each eviction after, up to 10 min (default: off).")
+                            + " --straggler-eviction, doubled for each eviction after, up to 10 min"
+                            + " (default: off).")
     boolean evictStragglers;
+
+    @Option(
+            names = "--straggler-eviction",
+            defaultValue = "PT30S",
+            description =
+                    "How long a straggler's first eviction lasts, from 1s to 10m (e.g. 30s; default:"
+                            + " ${DEFAULT-VALUE}).")
+    Duration stragglerEviction;
 
     @Option(
             names = "--cluster-port",
@@ -147,7 +156,11 @@ final class ControlPlaneCommand implements Callable<Integer> {
                             + " runs on tcp)");
         }
         StragglerWatch.Settings stragglers =
-                new StragglerWatch.Settings(stragglerFactor, stragglerWindow, evictStragglers);
+                new StragglerWatch.Settings(
+                        stragglerFactor,
+                        stragglerWindow,
+                        evictStragglers,
+                        stragglerEviction.toNanos());
         ModelSpec spec = model.spec(config);
         String fingerprint = ModelOptions.fingerprint(spec);
         LOG.info(

@@ -11,6 +11,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import moe.a2a.v1.ClusterState;
+import moe.a2a.v1.DescribeClusterRequest;
+import moe.a2a.v1.MoeServiceGrpc;
+import moe.a2a.v1.RankCondition;
+import moe.a2a.v1.RankState;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -63,6 +68,35 @@ class PartitionIT {
             net.cut(1, 2);
             awaitGauge(metricsPort, "moe_a2a_cluster_partitioned_ranks", 1, logs);
             awaitGauge(metricsPort, "moe_a2a_cluster_degraded_ranks", 1, logs);
+            ClusterState cut =
+                    MoeServiceGrpc.newBlockingStub(channel)
+                            .describeCluster(DescribeClusterRequest.getDefaultInstance());
+            assertThat(cut.getServing()).isTrue();
+            for (RankState rank : cut.getRanksList()) {
+                assertThat(rank.getCondition())
+                        .as("rank %d while link 1-2 is cut", rank.getRank())
+                        .isEqualTo(
+                                rank.getRank() == 2
+                                        ? RankCondition.RANK_CONDITION_PARTITIONED
+                                        : RankCondition.RANK_CONDITION_SERVING);
+                assertThat(rank.getWorker()).endsWith("(rank " + rank.getRank() + ")");
+            }
+            assertThat(cut.getRanks(2).getReason()).startsWith("link to rank 1 cut");
+            try (CliProcess health =
+                    CliProcess.moeA2a(
+                            dir,
+                            "health-ranks",
+                            "health",
+                            "--ranks",
+                            "--target",
+                            WorkerNetwork.HOST + ":" + port)) {
+                assertThat(health.awaitExit(Duration.ofSeconds(60))).as(health.output()).isZero();
+                assertThat(health.output())
+                        .contains(": SERVING, epoch ")
+                        .contains("3 of 4 ranks serve")
+                        .containsPattern(
+                                "(?m)^2 +partitioned +no +worker \\S+ \\(rank 2\\) +link to rank 1 cut");
+            }
             load.awaitAnswers(20, logs);
 
             net.heal(1, 2);

@@ -12,6 +12,11 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
+import moe.a2a.v1.ClusterState;
+import moe.a2a.v1.DescribeClusterRequest;
+import moe.a2a.v1.MoeServiceGrpc;
+import moe.a2a.v1.RankCondition;
+import moe.a2a.v1.RankState;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -63,6 +68,7 @@ class StragglerIT {
         Thread bursts = bursts(workers.get(SLOW));
         cp.awaitOutput("rank " + SLOW + " is a straggler", Duration.ofSeconds(90));
         String flagged = Scrapes.scrape("127.0.0.1", metricsPort);
+        ClusterState whileSlow = describe();
         slow.set(false);
         bursts.join(5000);
         workers.get(SLOW).signal("CONT");
@@ -73,6 +79,10 @@ class StragglerIT {
 
         assertThat(load.wrong()).as("answers that differ from the reference").isEmpty();
         assertThat(load.failures()).as("no exchange timed out: the bursts are short").isEmpty();
+        assertThat(whileSlow.getRanksList())
+                .extracting(RankState::getStraggler)
+                .as("DescribeCluster's straggler flags while rank %d was slow", SLOW)
+                .containsExactly(false, false, true, false);
         for (int r = 0; r < WORLD; r++) {
             String series = "moe_a2a_rank_straggler{rank=\"" + r + "\",role=\"control-plane\"} ";
             assertThat(flagged).contains(series + (r == SLOW ? "1.0" : "0.0"));
@@ -88,23 +98,29 @@ class StragglerIT {
 
     /**
      * With {@code --evict-stragglers} and a replica of every expert, the flagged rank is served
-     * around: the group forms without it and answers go on, right; after its eviction (30 s) it is
-     * tried again, and the whole group forms once more.
+     * around: the group forms without it and answers go on, right; after its eviction
+     * (--straggler-eviction 10s) it is tried again, and the whole group forms once more.
      */
     @Test
     void shouldServeAroundAnEvictedStragglerAndTryItAgain() throws Exception {
         List<CliProcess> workers =
-                start("--redundant-experts", Integer.toString(E), "--evict-stragglers");
+                start(
+                        "--redundant-experts",
+                        Integer.toString(E),
+                        "--evict-stragglers",
+                        "--straggler-eviction",
+                        "10s");
         CliProcess cp = processes.get(0);
         CheckedLoad load = new CheckedLoad(traffic, channel, 2, 3_000_000L, 30);
         load.awaitAnswers(40, logs);
         Thread bursts = bursts(workers.get(SLOW));
-        cp.awaitOutput("evicting straggler rank " + SLOW + " for 30 s", Duration.ofSeconds(90));
+        cp.awaitOutput("evicting straggler rank " + SLOW + " for 10 s", Duration.ofSeconds(90));
         cp.awaitOutput("degraded: serving with ranks [0, 1, 3] of 4", Duration.ofSeconds(30));
-        load.awaitAnswers(40, logs);
+        ClusterState evicted = describe();
         slow.set(false);
         bursts.join(5000);
         workers.get(SLOW).signal("CONT");
+        load.awaitAnswers(40, logs);
         cp.awaitOutput("trying evicted straggler rank " + SLOW + " again", Duration.ofSeconds(60));
         cp.awaitOutput("whole again", Duration.ofSeconds(30));
         load.awaitAnswers(20, logs);
@@ -116,6 +132,17 @@ class StragglerIT {
                 .allSatisfy(f -> assertThat(f).startsWith("UNAVAILABLE"));
         assertThat(Scrapes.scrape("127.0.0.1", metricsPort))
                 .contains("moe_a2a_cluster_degraded_ranks{role=\"control-plane\"} 0.0");
+        assertThat(evicted.getRanks(SLOW).getCondition())
+                .isEqualTo(RankCondition.RANK_CONDITION_EVICTED);
+        assertThat(evicted.getRanks(SLOW).getReason())
+                .startsWith("evicted as a straggler; tried again at ");
+        assertThat(describe().getRanksList())
+                .allMatch(r -> r.getCondition() == RankCondition.RANK_CONDITION_SERVING);
+    }
+
+    private ClusterState describe() {
+        return MoeServiceGrpc.newBlockingStub(channel)
+                .describeCluster(DescribeClusterRequest.getDefaultInstance());
     }
 
     /** A control plane (processes[0]) with {@code more} flags and four TCP workers, serving. */

@@ -76,6 +76,11 @@ final class CutLinks {
         return links.isAside(rank);
     }
 
+    /** The peer {@code rank} was set aside for (the other end of its cut link), or -1. */
+    int cutPeer(int rank) {
+        return links.cutPeer(rank);
+    }
+
     /** The ranks of {@code held} that are not set aside, ascending. */
     int[] usable(int[] held) {
         return links.usable(held);

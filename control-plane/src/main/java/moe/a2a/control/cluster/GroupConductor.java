@@ -1,5 +1,6 @@
 package moe.a2a.control.cluster;
 
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -44,6 +45,9 @@ final class GroupConductor {
     /** Ranks evicted as stragglers; null unless --evict-stragglers. */
     private final @Nullable StragglerEvictions evictions;
 
+    /** Why each rank was last lost; null for a rank that has not been. */
+    private final @Nullable String[] lostFor;
+
     private int rebuilds;
 
     GroupConductor(
@@ -55,7 +59,7 @@ final class GroupConductor {
             int worldSize,
             ScheduledExecutorService timer,
             ClusterListener listener,
-            boolean evictStragglers,
+            StragglerWatch.Settings stragglers,
             Consumer<A2aException> failInFlight) {
         this.lock = lock;
         this.state = state;
@@ -69,7 +73,11 @@ final class GroupConductor {
         this.cutLinks =
                 new CutLinks(
                         lock, state, membership, formation, worldSize, timer, this::breakGroup);
-        this.evictions = evictStragglers ? new StragglerEvictions(worldSize) : null;
+        this.evictions =
+                stragglers.evict()
+                        ? new StragglerEvictions(worldSize, stragglers.firstEvictionNanos())
+                        : null;
+        this.lostFor = new String[worldSize];
     }
 
     /** Times the group was broken and had to form again. */
@@ -85,6 +93,21 @@ final class GroupConductor {
     /** Where failures naming peers, failed formations and link probes go. */
     CutLinks cutLinks() {
         return cutLinks;
+    }
+
+    /** Why {@code rank} was last lost, or null when it never was. */
+    @Nullable String lostFor(int rank) {
+        return lostFor[rank];
+    }
+
+    /** Whether {@code rank} is evicted as a straggler now. */
+    boolean isEvicted(int rank) {
+        return evictions != null && evictions.isEvicted(rank);
+    }
+
+    /** When evicted {@code rank} is tried again; only while it is evicted. */
+    Instant readmitAt(int rank) {
+        return evictions.readmitAt(rank);
     }
 
     /** Forms the group once {@code session} took the last free rank. */
@@ -105,8 +128,9 @@ final class GroupConductor {
      * the group serves without it anyway.
      */
     void onLost(int rank, String reason) {
-        boolean apart = cutLinks.isAside(rank) || evictions != null && evictions.isEvicted(rank);
+        boolean apart = cutLinks.isAside(rank) || isEvicted(rank);
         boolean outside = apart && state.serving() && !state.inGroup(rank);
+        lostFor[rank] = reason;
         cutLinks.forget(rank);
         if (evictions != null) {
             evictions.readmit(rank);

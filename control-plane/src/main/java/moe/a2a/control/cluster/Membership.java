@@ -388,6 +388,11 @@ final class Membership {
         return held;
     }
 
+    /** The session holding {@code rank}, or null when none does. */
+    @Nullable WorkerSession holder(int rank) {
+        return ranks[rank];
+    }
+
     /** Whether every rank is held, so the group can form. */
     boolean full() {
         return joined() == ranks.length;

@@ -10,6 +10,9 @@ import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.task.RankTask;
 import moe.a2a.kernels.DType;
+import moe.a2a.v1.ClusterState;
+import moe.a2a.v1.RankCondition;
+import moe.a2a.v1.RankState;
 
 /**
  * The ranks that run steps for the scheduler: threads of this JVM ({@link EmbeddedCluster}) or
@@ -82,6 +85,23 @@ public interface RankGroup extends AutoCloseable {
      */
     default int partitionedRanks() {
         return 0;
+    }
+
+    /**
+     * Every rank's condition, and why one does not serve, as DescribeCluster reports it. Ranks that
+     * share this process always serve. Any thread.
+     */
+    default ClusterState describe() {
+        ClusterState.Builder cluster =
+                ClusterState.newBuilder().setServing(true).setWorldSize(worldSize());
+        for (int r = 0; r < worldSize(); r++) {
+            cluster.addRanks(
+                    RankState.newBuilder()
+                            .setRank(r)
+                            .setCondition(RankCondition.RANK_CONDITION_SERVING)
+                            .setWorker("in-process"));
+        }
+        return cluster.build();
     }
 
     /**

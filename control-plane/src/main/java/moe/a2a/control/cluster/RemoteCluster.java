@@ -18,6 +18,7 @@ import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.task.RankTask;
 import moe.a2a.kernels.DType;
+import moe.a2a.v1.ClusterState;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
@@ -69,6 +70,7 @@ public final class RemoteCluster implements RankGroup {
     private final GroupConductor conductor;
     private final WorkerSteps steps;
     private final WorkerTasks tasks;
+    private final RankConditions conditions;
 
     /**
      * @param placement where the experts live, as this coordinator decided; its world size is the
@@ -141,7 +143,7 @@ public final class RemoteCluster implements RankGroup {
                         worldSize,
                         timer,
                         listener,
-                        stragglers.settings().evict(),
+                        stragglers.settings(),
                         this::failInFlight);
         this.steps =
                 new WorkerSteps(
@@ -157,6 +159,8 @@ public final class RemoteCluster implements RankGroup {
                         conductor::onStraggler,
                         conductor::onFailure);
         this.tasks = new WorkerTasks(lock, state, membership, worldSize, conductor::onFailure);
+        this.conditions =
+                new RankConditions(membership, state, formation, conductor, stragglers, worldSize);
         long periodNs = Math.max(TimeUnit.MILLISECONDS.toNanos(50), heartbeatTimeoutNs / 4);
         timer.scheduleAtFixedRate(this::checkHeartbeats, periodNs, periodNs, TimeUnit.NANOSECONDS);
     }
@@ -269,6 +273,13 @@ public final class RemoteCluster implements RankGroup {
     public int partitionedRanks() {
         synchronized (lock) {
             return conductor.partitioned();
+        }
+    }
+
+    @Override
+    public ClusterState describe() {
+        synchronized (lock) {
+            return conditions.describe();
         }
     }
 

@@ -33,6 +33,11 @@ final class ServingState {
         return serving;
     }
 
+    /** Why the group does not serve; empty while it does. */
+    String reason() {
+        return serving ? "" : notServingReason;
+    }
+
     /** Every member of the epoch's group is ready. */
     void serve() {
         serving = true;

@@ -1,12 +1,15 @@
 package moe.a2a.control.cluster;
 
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Which ranks are evicted as stragglers ({@code --evict-stragglers}), and for how long each one's
- * next eviction lasts: {@link #FIRST_NANOS}, doubled for each eviction after, up to {@link
- * #MAX_NANOS}. Not thread-safe: guarded by {@link RemoteCluster}'s lock.
+ * next eviction lasts: {@code --straggler-eviction} ({@link #FIRST_NANOS} unless set), doubled for
+ * each eviction after, up to {@link #MAX_NANOS}. Not thread-safe: guarded by {@link
+ * RemoteCluster}'s lock.
  */
 final class StragglerEvictions {
     static final long FIRST_NANOS = TimeUnit.SECONDS.toNanos(30);
@@ -14,11 +17,13 @@ final class StragglerEvictions {
 
     private final boolean[] evicted;
     private final long[] next;
+    private final Instant[] readmitAt;
 
-    StragglerEvictions(int worldSize) {
+    StragglerEvictions(int worldSize, long firstNanos) {
         this.evicted = new boolean[worldSize];
         this.next = new long[worldSize];
-        Arrays.fill(next, FIRST_NANOS);
+        this.readmitAt = new Instant[worldSize];
+        Arrays.fill(next, firstNanos);
     }
 
     boolean isEvicted(int rank) {
@@ -30,7 +35,13 @@ final class StragglerEvictions {
         long nanos = next[rank];
         next[rank] = Math.min(MAX_NANOS, nanos * 2);
         evicted[rank] = true;
+        readmitAt[rank] = Instant.now().plusNanos(nanos).truncatedTo(ChronoUnit.SECONDS);
         return nanos;
+    }
+
+    /** When {@code rank}'s last eviction ends, to the second. */
+    Instant readmitAt(int rank) {
+        return readmitAt[rank];
     }
 
     /** Takes {@code rank} back; whether it was evicted. */

@@ -1,5 +1,6 @@
 package moe.a2a.control.cluster;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -32,10 +33,17 @@ public final class StragglerWatch {
      * @param factor how many times the median rank's wait makes a straggler
      * @param window the steps each judgement sums over
      * @param evict whether a flagged rank is served around, as a lost one, where replicas allow
+     * @param firstEvictionNanos how long a rank's first eviction lasts (each one after doubles it,
+     *     up to {@link StragglerEvictions#MAX_NANOS})
      */
-    public record Settings(double factor, int window, boolean evict) {
+    public record Settings(double factor, int window, boolean evict, long firstEvictionNanos) {
         /** --straggler-factor 3, --straggler-window 32, no eviction. */
         public static final Settings DEFAULT = new Settings(3, 32, false);
+
+        /** First evictions of {@link StragglerEvictions#FIRST_NANOS}. */
+        public Settings(double factor, int window, boolean evict) {
+            this(factor, window, evict, StragglerEvictions.FIRST_NANOS);
+        }
 
         /**
          * @throws IllegalArgumentException naming the flag
@@ -48,6 +56,13 @@ public final class StragglerWatch {
             if (window < 1) {
                 throw new IllegalArgumentException(
                         "--straggler-window: " + window + " (expected: >= 1 steps)");
+            }
+            if (firstEvictionNanos < TimeUnit.SECONDS.toNanos(1)
+                    || firstEvictionNanos > StragglerEvictions.MAX_NANOS) {
+                throw new IllegalArgumentException(
+                        "--straggler-eviction: "
+                                + Duration.ofNanos(firstEvictionNanos)
+                                + " (expected: from 1s to 10m)");
             }
         }
     }

@@ -11,12 +11,10 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.IntSupplier;
-import java.util.function.Supplier;
-import moe.a2a.comm.Transport;
 import moe.a2a.control.cluster.ForwardJob;
 import moe.a2a.control.cluster.ForwardOutcome;
 import moe.a2a.control.cluster.LayerPlacements;
+import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.StepScheduler;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
@@ -29,6 +27,8 @@ import moe.a2a.metrics.Imbalance;
 import moe.a2a.metrics.StepStatsSnapshot;
 import moe.a2a.protocol.InvalidRequestException;
 import moe.a2a.protocol.TensorCodec;
+import moe.a2a.v1.ClusterState;
+import moe.a2a.v1.DescribeClusterRequest;
 import moe.a2a.v1.DescribeModelRequest;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
@@ -53,34 +53,24 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
     /** What DescribeModel answers, but the placement versions, which change while serving. */
     private final ModelInfo info;
 
-    private final Supplier<Transport> transport;
-    private final IntSupplier hosts;
-
-    public MoeGrpcService(
-            ModelConfig model,
-            WeightSource weights,
-            LayerPlacements placements,
-            StepScheduler scheduler,
-            Transport transport,
-            double capacityFactor) {
-        this(model, weights, placements, scheduler, () -> transport, () -> 0, capacityFactor);
-    }
+    private final RankGroup group;
+    private final ClusterWatch watch;
 
     /**
-     * @param transport the group's data plane now, as DescribeModel reports it (a cluster on
-     *     --transport auto picks it each time its group forms)
-     * @param hosts the hosts the group spans when it runs across hosts, else 0
+     * @param group the ranks, for the model, its placements, the transport and hosts DescribeModel
+     *     reports and the ranks' conditions DescribeCluster reports
+     * @param watch keeps WatchCluster calls up to date; its owner closes it
      */
-    public MoeGrpcService(
-            ModelConfig model,
+    MoeGrpcService(
             WeightSource weights,
-            LayerPlacements placements,
+            RankGroup group,
             StepScheduler scheduler,
-            Supplier<Transport> transport,
-            IntSupplier hosts,
+            ClusterWatch watch,
             double capacityFactor) {
-        this.transport = transport;
-        this.hosts = hosts;
+        final ModelConfig model = group.model();
+        final LayerPlacements placements = group.placements();
+        this.group = group;
+        this.watch = watch;
         this.model = model;
         this.placements = placements;
         this.scheduler = scheduler;
@@ -186,7 +176,7 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                                                     outcome.output()))
                                     .setStats(stats(outcome))
                                     .build());
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | OutOfMemoryError e) {
             return CompletableFuture.failedFuture(e);
         }
     }
@@ -207,13 +197,26 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
         ModelInfo.Builder now =
                 info.toBuilder()
                         .setPlacementVersion(placements.newestVersion())
-                        .setTransport(transport.get().label())
-                        .setHosts(hosts.getAsInt());
+                        .setTransport(group.transport().label())
+                        .setHosts(group.hosts());
         for (Placement p : placements.all()) {
             now.addPlacementVersions(p.version());
         }
         responses.onNext(now.build());
         responses.onCompleted();
+    }
+
+    @Override
+    public void describeCluster(
+            DescribeClusterRequest request, StreamObserver<ClusterState> responses) {
+        responses.onNext(group.describe());
+        responses.onCompleted();
+    }
+
+    @Override
+    public void watchCluster(
+            DescribeClusterRequest request, StreamObserver<ClusterState> responses) {
+        watch.watch(responses);
     }
 
     /**

@@ -109,6 +109,7 @@ public final class MoeServer implements AutoCloseable {
     private final StepScheduler scheduler;
     private final @Nullable RoutingRecorder recorder;
     private final HealthStatusManager health;
+    private final ClusterWatch watch;
     private final Server server;
 
     private MoeServer(
@@ -116,11 +117,13 @@ public final class MoeServer implements AutoCloseable {
             StepScheduler scheduler,
             @Nullable RoutingRecorder recorder,
             HealthStatusManager health,
+            ClusterWatch watch,
             Server server) {
         this.group = group;
         this.scheduler = scheduler;
         this.recorder = recorder;
         this.health = health;
+        this.watch = watch;
         this.server = server;
     }
 
@@ -187,6 +190,7 @@ public final class MoeServer implements AutoCloseable {
                         recorder);
         new QueueMetrics(scheduler::queuedRequests, scheduler::queuedTokens).bindTo(registry);
         HealthStatusManager health = new HealthStatusManager();
+        ClusterWatch watch = new ClusterWatch(group::describe);
         Server server;
         try {
             builder.maxInboundMessageSize(settings.maxRequestBytes())
@@ -194,12 +198,10 @@ public final class MoeServer implements AutoCloseable {
                     .addService(
                             AdmissionGate.serve(
                                     new MoeGrpcService(
-                                            group.model(),
                                             weights,
-                                            group.placements(),
+                                            group,
                                             scheduler,
-                                            group::transport,
-                                            group::hosts,
+                                            watch,
                                             settings.capacityFactor()),
                                     scheduler))
                     .addService(health.getHealthService())
@@ -209,6 +211,7 @@ public final class MoeServer implements AutoCloseable {
             }
             server = builder.build().start();
         } catch (IOException | RuntimeException e) {
+            watch.close();
             scheduler.close();
             if (recorder != null) {
                 recorder.close();
@@ -216,7 +219,7 @@ public final class MoeServer implements AutoCloseable {
             group.close();
             throw e;
         }
-        MoeServer moe = new MoeServer(group, scheduler, recorder, health, server);
+        MoeServer moe = new MoeServer(group, scheduler, recorder, health, watch, server);
         moe.setServing(serving);
         return moe;
     }
@@ -253,6 +256,7 @@ public final class MoeServer implements AutoCloseable {
         long half = grace.toNanos() / 2;
         try {
             TimeUnit.NANOSECONDS.sleep(half);
+            watch.close();
             server.shutdown();
             server.awaitTermination(grace.toNanos() - half, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
@@ -264,6 +268,7 @@ public final class MoeServer implements AutoCloseable {
     @Override
     public void close() {
         health.enterTerminalState();
+        watch.close();
         server.shutdown();
         try {
             if (!server.awaitTermination(5, TimeUnit.SECONDS)) {

@@ -91,5 +91,9 @@ class StragglerWatchTest {
                 .hasMessageContaining("--straggler-factor");
         assertThatThrownBy(() -> new StragglerWatch.Settings(3, 0, false))
                 .hasMessageContaining("--straggler-window: 0");
+        assertThatThrownBy(() -> new StragglerWatch.Settings(3, 8, true, 999_999_999L))
+                .hasMessageContaining("--straggler-eviction: PT0.999999999S");
+        assertThatThrownBy(() -> new StragglerWatch.Settings(3, 8, true, 601_000_000_000L))
+                .hasMessageContaining("--straggler-eviction: PT10M1S");
     }
 }

@@ -52,6 +52,7 @@ class AbandonedRequestsTest {
             new StepMetrics(registry, new int[] {0}, E, 4, LocalTransportProvider.LOCAL);
     final EmbeddedCluster cluster =
             new EmbeddedCluster(model, weights, 4, TimeUnit.SECONDS.toNanos(10));
+    final ClusterWatch watch = new ClusterWatch(cluster::describe);
     final StepScheduler scheduler =
             new StepScheduler(
                     cluster,
@@ -63,18 +64,12 @@ class AbandonedRequestsTest {
                     metrics,
                     new Rebalancer(cluster, 0, metrics),
                     null);
-    final MoeGrpcService service =
-            new MoeGrpcService(
-                    model,
-                    weights,
-                    cluster.placements(),
-                    scheduler,
-                    LocalTransportProvider.LOCAL,
-                    0);
+    final MoeGrpcService service = new MoeGrpcService(weights, cluster, scheduler, watch, 0);
     final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
 
     @AfterEach
     void stop() {
+        watch.close();
         scheduler.close();
         cluster.close();
         timer.shutdownNow();

@@ -59,6 +59,7 @@ class StreamingAndAdmissionTest {
             new EmbeddedCluster(model, weights, 4, TimeUnit.SECONDS.toNanos(10));
     static final int QUEUE = 64;
 
+    final ClusterWatch watch = new ClusterWatch(cluster::describe);
     final StepScheduler scheduler =
             new StepScheduler(
                     cluster,
@@ -80,13 +81,7 @@ class StreamingAndAdmissionTest {
                 InProcessServerBuilder.forName(name)
                         .addService(
                                 AdmissionGate.serve(
-                                        new MoeGrpcService(
-                                                model,
-                                                weights,
-                                                cluster.placements(),
-                                                scheduler,
-                                                LocalTransportProvider.LOCAL,
-                                                0),
+                                        new MoeGrpcService(weights, cluster, scheduler, watch, 0),
                                         scheduler))
                         .build()
                         .start();
@@ -97,6 +92,7 @@ class StreamingAndAdmissionTest {
     void stop() throws Exception {
         channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        watch.close();
         scheduler.close();
         cluster.close();
     }
