@@ -62,7 +62,15 @@ final class SeededTraffic {
      */
     ForwardRequest request(long seed) {
         SplittableRandom random = new SplittableRandom(seed);
-        int tokens = 1 + random.nextInt(24);
+        return request(seed, random, 1 + random.nextInt(24));
+    }
+
+    /** A seeded request of {@code tokens} tokens, otherwise as {@link #request(long)}. */
+    ForwardRequest request(long seed, int tokens) {
+        return request(seed, new SplittableRandom(seed), tokens);
+    }
+
+    private ForwardRequest request(long seed, SplittableRandom random, int tokens) {
         DType dtype = seed % 2 == 0 ? DType.BF16 : DType.FP32;
         ByteBuffer data =
                 ByteBuffer.allocate(tokens * hidden * dtype.sizeBytes())

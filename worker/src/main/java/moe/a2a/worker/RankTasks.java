@@ -14,9 +14,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Runs a worker's share of steps on its formed group, answers each on the session, and records each
- * step in the rank's meters. A failure aborts the communicator, so that the peers waiting on this
- * rank fail at once instead of at their exchange timeout. Owned by the worker's data-plane thread,
- * like the staging buffer it reuses across steps.
+ * step in the rank's meters. A failure (running out of memory included) aborts the communicator, so
+ * that the peers waiting on this rank fail at once instead of at their exchange timeout. Owned by
+ * the worker's data-plane thread, like the staging buffer it reuses across steps.
  */
 final class RankTasks {
     private static final long[] NO_QUEUE = new long[0];
@@ -89,13 +89,21 @@ final class RankTasks {
                                     r.expertNs(),
                                     r.combineNs()),
                             NO_QUEUE);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | OutOfMemoryError e) {
+            // a step too big for this JVM's heap or direct memory fails like any other: its
+            // buffers are garbage now, and the worker serves the next one
             group.abort(e);
             sender.send(
                     TaskCodec.stepFailure(
-                            task.getStepId(), e.getMessage(), group.failedPeer(e, loaded.rank())));
+                            task.getStepId(), why(e), group.failedPeer(e, loaded.rank())));
             loaded.metrics().onStepFailed(e, task.getNumTokens());
         }
+    }
+
+    private static String why(Throwable failure) {
+        return failure instanceof OutOfMemoryError
+                ? "out of memory for a step of this size (" + failure.getMessage() + ")"
+                : failure.getMessage();
     }
 
     /** The time waited for each rank in {@code phase} since {@code before}; null if unmeasured. */

@@ -152,7 +152,7 @@ public final class StepScheduler implements AutoCloseable {
                 }
                 if (!between.isEmpty()) {
                     if (!inFlight.isEmpty()) {
-                        completion.finish(inFlight.poll());
+                        finish(inFlight.poll());
                     } else {
                         runBetween(between.poll());
                     }
@@ -162,14 +162,41 @@ public final class StepScheduler implements AutoCloseable {
                     rebalancer.beforeStep();
                     List<ForwardJob> batch = batcher.nextBatch();
                     if (!batch.isEmpty()) {
-                        inFlight.add(launcher.launch(batch));
+                        launch(batch);
                     }
                 } else {
-                    completion.finish(inFlight.poll());
+                    finish(inFlight.poll());
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
+            }
+        }
+    }
+
+    /**
+     * Starts a step of {@code batch}; if it cannot (its buffers do not fit in the heap, say), its
+     * requests fail and the scheduler goes on with the next.
+     */
+    private void launch(List<ForwardJob> batch) {
+        try {
+            inFlight.add(launcher.launch(batch));
+        } catch (RuntimeException | OutOfMemoryError e) {
+            for (ForwardJob job : batch) {
+                job.result().completeExceptionally(e);
+            }
+        }
+    }
+
+    /**
+     * Answers {@code step}'s requests; those it could not answer fail, and the scheduler goes on.
+     */
+    private void finish(StepInFlight step) throws InterruptedException {
+        try {
+            completion.finish(step);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            for (ForwardJob job : step.batch()) {
+                job.result().completeExceptionally(e);
             }
         }
     }

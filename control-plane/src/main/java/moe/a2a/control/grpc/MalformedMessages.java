@@ -15,9 +15,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Answers a request whose bytes are not its method's message with INVALID_ARGUMENT, and one that
- * decompresses past the size limit with RESOURCE_EXHAUSTED, instead of grpc-java's UNKNOWN and a
- * stack trace logged per call: the service takes its requests as streams, and this interceptor
- * watches them being parsed. Stateless apart from each call's listener.
+ * decompresses past the size limit, or that the heap cannot hold as it is parsed, with
+ * RESOURCE_EXHAUSTED, instead of grpc-java's UNKNOWN and a stack trace logged per call: the service
+ * takes its requests as streams, and this interceptor watches them being parsed. Stateless apart
+ * from each call's listener.
  */
 final class MalformedMessages implements ServerInterceptor {
 
@@ -49,6 +50,9 @@ final class MalformedMessages implements ServerInterceptor {
                     }
                     refused = true;
                     call.close(status, new Metadata());
+                } catch (OutOfMemoryError e) {
+                    refused = true;
+                    call.close(StatusMapping.toStatus(e), new Metadata());
                 }
             }
 

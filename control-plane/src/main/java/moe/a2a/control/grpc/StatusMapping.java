@@ -6,11 +6,13 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.RejectedExecutionException;
 import moe.a2a.comm.A2aException;
 import moe.a2a.protocol.InvalidRequestException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The one place that turns failures into gRPC statuses, by the retry litmus test: a bad field is
- * INVALID_ARGUMENT (retrying cannot help), a full queue RESOURCE_EXHAUSTED, a failed exchange
- * UNAVAILABLE (the group is rebuilt, so a retry can succeed), anything else INTERNAL.
+ * INVALID_ARGUMENT (retrying cannot help), a full queue or a request the server's memory cannot
+ * hold RESOURCE_EXHAUSTED, a failed exchange UNAVAILABLE (the group is rebuilt, so a retry can
+ * succeed), anything else INTERNAL.
  */
 public final class StatusMapping {
     private StatusMapping() {}
@@ -29,9 +31,28 @@ public final class StatusMapping {
         if (t instanceof RejectedExecutionException) {
             return Status.RESOURCE_EXHAUSTED.withDescription(t.getMessage());
         }
+        OutOfMemoryError oom = outOfMemory(t);
+        if (oom != null) {
+            return Status.RESOURCE_EXHAUSTED.withDescription(
+                    "out of memory for this request's step ("
+                            + oom.getMessage()
+                            + "): send fewer tokens a request, lower --max-batch-tokens, or give the"
+                            + " server more memory (MOE_A2A_JAVA_OPTS=-Xmx... or"
+                            + " -XX:MaxDirectMemorySize=...)");
+        }
         if (t instanceof A2aException) {
             return Status.UNAVAILABLE.withDescription(t.getMessage()).withCause(t);
         }
         return Status.INTERNAL.withDescription(String.valueOf(t)).withCause(t);
+    }
+
+    /** The OutOfMemoryError {@code t} is or was caused by (a rank's, in a failed step), or null. */
+    private static @Nullable OutOfMemoryError outOfMemory(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof OutOfMemoryError oom) {
+                return oom;
+            }
+        }
+        return null;
     }
 }

@@ -11,6 +11,9 @@ import io.grpc.StatusRuntimeException;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BiFunction;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.ExchangePhase;
@@ -31,18 +34,45 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A worker that announces one number of rows in dispatch and sends another, through the whole
- * cluster over TCP: the step's requests fail UNAVAILABLE naming the peer and both counts, the
- * control plane rebuilds the group, and the next answers are right again.
+ * A worker whose step goes wrong, through the whole cluster over TCP: rank 1 announces one number
+ * of rows in dispatch and sends another, or runs out of memory in the middle of its exchange. The
+ * step's requests fail UNAVAILABLE saying why, the worker lives on, the control plane rebuilds the
+ * group, and the next answers are right again.
  */
 @Timeout(120)
-class CountMismatchClusterTest {
+class FaultyWorkerClusterTest {
     final SeededWeights weights = new SeededWeights(11, E, H, I, 1);
 
     @Test
     void shouldRebuildTheGroupAfterAPeerSendsOtherCountsThanItAnnounced() throws Exception {
+        failOnceThenRecover(
+                Lying::new,
+                status ->
+                        assertThat(status.getDescription())
+                                .contains("peer=1")
+                                .contains("counts disagree"));
+    }
+
+    @Test
+    void shouldFailTheStepNotTheWorkerWhenARankRunsOutOfMemory() throws Exception {
+        failOnceThenRecover(
+                OutOfMemory::new,
+                status ->
+                        assertThat(status.getDescription())
+                                .contains(
+                                        "on rank 1: out of memory for a step of this size (Java"
+                                                + " heap space)"));
+    }
+
+    /**
+     * Serves a step right, has rank 1's communicator (wrapped by {@code faulty}) fail the next one,
+     * checks its status, then serves right again.
+     */
+    private void failOnceThenRecover(
+            BiFunction<Communicator, AtomicBoolean, Communicator> faulty, Consumer<Status> check)
+            throws Exception {
         RemoteCluster cluster = NcclClusterTest.remoteCluster(TcpTransportProvider.TCP);
-        AtomicBoolean lie = new AtomicBoolean();
+        AtomicBoolean fault = new AtomicBoolean();
         try (ServedCluster served =
                 ServedCluster.start(
                         cluster,
@@ -50,7 +80,10 @@ class CountMismatchClusterTest {
                         2,
                         (tcp, r) -> {
                             DataPlane tcpPlane = new TcpDataPlane(tcp, "127.0.0.1", 0, null);
-                            return List.of(r == 1 ? new Lying(tcpPlane, lie) : tcpPlane);
+                            return List.of(
+                                    r == 1
+                                            ? new Wrapped(tcpPlane, c -> faulty.apply(c, fault))
+                                            : tcpPlane);
                         })) {
             served.agents.awaitFormed(cluster, "two TCP workers");
             ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
@@ -61,18 +94,16 @@ class CountMismatchClusterTest {
                     "before", reference, before, served.stub.forward(before));
             int rebuilds = cluster.rebuilds();
 
-            lie.set(true);
-            ForwardRequest lied =
+            fault.set(true);
+            ForwardRequest failed =
                     MoeGrpcServiceTest.request(random, 0, 12, DType.FP32, Routing.TOPK);
-            assertThatThrownBy(() -> served.stub.forward(lied))
+            assertThatThrownBy(() -> served.stub.forward(failed))
                     .isInstanceOfSatisfying(
                             StatusRuntimeException.class,
                             e -> {
                                 assertThat(e.getStatus().getCode())
                                         .isEqualTo(Status.Code.UNAVAILABLE);
-                                assertThat(e.getStatus().getDescription())
-                                        .contains("peer=1")
-                                        .contains("counts disagree");
+                                check.accept(e.getStatus());
                             });
 
             served.agents.awaitFormed(cluster, "the group formed again");
@@ -86,8 +117,8 @@ class CountMismatchClusterTest {
         }
     }
 
-    /** A TCP data plane whose communicators announce one row too many to a peer, once asked. */
-    private record Lying(DataPlane inner, AtomicBoolean lie) implements DataPlane {
+    /** A data plane whose communicators {@code wrap} wraps. */
+    private record Wrapped(DataPlane inner, UnaryOperator<Communicator> wrap) implements DataPlane {
         @Override
         public Transport transport() {
             return inner.transport();
@@ -100,7 +131,7 @@ class CountMismatchClusterTest {
 
         @Override
         public Communicator form(GroupPeers peers) {
-            return new LyingCommunicator(inner.form(peers), lie);
+            return wrap.apply(inner.form(peers));
         }
 
         @Override
@@ -115,10 +146,10 @@ class CountMismatchClusterTest {
     }
 
     /** Announces one more row to the other rank in one dispatch than it then sends. */
-    private static final class LyingCommunicator extends ForwardingCommunicator {
+    private static final class Lying extends ForwardingCommunicator {
         private final AtomicBoolean lie;
 
-        LyingCommunicator(Communicator inner, AtomicBoolean lie) {
+        Lying(Communicator inner, AtomicBoolean lie) {
             super(inner);
             this.lie = lie;
         }
@@ -132,6 +163,28 @@ class CountMismatchClusterTest {
                 announced[1 - rank()]++;
             }
             inner.allToAllCounts(step, phase, announced, recvCounts);
+        }
+    }
+
+    /**
+     * Runs out of heap once, as a dispatch starts: as a step too big for the worker's -Xmx would,
+     * while its peer waits in the exchange.
+     */
+    private static final class OutOfMemory extends ForwardingCommunicator {
+        private final AtomicBoolean fail;
+
+        OutOfMemory(Communicator inner, AtomicBoolean fail) {
+            super(inner);
+            this.fail = fail;
+        }
+
+        @Override
+        public void allToAllCounts(
+                long step, ExchangePhase phase, long[] sendCounts, long[] recvCounts) {
+            if (phase == ExchangePhase.DISPATCH && fail.getAndSet(false)) {
+                throw new OutOfMemoryError("Java heap space");
+            }
+            inner.allToAllCounts(step, phase, sendCounts, recvCounts);
         }
     }
 }
