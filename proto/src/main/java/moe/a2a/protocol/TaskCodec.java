@@ -212,6 +212,20 @@ public final class TaskCodec {
                 .build();
     }
 
+    /**
+     * Epoch {@code epoch}'s group could not be connected because this worker cannot run {@code
+     * transport} now (a resource of its own ran out), whatever its peers do.
+     */
+    public static WorkerMessage planeUnavailable(long epoch, String transport, String message) {
+        return WorkerMessage.newBuilder()
+                .setGroupFailed(
+                        GroupFailed.newBuilder()
+                                .setEpoch(epoch)
+                                .setUnavailable(transport)
+                                .setMessage(String.valueOf(message)))
+                .build();
+    }
+
     /** The values of a repeated int64 field. */
     public static long[] toArray(List<Long> values) {
         long[] out = new long[values.size()];

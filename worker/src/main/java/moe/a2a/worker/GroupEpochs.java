@@ -6,6 +6,7 @@ import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.PeerFaults;
+import moe.a2a.comm.PlaneUnavailableException;
 import moe.a2a.comm.SparseCommunicator;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
@@ -140,6 +141,12 @@ final class GroupEpochs {
             Communicator comm;
             try {
                 comm = planes.current().form(PlaneCodec.peers(form));
+            } catch (PlaneUnavailableException e) {
+                String transport = planes.current().transport().label();
+                LOG.warn(
+                        "group epoch {}: cannot run {} here: {}", epoch, transport, e.getMessage());
+                sender.send(TaskCodec.planeUnavailable(epoch, transport, e.getMessage()));
+                return;
             } catch (A2aException e) {
                 int peer = PeerFaults.worldPeerOf(e, assignment.rank(), groupRanks);
                 if (peer == PeerFaults.NONE) {

@@ -131,8 +131,11 @@ final class CutLinks {
         if (epoch != formation.epoch()) {
             return;
         }
-        onPeerNamed(rank, failed.getPeer());
-        String report = "cannot connect to rank " + failed.getPeer() + ": " + failed.getMessage();
+        String report = failed.getMessage();
+        if (failed.hasPeer()) {
+            onPeerNamed(rank, failed.getPeer());
+            report = "cannot connect to rank " + failed.getPeer() + ": " + report;
+        }
         if (formFailures.report(epoch, rank, report)) {
             timer.schedule(
                     () -> {

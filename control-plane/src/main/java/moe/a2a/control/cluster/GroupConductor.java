@@ -8,6 +8,7 @@ import java.util.function.Consumer;
 import java.util.stream.IntStream;
 import moe.a2a.comm.A2aException;
 import moe.a2a.v1.Bound;
+import moe.a2a.v1.GroupFailed;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -181,6 +182,36 @@ final class GroupConductor {
                 nanos,
                 TimeUnit.NANOSECONDS);
         breakGroup("rank " + rank + " evicted as a straggler");
+    }
+
+    /**
+     * {@code rank}'s worker could not connect the epoch's group because it cannot run a transport
+     * now (its shm folder is full, say). Under auto the group forms again without that transport on
+     * it, which the log says once; false when that cannot be (a fixed transport), for the caller to
+     * drop the worker, which rejoins with backoff.
+     */
+    boolean onPlaneUnavailable(int rank, GroupFailed failed) {
+        if (failed.getEpoch() != formation.epoch()) {
+            return true;
+        }
+        if (!membership.withdraw(rank, failed.getUnavailable())) {
+            return false;
+        }
+        String reason =
+                "rank "
+                        + rank
+                        + " cannot run "
+                        + failed.getUnavailable()
+                        + " ("
+                        + failed.getMessage()
+                        + "); planning rank "
+                        + rank
+                        + " without "
+                        + failed.getUnavailable()
+                        + " until its worker rejoins";
+        LOG.warn(reason);
+        breakGroup(reason);
+        return true;
     }
 
     /** Records {@code rank}'s data address; a malformed one breaks the group. */

@@ -393,6 +393,21 @@ final class Membership {
         return ranks[rank];
     }
 
+    /**
+     * {@code rank}'s worker cannot run {@code transport} now. Under auto, shm is planned without it
+     * from now on (true); a fixed transport cannot be, nor can a transport other than shm (false).
+     */
+    boolean withdraw(int rank, String transport) {
+        WorkerSession s = ranks[rank];
+        if (s == null
+                || !policy.auto()
+                || !transport.equals(Transports.require(TransportReach.HOST).transport().label())) {
+            return false;
+        }
+        s.withdrawShm();
+        return true;
+    }
+
     /** Whether every rank is held, so the group can form. */
     boolean full() {
         return joined() == ranks.length;

@@ -20,6 +20,7 @@ import moe.a2a.experts.task.RankTask;
 import moe.a2a.kernels.DType;
 import moe.a2a.v1.ClusterState;
 import moe.a2a.v1.ControlMessage;
+import moe.a2a.v1.GroupFailed;
 import moe.a2a.v1.Join;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.WorkerMessage;
@@ -323,7 +324,7 @@ public final class RemoteCluster implements RankGroup {
                     steps.onFailure(session.rank, message.getFailure());
                     break;
                 case GROUP_FAILED:
-                    conductor.cutLinks().onGroupFailed(session.rank, message.getGroupFailed());
+                    onGroupFailed(session, message.getGroupFailed());
                     break;
                 case LINKS_PROBED:
                     conductor.cutLinks().onLinksProbed(session.rank, message.getLinksProbed());
@@ -331,6 +332,18 @@ public final class RemoteCluster implements RankGroup {
                 default:
                     break; // heartbeats only refresh the session
             }
+        }
+    }
+
+    /** A worker could not connect the epoch's group. Lock held. */
+    private void onGroupFailed(WorkerSession session, GroupFailed failed) {
+        if (failed.getUnavailable().isEmpty()) {
+            conductor.cutLinks().onGroupFailed(session.rank, failed);
+        } else if (!conductor.onPlaneUnavailable(session.rank, failed)) {
+            // the fixed transport this worker cannot run: it rejoins, backing off, until it can
+            String cause = "cannot run " + failed.getUnavailable() + ": " + failed.getMessage();
+            session.end(Status.UNAVAILABLE.withDescription(cause));
+            onSessionEnd(session, cause);
         }
     }
 

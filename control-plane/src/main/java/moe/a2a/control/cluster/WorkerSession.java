@@ -28,6 +28,10 @@ final class WorkerSession {
 
     private final StreamObserver<ControlMessage> out;
     private volatile long lastHeardNanos = System.nanoTime();
+
+    /** The worker said it cannot run shm now (its folder is full): not for this session again. */
+    private volatile boolean shmUnavailable;
+
     private boolean closed;
 
     WorkerSession(
@@ -47,7 +51,12 @@ final class WorkerSession {
 
     /** Whether the worker can exchange through shared memory with others of its domain. */
     boolean offersShm() {
-        return offers(offered, TransportReach.HOST) && !shmDomain.isEmpty();
+        return offers(offered, TransportReach.HOST) && !shmDomain.isEmpty() && !shmUnavailable;
+    }
+
+    /** The worker cannot run shm any more; it is planned without it for the rest of its session. */
+    void withdrawShm() {
+        shmUnavailable = true;
     }
 
     /** Whether {@code offered} holds a transport of {@code reach}. */

@@ -6,6 +6,7 @@ import static moe.a2a.control.grpc.NcclClusterTest.I;
 import static moe.a2a.control.grpc.NcclClusterTest.K;
 import static moe.a2a.control.grpc.NcclClusterTest.WORLD;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -70,6 +71,51 @@ class ShmClusterTest {
         run(r -> r == 0 ? shm : otherShm, TcpTransportProvider.TCP, () -> {});
         assertThat(shmFiles(shm)).isEmpty();
         assertThat(shmFiles(otherShm)).isEmpty();
+    }
+
+    /**
+     * A shared-memory folder too small for a group's files (a 64 KiB tmpfs; the first regions take
+     * 1 MiB): the workers offer shm (the folder is writable), the group cannot form over it, and
+     * under auto it forms over tcp instead, saying why once, and serves right answers. Mounted when
+     * the tests run as root (as CI does), else skipped.
+     */
+    @Test
+    void autoShouldFormOverTcpWhenTheShmFolderIsFull() throws Exception {
+        Path tiny = shm.resolve("tiny");
+        Files.createDirectories(tiny);
+        assumeTrue(
+                "root".equals(System.getProperty("user.name"))
+                        && run("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", tiny.toString()),
+                "not root, or no mount: a small tmpfs is needed");
+        try {
+            RemoteCluster cluster = autoCluster();
+            try (ServedCluster served = serve(cluster, r -> tiny)) {
+                served.agents.awaitFormed(cluster, "the group formed over tcp");
+                assertThat(cluster.transport()).isEqualTo(TcpTransportProvider.TCP);
+                assertThat(cluster.rebuilds()).as("the shm formation failed first").isPositive();
+                ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+                SplittableRandom random = new SplittableRandom(37);
+                for (int i = 0; i < 3; i++) {
+                    ForwardRequest request =
+                            MoeGrpcServiceTest.request(random, 0, 6 + i, DType.FP32, Routing.TOPK);
+                    NcclClusterTest.assertMatchesReference(
+                            "over tcp " + i, reference, request, served.stub.forward(request));
+                }
+            }
+            assertThat(shmFiles(tiny)).isEmpty();
+        } finally {
+            run("umount", tiny.toString());
+        }
+    }
+
+    private static boolean run(String... command) throws Exception {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor() == 0;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     @Test

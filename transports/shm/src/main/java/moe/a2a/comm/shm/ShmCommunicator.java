@@ -12,6 +12,7 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.InboundSink;
 import moe.a2a.comm.PeerFailedException;
+import moe.a2a.comm.PlaneUnavailableException;
 import moe.a2a.comm.SegmentReader;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.Segments;
@@ -150,7 +151,7 @@ public final class ShmCommunicator implements Communicator {
         try {
             comm = new ShmCommunicator(config);
         } catch (IOException e) {
-            throw new A2aException(
+            throw new PlaneUnavailableException(
                     "cannot create shared-memory files: rank="
                             + config.rank()
                             + ", dir="
