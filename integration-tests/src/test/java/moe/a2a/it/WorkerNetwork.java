@@ -181,7 +181,8 @@ final class WorkerNetwork implements AutoCloseable {
         assertThat(run(command)).as(String.join(" ", command)).isZero();
     }
 
-    private static int run(String... command) throws IOException, InterruptedException {
+    /** Runs {@code command}, its output dropped; its exit code, or -1 when it cannot start. */
+    static int run(String... command) throws IOException, InterruptedException {
         Process p;
         try {
             p = new ProcessBuilder(command).redirectErrorStream(true).start();
