@@ -22,11 +22,22 @@ public final class DispatchHandle {
     float[] expertWeights = new float[0];
     DispatchRowLayout rowLayout;
     int numRecvTokens;
+
+    /**
+     * Received row indices in use, gaps included: {@link #numRecvTokens} in a normal dispatch,
+     * every source's fixed region in a low-latency one.
+     */
+    int recvRowSpan;
+
+    /** The received row index of each source's first row. */
+    final int[] recvRunStart;
+
     long step;
 
     DispatchHandle(DispatchLayout layout, int worldSize, int localExperts) {
         this.layout = layout;
         this.recvRowsPerRank = new long[worldSize];
+        this.recvRunStart = new int[worldSize];
         this.expertOffsets = new int[localExperts + 1];
     }
 
@@ -53,6 +64,22 @@ public final class DispatchHandle {
     /** Rows this rank received from {@code rank}. */
     public long recvRowsFrom(int rank) {
         return recvRowsPerRank[rank];
+    }
+
+    /**
+     * The received row index of row {@code i} of those from {@code source}: consecutive across
+     * sources in a normal dispatch; in a low-latency one each source's rows start its fixed region.
+     */
+    public int recvRowIndex(int source, int i) {
+        return recvRunStart[source] + i;
+    }
+
+    /**
+     * Received row indices in use, gaps between low-latency regions included: what {@link
+     * ExpertSums} writes and combine sends back.
+     */
+    public int recvRowSpan() {
+        return recvRowSpan;
     }
 
     /** Number of local expert slots. */

@@ -44,8 +44,9 @@ public interface DispatchPath {
             ByteBuffer tokens, int numTokens, DType dtype, int[] topkIds, float[] topkWeights);
 
     /**
-     * The buffer the experts write their weighted sums into: one row per received token, in receive
-     * order, in the dispatch's dtype. Valid until the next combine.
+     * The buffer the experts write their weighted sums into: one row per received row index ({@link
+     * DispatchHandle#recvRowSpan}), in receive order, in the dispatch's dtype. Valid until the next
+     * combine.
      */
     ByteBuffer combineRows(DispatchHandle handle);
 

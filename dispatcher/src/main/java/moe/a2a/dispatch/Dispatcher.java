@@ -3,7 +3,6 @@ package moe.a2a.dispatch;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
-import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
@@ -34,7 +33,12 @@ public final class Dispatcher implements DispatchPath {
     private final long[] sendRows;
     private final long[] sendBytes;
     private final long[] recvBytes;
-    private final int[] slotCursor;
+    private final RecvGrouping grouping;
+
+    /** A normal dispatch's received rows are one run, from row 0. */
+    private static final int[] RUN_STARTS = {0};
+
+    private final long[] oneRun = new long[1];
     private final RowPacker packer;
     private final RowReducer reducer;
     private final ExpertSums sums = new ExpertSums();
@@ -60,14 +64,7 @@ public final class Dispatcher implements DispatchPath {
             int hidden,
             int topK,
             DispatchDType dispatchDType) {
-        if (placement.worldSize() != comm.size()) {
-            throw new IllegalArgumentException(
-                    "placement.worldSize: "
-                            + placement.worldSize()
-                            + " (expected: "
-                            + comm.size()
-                            + ", the communicator's size)");
-        }
+        checkWorld(placement, comm);
         this.comm = comm;
         this.placement = placement;
         this.hidden = hidden;
@@ -82,7 +79,7 @@ public final class Dispatcher implements DispatchPath {
         this.sendRows = new long[worldSize];
         this.sendBytes = new long[worldSize];
         this.recvBytes = new long[worldSize];
-        this.slotCursor = new int[placement.localExperts(rank)];
+        this.grouping = new RecvGrouping(rank, topK, placement.localExperts(rank));
         this.reducer = new RowReducer(layout, hidden, worldSize);
         this.packer = new RowPacker(layout, topK, worldSize);
         for (DType dtype : DType.values()) {
@@ -130,18 +127,41 @@ public final class Dispatcher implements DispatchPath {
         if (next == placement) {
             return;
         }
-        if (next.localExperts(rank) != slotCursor.length) {
+        checkSlots(next, rank, grouping.localExperts());
+        layout.use(next);
+        placement = next;
+    }
+
+    /**
+     * @throws IllegalArgumentException when {@code placement} has another world size than {@code
+     *     comm}
+     */
+    static void checkWorld(Placement placement, Communicator comm) {
+        if (placement.worldSize() != comm.size()) {
+            throw new IllegalArgumentException(
+                    "placement.worldSize: "
+                            + placement.worldSize()
+                            + " (expected: "
+                            + comm.size()
+                            + ", the communicator's size)");
+        }
+    }
+
+    /**
+     * @throws IllegalArgumentException when {@code next} gives {@code rank} another number of slots
+     *     than {@code slots}
+     */
+    static void checkSlots(Placement next, int rank, int slots) {
+        if (next.localExperts(rank) != slots) {
             throw new IllegalArgumentException(
                     "placement.localExperts("
                             + rank
                             + "): "
                             + next.localExperts(rank)
                             + " (expected: "
-                            + slotCursor.length
+                            + slots
                             + ", the rank's slots)");
         }
-        layout.use(next);
-        placement = next;
     }
 
     /** How rows travel in this dispatcher's dispatch. */
@@ -192,7 +212,14 @@ public final class Dispatcher implements DispatchPath {
                     handle.step, ExchangePhase.DISPATCH, packer, sendBytes, recvBuffer, recvBytes);
         }
         handle.numRecvTokens = (int) totalRecv;
-        groupByExpert(row);
+        handle.recvRowSpan = (int) totalRecv;
+        int start = 0;
+        for (int r = 0; r < worldSize; r++) {
+            handle.recvRunStart[r] = start;
+            start += (int) handle.recvRowsPerRank[r];
+        }
+        oneRun[0] = totalRecv;
+        grouping.group(handle, recvBuffer, row, RUN_STARTS, oneRun, 1);
         result.recvBuffer = recvBuffer;
         return result;
     }
@@ -216,9 +243,7 @@ public final class Dispatcher implements DispatchPath {
     @Override
     public ByteBuffer combineRows(DispatchHandle handle) {
         combineSend =
-                ensure(
-                        combineSend,
-                        (long) handle.numRecvTokens * handle.rowLayout.combineRowBytes());
+                ensure(combineSend, (long) handle.recvRowSpan * handle.rowLayout.combineRowBytes());
         return combineSend;
     }
 
@@ -237,52 +262,6 @@ public final class Dispatcher implements DispatchPath {
         reducer.prepare(handle.rowLayout, out);
         comm.allToAllV(
                 handle.step, ExchangePhase.COMBINE, combineSend, sendBytes, reducer, recvBytes);
-    }
-
-    private void groupByExpert(DispatchRowLayout row) {
-        final int numRecv = handle.numRecvTokens;
-        final int localExperts = slotCursor.length;
-        final int rowBytes = row.rowBytes();
-        Arrays.fill(handle.expertOffsets, 0);
-        for (int j = 0; j < numRecv; j++) {
-            for (int k = 0; k < topK; k++) {
-                final int slot = recvBuffer.getInt(j * rowBytes + row.slotOffset(k));
-                if (slot >= localExperts) {
-                    throw new A2aException(
-                            "received row names a slot this rank lacks: rank="
-                                    + rank
-                                    + ", row="
-                                    + j
-                                    + ", slot="
-                                    + slot
-                                    + ", localExperts="
-                                    + localExperts);
-                }
-                if (slot >= 0) {
-                    handle.expertOffsets[slot + 1]++;
-                }
-            }
-        }
-        for (int s = 0; s < localExperts; s++) {
-            handle.expertOffsets[s + 1] += handle.expertOffsets[s];
-            slotCursor[s] = handle.expertOffsets[s];
-        }
-        final int total = handle.expertOffsets[localExperts];
-        if (handle.expertRows.length < total) {
-            handle.expertRows = new int[total];
-            handle.expertWeights = new float[total];
-        }
-        for (int j = 0; j < numRecv; j++) {
-            for (int k = 0; k < topK; k++) {
-                final int slot = recvBuffer.getInt(j * rowBytes + row.slotOffset(k));
-                if (slot >= 0) {
-                    final int at = slotCursor[slot]++;
-                    handle.expertRows[at] = j;
-                    handle.expertWeights[at] =
-                            recvBuffer.getFloat(j * rowBytes + row.weightOffset(k));
-                }
-            }
-        }
     }
 
     static ByteBuffer ensure(ByteBuffer buffer, long bytes) {

@@ -19,13 +19,14 @@ public final class ExpertSums {
     private ByteBuffer partials = Dispatcher.allocate(0);
 
     /**
-     * Writes into {@code rows} one row per received token of {@code handle}, in receive order:
-     * {@code Σ weight × output} over the expert rows of {@code expertOutputs} ({@code
+     * Writes into {@code rows} one row per received row index of {@code handle} ({@link
+     * DispatchHandle#recvRowSpan}; zeros in the gaps between low-latency regions), in receive
+     * order: {@code Σ weight × output} over the expert rows of {@code expertOutputs} ({@code
      * [numExpertRows, H]} fp32 in the handle's grouped order) that belong to it.
      */
     public void write(FloatBuffer expertOutputs, DispatchHandle handle, ByteBuffer rows) {
         final int hidden = handle.rowLayout().hidden();
-        final int numRecv = handle.numRecvTokens;
+        final int numRecv = handle.recvRowSpan;
         final long partialBytes = (long) numRecv * hidden * Float.BYTES;
         partials = Dispatcher.ensure(partials, partialBytes);
         final int total = handle.expertOffsets[handle.expertOffsets.length - 1];

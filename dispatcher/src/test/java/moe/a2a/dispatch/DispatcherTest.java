@@ -7,8 +7,11 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import moe.a2a.comm.Communicator;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.kernels.DType;
@@ -22,6 +25,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /** Dispatch → identity experts → combine must return each token's weighted input. */
 @Timeout(60)
 class DispatcherTest {
+    /** The tests' ranks bring at most 39 tokens. */
+    static final int LL_MAX_TOKENS = 40;
 
     enum Routing {
         UNIFORM,
@@ -30,7 +35,20 @@ class DispatcherTest {
         DROPPING
     }
 
+    /** Every case in normal mode, then in low-latency mode (fixed regions of 40 tokens a rank). */
     static List<Arguments> cases() {
+        List<Arguments> cases = new ArrayList<>();
+        for (boolean lowLatency : new boolean[] {false, true}) {
+            for (Arguments base : baseCases()) {
+                Object[] args = Arrays.copyOf(base.get(), base.get().length + 1);
+                args[args.length - 1] = lowLatency;
+                cases.add(Arguments.of(args));
+            }
+        }
+        return cases;
+    }
+
+    static List<Arguments> baseCases() {
         return List.of(
                 Arguments.of(1, 4, 2, 0, Routing.UNIFORM, DType.FP32, DispatchDType.BF16, false),
                 Arguments.of(2, 8, 2, 0, Routing.UNIFORM, DType.BF16, DispatchDType.BF16, false),
@@ -57,7 +75,8 @@ class DispatcherTest {
                 Arguments.of(3, 6, 3, 0, Routing.DROPPING, DType.FP32, DispatchDType.BF16, true));
     }
 
-    @ParameterizedTest(name = "N={0} E={1} K={2} maxT={3} {4} {5} dispatch {6} replicas {7}")
+    @ParameterizedTest(
+            name = "N={0} E={1} K={2} maxT={3} {4} {5} dispatch {6} replicas {7} low-latency {8}")
     @MethodSource("cases")
     void shouldReturnWeightedInputWhenExpertsAreIdentity(
             int n,
@@ -67,7 +86,8 @@ class DispatcherTest {
             Routing routing,
             DType dtype,
             DispatchDType dispatchDType,
-            boolean replicas)
+            boolean replicas,
+            boolean lowLatency)
             throws Exception {
         final int hidden = 24;
         final long seed = 31L * n + numExperts + topK;
@@ -84,13 +104,14 @@ class DispatcherTest {
                 RankThreads.run(
                         n,
                         rank -> {
-                            Dispatcher dispatcher =
-                                    new Dispatcher(
+                            DispatchPath dispatcher =
+                                    path(
                                             group.communicator(rank),
                                             placement,
                                             hidden,
                                             topK,
-                                            dispatchDType);
+                                            dispatchDType,
+                                            lowLatency);
                             float[] out = new float[0];
                             for (int round = 0;
                                     round < 2;
@@ -113,7 +134,9 @@ class DispatcherTest {
                                                         Math.max(1, in.numTokens * hidden * 4))
                                                 .order(ByteOrder.nativeOrder())
                                                 .asFloatBuffer();
-                                dispatcher.combine(grouped, handle, combined);
+                                new ExpertSums()
+                                        .write(grouped, handle, dispatcher.combineRows(handle));
+                                dispatcher.combine(handle, combined);
                                 out = new float[in.numTokens * hidden];
                                 combined.get(0, out);
                             }
@@ -145,6 +168,20 @@ class DispatcherTest {
                 }
             }
         }
+    }
+
+    /** The normal dispatcher, or a low-latency one for at most {@link #LL_MAX_TOKENS} tokens. */
+    static DispatchPath path(
+            Communicator comm,
+            Placement placement,
+            int hidden,
+            int topK,
+            DispatchDType dispatchDType,
+            boolean lowLatency) {
+        return lowLatency
+                ? new LowLatencyDispatcher(
+                        comm, placement, hidden, topK, dispatchDType, LL_MAX_TOKENS)
+                : new Dispatcher(comm, placement, hidden, topK, dispatchDType);
     }
 
     /** N extra slots, placed by the planner for random loads: replicas with uneven shares. */
