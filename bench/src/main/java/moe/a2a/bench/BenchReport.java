@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.RoutingCost;
 import moe.a2a.workload.BenchRouting;
@@ -37,7 +38,10 @@ public record BenchReport(
         double expertP50Us,
         double communicationShare,
         RoutingCost cost,
-        String placement) {
+        String placement,
+        DispatchMode mode,
+        double dispatchP99Us,
+        double combineP99Us) {
     private static final Gson GSON = new Gson();
 
     /** A report of bf16 dispatch under the contiguous placement. */
@@ -78,6 +82,29 @@ public record BenchReport(
             List<RankTimes> ranks,
             double memcpyGbps,
             DispatchDType dispatchDType) {
+        return of(
+                w,
+                transport,
+                scope,
+                cost,
+                placement,
+                ranks,
+                memcpyGbps,
+                dispatchDType,
+                DispatchMode.NORMAL);
+    }
+
+    /** As above, for a run exchanged in {@code mode}. */
+    public static BenchReport of(
+            BenchWorkload w,
+            Transport transport,
+            BenchScope scope,
+            RoutingCost cost,
+            String placement,
+            List<RankTimes> ranks,
+            double memcpyGbps,
+            DispatchDType dispatchDType,
+            DispatchMode mode) {
         int iters = ranks.get(0).dispatchNs().length;
         long[] dispatch = new long[iters];
         long[] combine = new long[iters];
@@ -127,7 +154,22 @@ public record BenchReport(
                 expertP50,
                 exchanges / (exchanges + expertP50),
                 cost,
-                placement);
+                placement,
+                mode,
+                percentileUs(dispatch, 99),
+                percentileUs(combine, 99));
+    }
+
+    /**
+     * Bytes a rank's fixed regions hold for the other ranks in one direction, in the shared rows
+     * (bf16): what a transport that sends whole regions (tcp) moves in low-latency mode, where
+     * in-process and shm move only the rows sent. 0 in normal mode.
+     */
+    public long regionBytesPerRank() {
+        BenchWorkload w = workload;
+        return mode == DispatchMode.LOW_LATENCY
+                ? (long) (w.worldSize() - 1) * (w.tokens() + 1) * w.rowBytes()
+                : 0;
     }
 
     /** Whether the run timed an expert stage, so that it has a communication share. */
@@ -177,6 +219,12 @@ public record BenchReport(
         o.addProperty("barrier_us_p50", Math.round(barrierP50Us));
         o.addProperty("overhead_over_barrier", Math.round(overheadOverBarrier() * 100) / 100.0);
         o.addProperty("dispatch_dtype", dispatchDType.label());
+        o.addProperty("mode", mode.label());
+        o.addProperty("dispatch_us_p99", Math.round(dispatchP99Us));
+        o.addProperty("combine_us_p99", Math.round(combineP99Us));
+        if (mode == DispatchMode.LOW_LATENCY) {
+            o.addProperty("region_bytes_per_rank", regionBytesPerRank());
+        }
         o.addProperty("redundant_experts", redundantExperts);
         o.addProperty("placement", placement);
         o.addProperty("pairs_max_over_mean", round3(cost.pairsMaxOverMean()));

@@ -2,6 +2,7 @@ package moe.a2a.bench;
 
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import org.jspecify.annotations.Nullable;
@@ -52,6 +53,36 @@ public final class BenchRun {
             DispatchDType dispatchDType,
             int redundant,
             @Nullable ExpertStage experts) {
+        return rank(
+                w,
+                scope,
+                comm,
+                warmup,
+                iters,
+                dispatchDType,
+                DispatchMode.NORMAL,
+                redundant,
+                experts);
+    }
+
+    /** Exchanged in {@code mode} (dispatcher scope only for low latency). */
+    public static RankTimes rank(
+            BenchWorkload w,
+            BenchScope scope,
+            Communicator comm,
+            int warmup,
+            int iters,
+            DispatchDType dispatchDType,
+            DispatchMode mode,
+            int redundant,
+            @Nullable ExpertStage experts) {
+        if (scope == BenchScope.TRANSPORT && mode != DispatchMode.NORMAL) {
+            throw new IllegalArgumentException(
+                    "--mode: "
+                            + mode.label()
+                            + " (expected: normal with --scope TRANSPORT, which times the normal"
+                            + " exchanges alone)");
+        }
         if (scope == BenchScope.TRANSPORT && experts != null) {
             throw new IllegalArgumentException(
                     "experts: an expert stage (expected: none with --scope TRANSPORT, which times"
@@ -68,6 +99,13 @@ public final class BenchRun {
             return TransportBench.run(w, comm, BenchRouting.rows(w), warmup, iters);
         }
         return DispatcherBench.run(
-                w, comm, warmup, iters, dispatchDType, BenchPlacement.of(w, redundant), experts);
+                w,
+                comm,
+                warmup,
+                iters,
+                dispatchDType,
+                mode,
+                BenchPlacement.of(w, redundant),
+                experts);
     }
 }

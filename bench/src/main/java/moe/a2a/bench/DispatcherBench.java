@@ -11,9 +11,11 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchHandle;
 import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.dispatch.DispatchPath;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
+import moe.a2a.dispatch.LowLatencyDispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.RowKernels;
@@ -67,9 +69,28 @@ public final class DispatcherBench {
             DispatchDType dispatchDType,
             Placement placement,
             @Nullable ExpertStage experts) {
+        return run(w, comm, warmup, iters, dispatchDType, DispatchMode.NORMAL, placement, experts);
+    }
+
+    /**
+     * As above, exchanged in {@code mode}: low latency with regions for the workload's tokens a
+     * rank ({@link LowLatencyDispatcher}).
+     */
+    public static RankTimes run(
+            BenchWorkload w,
+            Communicator comm,
+            int warmup,
+            int iters,
+            DispatchDType dispatchDType,
+            DispatchMode mode,
+            Placement placement,
+            @Nullable ExpertStage experts) {
         final int me = comm.rank();
-        Dispatcher dispatcher =
-                new Dispatcher(comm, placement, w.hidden(), w.topK(), dispatchDType);
+        DispatchPath dispatcher =
+                mode == DispatchMode.LOW_LATENCY
+                        ? new LowLatencyDispatcher(
+                                comm, placement, w.hidden(), w.topK(), dispatchDType, w.tokens())
+                        : new Dispatcher(comm, placement, w.hidden(), w.topK(), dispatchDType);
         return run(
                 w,
                 me,
@@ -145,8 +166,12 @@ public final class DispatcherBench {
             } else if (experts != null) {
                 experts.run(result, back);
             } else {
-                for (int j = 0; j < result.numRecvTokens(); j++) {
-                    result.copyRecvToken(j, back, j * w.rowBytes());
+                DispatchHandle handle = result.handle();
+                for (int s = 0; s < w.worldSize(); s++) {
+                    for (int r = 0; r < handle.recvRowsFrom(s); r++) {
+                        int j = handle.recvRowIndex(s, r);
+                        result.copyRecvToken(j, back, j * w.rowBytes());
+                    }
                 }
             }
             long e1 = System.nanoTime();
@@ -174,17 +199,20 @@ public final class DispatcherBench {
     static void scaledRows(DispatchResult result, ByteBuffer back, int rank) {
         DispatchHandle handle = result.handle();
         int h = handle.rowLayout().hidden();
-        float[] factor = new float[result.numRecvTokens()];
+        float[] factor = new float[handle.recvRowSpan()];
         for (int i = 0; i < result.numExpertRows(); i++) {
             factor[handle.expertRow(i)] += handle.expertWeight(i);
         }
         float[] row = new float[h];
-        for (int j = 0; j < factor.length; j++) {
-            result.recvToken(j, row, 0);
-            for (int c = 0; c < h; c++) {
-                row[c] = row[c] * (factor[j] * (rank + 1));
+        for (int s = 0; s < handle.sources(); s++) {
+            for (int r = 0; r < handle.recvRowsFrom(s); r++) {
+                int j = handle.recvRowIndex(s, r);
+                result.recvToken(j, row, 0);
+                for (int c = 0; c < h; c++) {
+                    row[c] = row[c] * (factor[j] * (rank + 1));
+                }
+                DType.BF16.encode(row, 0, h, back, j * h * 2);
             }
-            DType.BF16.encode(row, 0, h, back, j * h * 2);
         }
     }
 
@@ -196,21 +224,30 @@ public final class DispatcherBench {
             DispatchDType dispatchDType,
             Placement placement) {
         float[] row = new float[w.hidden()];
-        int j = 0;
+        DispatchHandle handle = result.handle();
+        int received = 0;
         for (int src = 0; src < w.worldSize(); src++) {
             int[] ids = BenchRouting.topkIds(w, src);
             DispatchLayout layout = new DispatchLayout(placement, src);
             layout.compute(ids, w.tokens(), w.topK());
+            int i = 0;
             for (int tok = 0; tok < w.tokens(); tok++) {
                 if (layout.tokenInRank(tok, me)) {
-                    result.recvToken(j++, row, 0);
+                    if (i == handle.recvRowsFrom(src)) {
+                        return false;
+                    }
+                    result.recvToken(handle.recvRowIndex(src, i++), row, 0);
                     if (!Arrays.equals(row, sentRow(w, src, tok, dispatchDType))) {
                         return false;
                     }
                 }
             }
+            received += i;
+            if (i != handle.recvRowsFrom(src)) {
+                return false;
+            }
         }
-        return j == result.numRecvTokens();
+        return received == result.numRecvTokens();
     }
 
     private static boolean combinedRight(

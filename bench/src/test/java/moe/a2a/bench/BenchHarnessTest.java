@@ -12,7 +12,9 @@ import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.SegmentWriter;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.dispatch.HostTopology;
+import moe.a2a.dispatch.Placement;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import org.junit.jupiter.api.Test;
@@ -55,6 +57,49 @@ class BenchHarnessTest {
                                         2,
                                         DispatchDType.FP8));
         assertThat(times).allMatch(RankTimes::ok);
+    }
+
+    /**
+     * Low-latency mode, bf16 and FP8, on the skewed workload and with fewer tokens: the same
+     * validation passes; a corrupted byte fails it.
+     */
+    @Test
+    void shouldValidateLowLatencyPath() throws Exception {
+        for (BenchWorkload w : List.of(SKEWED, SMALL.withTokens(1))) {
+            for (DispatchDType dtype : DispatchDType.values()) {
+                LocalGroup group = new LocalGroup(w.worldSize(), TimeUnit.SECONDS.toNanos(20));
+                List<RankTimes> times =
+                        RankThreads.run(
+                                w.worldSize(),
+                                rank ->
+                                        BenchRun.rank(
+                                                w,
+                                                BenchScope.DISPATCHER,
+                                                group.communicator(rank),
+                                                1,
+                                                2,
+                                                dtype,
+                                                DispatchMode.LOW_LATENCY,
+                                                0,
+                                                null));
+                assertThat(times).as("%s %s", w.name(), dtype).allMatch(RankTimes::ok);
+            }
+        }
+        LocalGroup group = new LocalGroup(SMALL.worldSize(), TimeUnit.SECONDS.toNanos(20));
+        List<RankTimes> corrupted =
+                RankThreads.run(
+                        SMALL.worldSize(),
+                        rank ->
+                                DispatcherBench.run(
+                                        SMALL,
+                                        corrupting(group.communicator(rank)),
+                                        0,
+                                        1,
+                                        DispatchDType.BF16,
+                                        DispatchMode.LOW_LATENCY,
+                                        Placement.contiguous(SMALL.experts(), SMALL.worldSize()),
+                                        null));
+        assertThat(corrupted).anyMatch(t -> !t.ok());
     }
 
     /** Replicas planned for the skewed loads: every rank still gets and returns the right rows. */

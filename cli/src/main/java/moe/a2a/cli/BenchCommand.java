@@ -8,6 +8,7 @@ import moe.a2a.comm.Transport;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.gpu.GpuProbe;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
@@ -71,6 +72,22 @@ final class BenchCommand implements Callable<Integer> {
                             + " (expected: bf16 with --target or --scope TRANSPORT, which move bf16"
                             + " rows)");
         }
+        DispatchMode mode = DispatchMode.parse("--mode", options.modeName);
+        if (mode != DispatchMode.NORMAL
+                && (options.target != null || options.scope == BenchScope.TRANSPORT)) {
+            throw new IllegalArgumentException(
+                    "--mode: "
+                            + mode.label()
+                            + " (expected: normal with --target or --scope TRANSPORT)");
+        }
+        if (options.tokens < 0
+                || options.tokens > 0 && (options.target != null || options.routingTrace != null)) {
+            throw new IllegalArgumentException(
+                    "--tokens: "
+                            + options.tokens
+                            + " (expected: 0, or > 0 with a canonical workload, not with --target"
+                            + " or --routing-trace)");
+        }
         for (Transport t : options.transports) {
             if (!BenchTransports.ALL.contains(t)) {
                 throw new IllegalArgumentException(
@@ -116,7 +133,7 @@ final class BenchCommand implements Callable<Integer> {
                             + options.redundantExperts
                             + " (expected: 0 with --target or --scope TRANSPORT)");
         }
-        return WorkloadBenchRun.run(options, dispatchDType);
+        return WorkloadBenchRun.run(options, dispatchDType, mode);
     }
 
     /**

@@ -61,6 +61,27 @@ final class BenchOptions {
     String dispatchDTypeName;
 
     @Option(
+            names = "--mode",
+            defaultValue = "normal",
+            paramLabel = "normal|low-latency",
+            description =
+                    "How the dispatcher scope exchanges: normal (counts first, then the rows), or"
+                            + " low-latency (fixed regions for the workload's tokens a rank, no count"
+                            + " exchange). Not with --target or --scope TRANSPORT (default:"
+                            + " ${DEFAULT-VALUE}).")
+    String modeName;
+
+    @Option(
+            names = "--tokens",
+            defaultValue = "0",
+            paramLabel = "T",
+            description =
+                    "Tokens per rank instead of the workload's (e.g. 1, 8 or 32 for decode); the"
+                            + " workload is then named NAME-tT and its fingerprint is its own"
+                            + " (default: the workload's).")
+    int tokens;
+
+    @Option(
             names = "--redundant-experts",
             defaultValue = "0",
             description =

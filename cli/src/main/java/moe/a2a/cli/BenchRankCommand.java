@@ -13,6 +13,7 @@ import moe.a2a.bench.BenchWorkloads;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.workload.BenchWorkload;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -50,6 +51,12 @@ final class BenchRankCommand implements Callable<Integer> {
     @Option(names = "--dispatch-dtype", defaultValue = "bf16")
     String dispatchDType;
 
+    @Option(names = "--mode", defaultValue = "normal")
+    String mode;
+
+    @Option(names = "--tokens", defaultValue = "0")
+    int tokens;
+
     @Option(names = "--transport", defaultValue = "tcp")
     Transport transport;
 
@@ -61,7 +68,8 @@ final class BenchRankCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        BenchWorkload w = BenchWorkloads.resolve(workload);
+        BenchWorkload named = BenchWorkloads.resolve(workload);
+        BenchWorkload w = tokens > 0 && tokens != named.tokens() ? named.withTokens(tokens) : named;
         ChildRankGroup.run(
                 transport,
                 ChildRankGroup.settings(rank, null, null),
@@ -78,6 +86,7 @@ final class BenchRankCommand implements Callable<Integer> {
                                     warmup,
                                     iters,
                                     DispatchDType.parse("--dispatch-dtype", dispatchDType),
+                                    DispatchMode.parse("--mode", mode),
                                     redundantExperts,
                                     BenchExperts.of(w, redundantExperts, rank, expertFfn));
                     write(times, dir.resolve("rank-" + rank + ".times"));

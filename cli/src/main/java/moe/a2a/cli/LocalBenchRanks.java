@@ -12,6 +12,7 @@ import moe.a2a.bench.BenchScope;
 import moe.a2a.bench.RankTimes;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.workload.BenchWorkload;
 
 /** {@code bench --transport local}: a workload's ranks as threads of this JVM, one group. */
@@ -28,6 +29,7 @@ final class LocalBenchRanks {
             int warmup,
             int iters,
             DispatchDType dispatchDType,
+            DispatchMode mode,
             int redundantExperts,
             int expertFfn)
             throws Exception {
@@ -47,6 +49,7 @@ final class LocalBenchRanks {
                                                 warmup,
                                                 iters,
                                                 dispatchDType,
+                                                mode,
                                                 redundantExperts,
                                                 BenchExperts.of(
                                                         w, redundantExperts, rank, expertFfn))));

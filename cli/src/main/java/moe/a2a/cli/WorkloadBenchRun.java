@@ -14,6 +14,7 @@ import moe.a2a.comm.Transport;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.dispatch.RoutingCost;
 import moe.a2a.kernels.RowKernels;
@@ -30,7 +31,8 @@ final class WorkloadBenchRun {
     private WorkloadBenchRun() {}
 
     /** Runs what {@code options} ask for; the exit code (1 when a run did not validate). */
-    static int run(BenchOptions options, DispatchDType dispatchDType) throws Exception {
+    static int run(BenchOptions options, DispatchDType dispatchDType, DispatchMode mode)
+            throws Exception {
         List<BenchWorkload> workloads = workloads(options);
         List<Placement> placements = new ArrayList<>();
         for (BenchWorkload w : workloads) {
@@ -53,7 +55,11 @@ final class WorkloadBenchRun {
         WorkloadTable.printHeader(options.scope);
         WorkloadRanks ranks =
                 new WorkloadRanks(
-                        options.scope, dispatchDType, options.redundantExperts, options.expertFfn);
+                        options.scope,
+                        dispatchDType,
+                        mode,
+                        options.redundantExperts,
+                        options.expertFfn);
         int done = 0;
         int runs = workloads.size() * options.transports.size();
         List<String> reports = new ArrayList<>();
@@ -78,7 +84,8 @@ final class WorkloadBenchRun {
                                 BenchPlacement.label(options.redundantExperts),
                                 times,
                                 memcpy,
-                                dispatchDType);
+                                dispatchDType,
+                                mode);
                 allOk &= r.ok();
                 WorkloadTable.printRow(
                         w, transport, r, loopback, options.expertFfn, options.redundantExperts);
@@ -106,8 +113,12 @@ final class WorkloadBenchRun {
             return List.of(
                     BenchWorkloads.resolve(BenchWorkloads.traceName(options.routingTrace, layer)));
         }
-        return options.workload.equals("all")
-                ? BenchWorkload.CANONICAL
-                : List.of(BenchWorkload.named(options.workload));
+        List<BenchWorkload> canonical =
+                options.workload.equals("all")
+                        ? BenchWorkload.CANONICAL
+                        : List.of(BenchWorkload.named(options.workload));
+        return options.tokens > 0
+                ? canonical.stream().map(w -> w.withTokens(options.tokens)).toList()
+                : canonical;
     }
 }

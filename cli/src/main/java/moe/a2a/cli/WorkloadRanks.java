@@ -9,6 +9,7 @@ import moe.a2a.comm.Transport;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.workload.BenchWorkload;
 
 /**
@@ -17,14 +18,18 @@ import moe.a2a.workload.BenchWorkload;
  * the run's temporary folder ({@link ChildRankGroup}).
  */
 record WorkloadRanks(
-        BenchScope scope, DispatchDType dispatchDType, int redundantExperts, int expertFfn) {
+        BenchScope scope,
+        DispatchDType dispatchDType,
+        DispatchMode mode,
+        int redundantExperts,
+        int expertFfn) {
 
     /** Every rank's times for one run of {@code w} on {@code transport}. */
     List<RankTimes> run(BenchWorkload w, Transport transport, int warmup, int iters)
             throws Exception {
         return Transports.reach(transport) == TransportReach.THREADS
                 ? LocalBenchRanks.run(
-                        w, scope, warmup, iters, dispatchDType, redundantExperts, expertFfn)
+                        w, scope, warmup, iters, dispatchDType, mode, redundantExperts, expertFfn)
                 : runProcesses(w, transport, warmup, iters);
     }
 
@@ -39,7 +44,11 @@ record WorkloadRanks(
                                 "--transport",
                                 transport.label(),
                                 "--workload",
-                                w.name(),
+                                w.canonicalName(),
+                                "--tokens",
+                                Integer.toString(w.tokens()),
+                                "--mode",
+                                mode.label(),
                                 "--rank",
                                 Integer.toString(r),
                                 "--dir",

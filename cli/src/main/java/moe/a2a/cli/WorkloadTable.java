@@ -6,6 +6,7 @@ import moe.a2a.bench.BenchScope;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
+import moe.a2a.dispatch.DispatchMode;
 import moe.a2a.metrics.Imbalance;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
@@ -81,6 +82,23 @@ final class WorkloadTable {
                     "  aggregate rate during the exchanges: %.0f%% of the loopback socket pair%n",
                     100 * r.aggGbps() / loopback);
         }
+        System.out.printf(
+                Locale.ROOT,
+                "  %s: dispatch p50/p99 %.0f/%.0fus, combine p50/p99 %.0f/%.0fus%s%n",
+                r.mode().label(),
+                r.dispatchP50Us(),
+                r.dispatchP99Us(),
+                r.combineP50Us(),
+                r.combineP99Us(),
+                r.mode() == DispatchMode.LOW_LATENCY
+                        ? String.format(
+                                Locale.ROOT,
+                                "; fixed regions of %d rows a source: %d bytes/rank where a"
+                                        + " transport sends them whole (tcp), the rows sent"
+                                        + " in-process and over shm",
+                                w.tokens() + 1,
+                                r.regionBytesPerRank())
+                        : "");
         if (r.hasExperts()) {
             System.out.printf(
                     Locale.ROOT,

@@ -20,6 +20,18 @@ class DispatchDTypeFlagTest {
     }
 
     @Test
+    void shouldRefuseLowLatencyModeWhereTheBenchCannotRunIt() {
+        assertThat(run("bench", "--mode", "fast"))
+                .isEqualTo("moe-a2a bench: --mode: fast (expected: one of normal, low-latency)");
+        assertThat(run("bench", "--mode", "low-latency", "--scope", "TRANSPORT"))
+                .isEqualTo(
+                        "moe-a2a bench: --mode: low-latency (expected: normal with --target or"
+                                + " --scope TRANSPORT)");
+        assertThat(run("bench", "--tokens", "8", "--target", "127.0.0.1:1"))
+                .startsWith("moe-a2a bench: --tokens: 8 (expected: 0, or > 0 with a canonical");
+    }
+
+    @Test
     void shouldRefuseFp8WhenBenchRunsOnARemoteServer() {
         assertThat(run("bench", "--dispatch-dtype", "fp8", "--target", "127.0.0.1:1"))
                 .startsWith("moe-a2a bench: --dispatch-dtype: fp8 (expected: bf16 with --target");

@@ -61,6 +61,11 @@ public final class DispatchHandle {
         return numRecvTokens;
     }
 
+    /** The ranks rows can come from: the group's size. */
+    public int sources() {
+        return recvRowsPerRank.length;
+    }
+
     /** Rows this rank received from {@code rank}. */
     public long recvRowsFrom(int rank) {
         return recvRowsPerRank[rank];

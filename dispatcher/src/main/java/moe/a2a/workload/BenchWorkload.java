@@ -89,16 +89,44 @@ public record BenchWorkload(
     }
 
     /**
+     * This workload with {@code t} tokens a rank, named {@code NAME-tT} ({@code decode-t8}); its
+     * routing draws the same streams, so its first tokens route as the named workload's.
+     */
+    public BenchWorkload withTokens(int t) {
+        return new BenchWorkload(
+                canonicalName() + "-t" + t,
+                worldSize,
+                t,
+                hidden,
+                experts,
+                topK,
+                zipf,
+                permuted,
+                seed,
+                recorded);
+    }
+
+    /** The canonical workload this one is drawn as: its name without a {@code -tT} suffix. */
+    public String canonicalName() {
+        int at = name.lastIndexOf("-t");
+        return at > 0 && name.substring(at + 2).chars().allMatch(Character::isDigit)
+                ? name.substring(0, at)
+                : name;
+    }
+
+    /**
      * Iterations before measuring, as the peer harnesses run this workload (decode needs the JIT
      * warm).
      */
     public int defaultWarmup() {
-        return name.equals("decode") ? 20 : name.equals("prefill-n8") ? 2 : 3;
+        String base = canonicalName();
+        return base.equals("decode") ? 20 : base.equals("prefill-n8") ? 2 : 3;
     }
 
     /** Measured iterations, as the peer harnesses run this workload. */
     public int defaultIters() {
-        return name.equals("decode") ? 200 : name.equals("prefill-n8") ? 15 : 40;
+        String base = canonicalName();
+        return base.equals("decode") ? 200 : base.equals("prefill-n8") ? 15 : 40;
     }
 
     /** Bytes of one bf16 row. */
