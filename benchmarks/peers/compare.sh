@@ -7,7 +7,8 @@
 # environment: REPEATS (launches of mpi, mpi-nocma, moe-a2a local and shm; default 3),
 #              GLOO_REPEATS (launches of torch-gloo, moe-a2a tcp; default 1), RUN_TIMEOUT (s, default 900),
 #              FP8 (1, the default: also moe-a2a local and tcp with --dispatch-dtype fp8; 0: bf16 only),
-#              SHM (1, the default: also moe-a2a shm, one process a rank over shared memory; 0: not)
+#              SHM (1, the default: also moe-a2a shm, one process a rank over shared memory; 0: not),
+#              LL (0, the default; 1: also moe-a2a local, shm and tcp with --mode low-latency)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -15,9 +16,9 @@ ROOT=$(cd "$HERE/../.." && pwd)
 ALL=decode,prefill,prefill-skew,prefill-skew-perm,prefill-n2,prefill-n8
 OUT="" WORKLOADS=$ALL ITERS="" WARMUP=""
 REPEATS=${REPEATS:-3} GLOO_REPEATS=${GLOO_REPEATS:-1} RUN_TIMEOUT=${RUN_TIMEOUT:-900} FP8=${FP8:-1}
-SHM=${SHM:-1}
+SHM=${SHM:-1} LL=${LL:-0}
 
-usage() { sed -n '6,10p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '6,11p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case $1 in
     -h|--help) usage 0 ;;
@@ -148,6 +149,14 @@ for wl in "${WLS[@]}"; do
           launch moe-a2a-shm "$wl" "$n" "$ROOT/bin/moe-a2a" bench --workload "$wl" --transport shm \
             --json "$LOGS/moe-a2a-shm__${wl}__$n.json" "${moe_args[@]}"
         fi
+        if [ "$LL" = 1 ]; then
+          launch moe-a2a-local-ll "$wl" "$n" "$ROOT/bin/moe-a2a" bench --workload "$wl" --transport local \
+            --mode low-latency --json "$LOGS/moe-a2a-local-ll__${wl}__$n.json" "${moe_args[@]}"
+          if [ "$SHM" = 1 ]; then
+            launch moe-a2a-shm-ll "$wl" "$n" "$ROOT/bin/moe-a2a" bench --workload "$wl" --transport shm \
+              --mode low-latency --json "$LOGS/moe-a2a-shm-ll__${wl}__$n.json" "${moe_args[@]}"
+          fi
+        fi
       fi
     fi
     if [ "$n" -le "$GLOO_REPEATS" ]; then
@@ -161,6 +170,10 @@ for wl in "${WLS[@]}"; do
         if [ "$FP8" = 1 ]; then
           launch moe-a2a-tcp-fp8 "$wl" "$n" "$ROOT/bin/moe-a2a" bench --workload "$wl" --transport tcp \
             --dispatch-dtype fp8 --json "$LOGS/moe-a2a-tcp-fp8__${wl}__$n.json" "${moe_args[@]}"
+        fi
+        if [ "$LL" = 1 ]; then
+          launch moe-a2a-tcp-ll "$wl" "$n" "$ROOT/bin/moe-a2a" bench --workload "$wl" --transport tcp \
+            --mode low-latency --json "$LOGS/moe-a2a-tcp-ll__${wl}__$n.json" "${moe_args[@]}"
         fi
       fi
     fi

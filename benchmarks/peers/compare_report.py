@@ -21,7 +21,7 @@ PUBLISHED = {
     "prefill-n8": "556ad903063d5ae2",
 }
 COLUMNS = ["moe-a2a local", "moe-a2a local-fp8", "moe-a2a shm", "moe-a2a tcp", "moe-a2a tcp-fp8",
-           "mpi", "mpi-nocma", "torch-gloo"]
+           "moe-a2a local-ll", "moe-a2a shm-ll", "moe-a2a tcp-ll", "mpi", "mpi-nocma", "torch-gloo"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -123,7 +123,10 @@ def summarize(rows, memcpy_gbps):
             local_fp8_over_faster_mpi=ratio(total, "moe-a2a local-fp8", min(mpi) if mpi else None),
             shm_over_faster_mpi=ratio(total, "moe-a2a shm", min(mpi) if mpi else None),
             tcp_over_gloo=ratio(total, "moe-a2a tcp", total.get("torch-gloo")),
-            tcp_fp8_over_gloo=ratio(total, "moe-a2a tcp-fp8", total.get("torch-gloo"))))
+            tcp_fp8_over_gloo=ratio(total, "moe-a2a tcp-fp8", total.get("torch-gloo")),
+            local_ll_over_faster_mpi=ratio(total, "moe-a2a local-ll", min(mpi) if mpi else None),
+            shm_ll_over_faster_mpi=ratio(total, "moe-a2a shm-ll", min(mpi) if mpi else None),
+            tcp_ll_over_gloo=ratio(total, "moe-a2a tcp-ll", total.get("torch-gloo"))))
     return summary
 
 
@@ -144,11 +147,11 @@ def markdown(summary, rows, failures, problems, env):
         "",
         "| workload | N | T | " + " | ".join(COLUMNS)
         + " | copy bound | local / faster MPI | local fp8 / faster MPI | shm / faster MPI | tcp / gloo"
-        + " | tcp fp8 / gloo |",
-        "|---|---:|---:|" + "---:|" * (len(COLUMNS) + 6),
+        + " | tcp fp8 / gloo | local ll / faster MPI | shm ll / faster MPI | tcp ll / gloo |",
+        "|---|---:|---:|" + "---:|" * (len(COLUMNS) + 9),
     ]
     if not summary:
-        lines.append("| no launch produced a result |" + " |" * (len(COLUMNS) + 8))
+        lines.append("| no launch produced a result |" + " |" * (len(COLUMNS) + 11))
     for s in summary:
         cells = []
         for col in COLUMNS:
@@ -161,7 +164,9 @@ def markdown(summary, rows, failures, problems, env):
                      + f" | {fmt(s['copy_bound_ms'])} | {fmt(s['local_over_faster_mpi'], 2, '×')}"
                      f" | {fmt(s['local_fp8_over_faster_mpi'], 2, '×')}"
                      f" | {fmt(s['shm_over_faster_mpi'], 2, '×')}"
-                     f" | {fmt(s['tcp_over_gloo'], 2, '×')} | {fmt(s['tcp_fp8_over_gloo'], 2, '×')} |")
+                     f" | {fmt(s['tcp_over_gloo'], 2, '×')} | {fmt(s['tcp_fp8_over_gloo'], 2, '×')}"
+                     f" | {fmt(s['local_ll_over_faster_mpi'], 2, '×')}"
+                     f" | {fmt(s['shm_ll_over_faster_mpi'], 2, '×')} | {fmt(s['tcp_ll_over_gloo'], 2, '×')} |")
     lines += ["", "(!): a launch failed validation or its fingerprint differs from BENCHMARKS.md; failed: no launch gave a result (both: see Problems); –: not run.",
               "", "## Launches", "",
               "| workload | column | total p50 per launch (ms) | dispatch p50 | combine p50 | total p90 | algbw GB/s |",

@@ -18,6 +18,7 @@ import java.util.function.Supplier;
 import moe.a2a.bench.grpc.BenchGrpcService;
 import moe.a2a.control.cluster.FirstPlacement;
 import moe.a2a.control.cluster.RoutingRecorder;
+import moe.a2a.control.cluster.StepModes;
 import moe.a2a.control.grpc.GrpcLimits;
 import moe.a2a.control.grpc.MoeServer;
 import moe.a2a.control.security.BearerAuth;
@@ -116,6 +117,26 @@ final class ServerOptions {
                     "Expert capacity: each expert takes at most ceil(CF * T * K / E) of a step's token-expert pairs, the highest-weight ones of each rank's share (the rest dropped, other weights not renormalised); 0 is dropless (default: ${DEFAULT-VALUE}).",
             paramLabel = "CF")
     double capacityFactor;
+
+    @Option(
+            names = "--mode",
+            defaultValue = "normal",
+            paramLabel = "auto|normal|low-latency",
+            description =
+                    "How steps exchange: normal (counts first, then exactly the rows), low-latency"
+                            + " (fixed regions of --ll-max-tokens rows a rank, no count exchange;"
+                            + " a step that would put more on a rank is refused), or auto"
+                            + " (low-latency when every rank's share fits, else normal) (default:"
+                            + " ${DEFAULT-VALUE}).")
+    String mode;
+
+    @Option(
+            names = "--ll-max-tokens",
+            defaultValue = "128",
+            paramLabel = "T",
+            description =
+                    "Tokens a rank that a low-latency step has room for (default: ${DEFAULT-VALUE}).")
+    int llMaxTokens;
 
     @Option(
             names = "--record-routing",
@@ -247,7 +268,13 @@ final class ServerOptions {
                 maxStepsInFlight,
                 rebalanceEvery,
                 capacityFactor,
-                recording());
+                recording(),
+                modes());
+    }
+
+    /** What --mode and --ll-max-tokens ask for. */
+    StepModes modes() {
+        return new StepModes(StepModes.Choice.parse("--mode", mode), llMaxTokens);
     }
 
     /**

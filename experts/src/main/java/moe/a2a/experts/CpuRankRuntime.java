@@ -17,6 +17,7 @@ import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.ExpertSums;
 import moe.a2a.dispatch.HierarchicalDispatcher;
 import moe.a2a.dispatch.HostTopology;
+import moe.a2a.dispatch.LowLatencyDispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.DType;
 import org.jspecify.annotations.Nullable;
@@ -38,6 +39,16 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
     private final RankStep step;
     private final RankStep.Compute onHost = this::compute;
     private @Nullable DispatchPath dispatcher;
+
+    /** The group's communicator, for a low-latency dispatcher; null across hosts. */
+    private @Nullable Communicator flatComm;
+
+    /** Built on the first low-latency step, again when the bound changes. */
+    private @Nullable LowLatencyDispatcher lowLatency;
+
+    /** The path the step being run exchanges on. */
+    private @Nullable DispatchPath current;
+
     private @Nullable MicroBatchStep microBatches;
     private final DispatchCounts counts = new DispatchCounts();
     private final ExpertSums sums = new ExpertSums();
@@ -72,6 +83,8 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
         closeMicroBatches();
         Dispatcher flat = newDispatcher(comm);
         this.dispatcher = flat;
+        this.flatComm = comm;
+        this.lowLatency = null;
         if (model.microBatches() == 2 && !comm.receivesInPlace()) {
             this.microBatches = new MicroBatchStep(flat, newDispatcher(comm), experts, model);
         }
@@ -95,6 +108,8 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
                             + " on a group across hosts: rows cross hosts as the tokens came)");
         }
         closeMicroBatches();
+        this.flatComm = null;
+        this.lowLatency = null;
         this.dispatcher =
                 new HierarchicalDispatcher(
                         rail, hostGroup, topology, first, model.hidden(), model.topK());
@@ -131,7 +146,13 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
         experts.install(staged);
     }
 
-    /** {@inheritDoc} The routing arrays are read, never written. */
+    /**
+     * {@inheritDoc} The routing arrays are read, never written. A low-latency step runs as one
+     * batch on the group's flat communicator.
+     *
+     * @throws IllegalArgumentException for a low-latency step on a group across hosts, which this
+     *     path does not offer
+     */
     @Override
     public RankStepResult step(
             int layer,
@@ -139,16 +160,41 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
             ByteBuffer tokens,
             int numTokens,
             RoutingInput routing,
-            int capacity) {
+            int capacity,
+            int lowLatencyTokens) {
         final DispatchPath dispatcher = this.dispatcher;
         if (dispatcher == null) {
             throw new IllegalStateException("rank has no communicator yet: call rebind first");
         }
-        dispatcher.use(experts.layer(layer).placement());
-        if (microBatches != null) {
+        DispatchPath path = lowLatencyTokens > 0 ? lowLatency(lowLatencyTokens) : dispatcher;
+        path.use(experts.layer(layer).placement());
+        if (microBatches != null && path == dispatcher) {
             microBatches.second().use(experts.layer(layer).placement());
         }
+        current = path;
         return step.run(layer, dtype, tokens, numTokens, routing, capacity, onHost);
+    }
+
+    /** The low-latency dispatcher for {@code maxTokens} tokens a rank on the flat group. */
+    private LowLatencyDispatcher lowLatency(int maxTokens) {
+        if (flatComm == null) {
+            throw new IllegalArgumentException(
+                    "step.ll_max_tokens: "
+                            + maxTokens
+                            + " (expected: 0 on a group across hosts, which exchanges in normal"
+                            + " mode)");
+        }
+        if (lowLatency == null || lowLatency.maxTokens() != maxTokens) {
+            lowLatency =
+                    new LowLatencyDispatcher(
+                            flatComm,
+                            first,
+                            model.hidden(),
+                            model.topK(),
+                            model.dispatchDType(),
+                            maxTokens);
+        }
+        return lowLatency;
     }
 
     /** Stops the shared-expert thread and the micro-batches' progress thread, if started. */
@@ -188,7 +234,7 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
     /** Dispatch, experts and combine on the host, rows in off-heap buffers. */
     private RankStep.Computed compute(
             int layer, DType dtype, ByteBuffer tokens, int numTokens, int[] ids, float[] weights) {
-        final DispatchPath dispatcher = this.dispatcher;
+        final DispatchPath dispatcher = this.current;
         final int hidden = model.hidden();
         long t0 = System.nanoTime();
         // the shared expert needs only the rank's own tokens: it runs beside the exchanges
@@ -204,7 +250,7 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
         long dispatchNs;
         long expertNs;
         long combineNs;
-        if (microBatches != null) {
+        if (microBatches != null && dispatcher == this.dispatcher) {
             long started = System.nanoTime();
             MicroBatchStep.Times times =
                     microBatches.run(

@@ -58,6 +58,9 @@ public interface RankRuntime {
      * @param capacity this rank's share of each expert's capacity this step: at most this many of
      *     its (token, expert) pairs per expert are kept ({@link moe.a2a.dispatch.CapacityFilter});
      *     {@link moe.a2a.dispatch.CapacityFilter#UNLIMITED} keeps all
+     * @param lowLatencyTokens 0 to exchange in normal mode; else the step runs in low-latency mode
+     *     ({@link moe.a2a.dispatch.LowLatencyDispatcher}) with regions for this many tokens a rank,
+     *     the same on every rank, and at least every rank's {@code numTokens}
      */
     RankStepResult step(
             int layer,
@@ -65,5 +68,6 @@ public interface RankRuntime {
             ByteBuffer tokens,
             int numTokens,
             RoutingInput routing,
-            int capacity);
+            int capacity,
+            int lowLatencyTokens);
 }

@@ -262,7 +262,8 @@ class MoeLayerTest {
                                                 in.tokens,
                                                 in.numTokens,
                                                 in.routing,
-                                                CapacityFilter.UNLIMITED);
+                                                CapacityFilter.UNLIMITED,
+                                                0);
                                 out[s] = new float[in.numTokens * model.hidden()];
                                 dtype.decode(result.output(), 0, out[s], 0, out[s].length);
                             }

@@ -149,13 +149,15 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             ByteBuffer input,
             int numTokens,
             RoutingInput routing,
-            int capacity) {
+            int capacity,
+            int lowLatencyTokens) {
         GpuDispatcher gpu = dispatcher;
         if (dtype != DType.BF16
                 || gpu == null
                 || capacity != CapacityFilter.UNLIMITED
-                || shared[layer]) {
-            return cpu.step(layer, dtype, input, numTokens, routing, capacity);
+                || shared[layer]
+                || lowLatencyTokens > 0) {
+            return cpu.step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
         }
         return step.run(layer, dtype, input, numTokens, routing, capacity, onDevice);
     }

@@ -124,6 +124,8 @@ public enum A2aMeters {
             "moe.a2a.abandoned",
             "requests",
             "Queued requests dropped before their step: deadline passed or the caller cancelled"),
+    /** Steps answered, by how they exchanged (tag {@code mode}: normal, low-latency). */
+    STEPS("moe.a2a.steps", "steps", "Steps answered, by exchange mode"),
     /** Steps that failed (a rank failed or timed out). */
     STEP_FAILURES("moe.a2a.failed", "steps", "Steps that failed and were answered UNAVAILABLE"),
     /**

@@ -46,6 +46,8 @@ public final class StepMetrics implements StepListener, PlacementListener {
     private final AtomicLong[] communicationShareBits;
     private final ShareWindow[] shareWindows;
     private final Counter failures;
+    private final Counter normalSteps;
+    private final Counter lowLatencySteps;
     private final Counter abandoned;
     private final Counter failedStepTokens;
     private final Counter timeouts;
@@ -128,6 +130,9 @@ public final class StepMetrics implements StepListener, PlacementListener {
             shareWindows[l] = new ShareWindow(IMBALANCE_WINDOW_STEPS);
         }
         failures = counter(registry, A2aMeters.STEP_FAILURES).register(registry);
+        normalSteps = counter(registry, A2aMeters.STEPS).tag("mode", "normal").register(registry);
+        lowLatencySteps =
+                counter(registry, A2aMeters.STEPS).tag("mode", "low-latency").register(registry);
         abandoned = counter(registry, A2aMeters.ABANDONED).register(registry);
         failedStepTokens = counter(registry, A2aMeters.FAILED_STEP_TOKENS).register(registry);
         timeouts = transportError(registry, this.transport, "timeout");
@@ -139,6 +144,7 @@ public final class StepMetrics implements StepListener, PlacementListener {
 
     @Override
     public void onStep(StepStatsSnapshot stats, long[] queueNs) {
+        (stats.lowLatency() ? lowLatencySteps : normalSteps).increment();
         dispatchExchange.record(stats.dispatchNs(), TimeUnit.NANOSECONDS);
         combineExchange.record(stats.combineNs(), TimeUnit.NANOSECONDS);
         for (long q : queueNs) {

@@ -14,6 +14,8 @@ package moe.a2a.metrics;
  * @param bytesSent {@code [rank][peer]} bytes of rows sent, both phases; a null row for a rank this
  *     process did not see (a worker sees only its own)
  * @param bytesReceived {@code [rank][peer]} bytes of rows received, as {@code bytesSent}
+ * @param lowLatency whether the step exchanged in low-latency mode (fixed regions, no count
+ *     exchange)
  */
 public record StepStatsSnapshot(
         long stepId,
@@ -31,4 +33,11 @@ public record StepStatsSnapshot(
         long routeNs,
         long dispatchNs,
         long expertNs,
-        long combineNs) {}
+        long combineNs,
+        boolean lowLatency) {
+
+    /** The mode's name in stats and metrics: {@code normal} or {@code low-latency}. */
+    public String mode() {
+        return lowLatency ? "low-latency" : "normal";
+    }
+}

@@ -46,7 +46,8 @@ class StepMetricsTest {
                         20_000,
                         300_000,
                         4_000_000,
-                        250_000),
+                        250_000,
+                        false),
                 new long[] {1_000, 2_000});
         // a worker's view: only its own rank's traffic
         metrics.onStep(
@@ -66,7 +67,8 @@ class StepMetricsTest {
                         1,
                         1,
                         1,
-                        1),
+                        1,
+                        true),
                 new long[0]);
         metrics.onStepFailed(
                 new CompletionException(
@@ -104,6 +106,8 @@ class StepMetricsTest {
                         "moe_a2a_transport_received_bytes_total{peer=\"0\",rank=\"1\",transport=\"local\"} 720.0")
                 .doesNotContain("moe_a2a_transport_sent_bytes_total{peer=\"0\",rank=\"0\"")
                 .contains("moe_a2a_failed_steps_total 3.0")
+                .contains("moe_a2a_steps_total{mode=\"normal\"} 1.0")
+                .contains("moe_a2a_steps_total{mode=\"low-latency\"} 1.0")
                 .contains("moe_a2a_failed_step_tokens_total 100.0")
                 .contains(
                         "moe_a2a_transport_errors_total{kind=\"timeout\",transport=\"local\"} 1.0")

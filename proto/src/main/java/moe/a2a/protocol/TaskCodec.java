@@ -29,7 +29,8 @@ public final class TaskCodec {
 
     /**
      * One rank's share of a step: its first {@code count} rows of {@code tokens}; with {@code
-     * recordRouting} the rank returns the expert ids it chose.
+     * recordRouting} the rank returns the expert ids it chose; {@code lowLatencyTokens} as {@link
+     * moe.a2a.experts.RankRuntime#step}'s.
      */
     public static StepTask stepTask(
             long stepId,
@@ -41,7 +42,8 @@ public final class TaskCodec {
             RoutingInput routing,
             int capacity,
             ModelConfig model,
-            boolean recordRouting) {
+            boolean recordRouting,
+            int lowLatencyTokens) {
         int bytes = count * model.hidden() * dtype.sizeBytes();
         StepTask.Builder b =
                 StepTask.newBuilder()
@@ -51,7 +53,8 @@ public final class TaskCodec {
                         .setDtype(TensorCodec.wire(dtype))
                         .setNumTokens(count)
                         .setTokens(ByteString.copyFrom(tokens.duplicate().clear().limit(bytes)))
-                        .setRecordRouting(recordRouting);
+                        .setRecordRouting(recordRouting)
+                        .setLlMaxTokens(lowLatencyTokens);
         if (capacity != CapacityFilter.UNLIMITED) {
             b.setCapacity(capacity);
         }
@@ -108,6 +111,24 @@ public final class TaskCodec {
                     "step.capacity: " + task.getCapacity() + " (expected: >= 0)");
         }
         return task.getCapacity();
+    }
+
+    /**
+     * The step's low-latency bound, or 0 for a normal step.
+     *
+     * @throws InvalidRequestException when it is negative, or below the rank's tokens
+     */
+    public static int lowLatencyTokens(StepTask task) {
+        int bound = task.getLlMaxTokens();
+        if (bound < 0 || bound > 0 && bound < task.getNumTokens()) {
+            throw new InvalidRequestException(
+                    "step.ll_max_tokens: "
+                            + bound
+                            + " (expected: 0, or at least the step's num_tokens "
+                            + task.getNumTokens()
+                            + ")");
+        }
+        return bound;
     }
 
     /**

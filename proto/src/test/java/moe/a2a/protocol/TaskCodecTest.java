@@ -26,6 +26,19 @@ class TaskCodecTest {
     }
 
     @Test
+    void shouldCarryTheLowLatencyBoundAndRefuseOneBelowTheTokens() {
+        assertThat(TaskCodec.lowLatencyTokens(task(3))).isZero();
+        StepTask bounded = task(3).toBuilder().setLlMaxTokens(16).build();
+        assertThat(TaskCodec.lowLatencyTokens(bounded)).isEqualTo(16);
+        StepTask under = bounded.toBuilder().setNumTokens(17).build();
+        assertThatThrownBy(() -> TaskCodec.lowLatencyTokens(under))
+                .isInstanceOf(InvalidRequestException.class)
+                .hasMessage(
+                        "step.ll_max_tokens: 16 (expected: 0, or at least the step's num_tokens"
+                                + " 17)");
+    }
+
+    @Test
     void shouldNameTheFieldWhenCapacityIsNegative() {
         StepTask bad = task(3).toBuilder().setCapacity(-2).build();
         assertThatThrownBy(() -> TaskCodec.capacity(bad))
@@ -70,6 +83,7 @@ class TaskCodecTest {
                 new RoutingInput.ModelGate(),
                 capacity,
                 MODEL,
-                false);
+                false,
+                0);
     }
 }

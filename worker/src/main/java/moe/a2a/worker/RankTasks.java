@@ -51,7 +51,8 @@ final class RankTasks {
                                     tokens.clear(),
                                     n,
                                     TaskCodec.routing(task, n),
-                                    TaskCodec.capacity(task));
+                                    TaskCodec.capacity(task),
+                                    TaskCodec.lowLatencyTokens(task));
             int bytes = n * loaded.model().hidden() * dtype.sizeBytes();
             sender.send(
                     WorkerMessage.newBuilder()
@@ -87,7 +88,8 @@ final class RankTasks {
                                     r.routeNs(),
                                     r.dispatchNs(),
                                     r.expertNs(),
-                                    r.combineNs()),
+                                    r.combineNs(),
+                                    task.getLlMaxTokens() > 0),
                             NO_QUEUE);
         } catch (RuntimeException | OutOfMemoryError e) {
             // a step too big for this JVM's heap or direct memory fails like any other: its

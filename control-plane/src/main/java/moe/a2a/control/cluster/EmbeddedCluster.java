@@ -206,7 +206,8 @@ public final class EmbeddedCluster implements RankGroup {
             ByteBuffer[] tokens,
             int[] counts,
             RoutingInput[] routing,
-            int[] capacities) {
+            int[] capacities,
+            int lowLatencyTokens) {
         final int outBytes = model.hidden() * dtype.sizeBytes();
         List<CompletableFuture<RankStepResult>> parts =
                 onEachRank(
@@ -219,7 +220,8 @@ public final class EmbeddedCluster implements RankGroup {
                                                 tokens[rank],
                                                 counts[rank],
                                                 routing[rank],
-                                                capacities[rank]);
+                                                capacities[rank],
+                                                lowLatencyTokens);
                                 return withOwnOutput(result, counts[rank] * outBytes);
                             } catch (RuntimeException | Error e) {
                                 g.communicator(rank).abort(e);

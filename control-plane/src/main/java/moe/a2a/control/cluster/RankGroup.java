@@ -123,7 +123,8 @@ public interface RankGroup extends AutoCloseable {
      * capacities[r]} of its pairs per expert ({@code CapacityFilter.UNLIMITED}: all). Steps run in
      * submission order on every rank, so several may be in flight. The future completes with each
      * rank's result (outputs owned by the result), or with an {@link moe.a2a.comm.A2aException}
-     * when a rank failed or the group is not serving.
+     * when a rank failed or the group is not serving. {@code lowLatencyTokens} is 0 for a normal
+     * step, else the bound of a low-latency one ({@link moe.a2a.experts.RankRuntime#step}).
      */
     CompletableFuture<RankStepResult[]> submit(
             int layer,
@@ -131,7 +132,8 @@ public interface RankGroup extends AutoCloseable {
             ByteBuffer[] tokens,
             int[] counts,
             RoutingInput[] routing,
-            int[] capacities);
+            int[] capacities,
+            int lowLatencyTokens);
 
     /**
      * From the next step on, every rank's result carries the expert ids its routing chose ({@link

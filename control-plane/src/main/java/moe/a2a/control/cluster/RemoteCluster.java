@@ -364,8 +364,9 @@ public final class RemoteCluster implements RankGroup {
             ByteBuffer[] tokens,
             int[] counts,
             RoutingInput[] routing,
-            int[] capacities) {
-        return steps.submit(layer, dtype, tokens, counts, routing, capacities);
+            int[] capacities,
+            int lowLatencyTokens) {
+        return steps.submit(layer, dtype, tokens, counts, routing, capacities, lowLatencyTokens);
     }
 
     @Override

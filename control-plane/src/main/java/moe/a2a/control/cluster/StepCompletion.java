@@ -57,7 +57,8 @@ final class StepCompletion {
                         step.placementVersion(),
                         batch.size(),
                         total,
-                        results);
+                        results,
+                        step.lowLatency());
         long[] queueNs = new long[batch.size()];
         int row = 0;
         for (int i = 0; i < batch.size(); i++) {
@@ -104,7 +105,8 @@ final class StepCompletion {
             long placementVersion,
             int requests,
             long tokens,
-            RankStepResult[] results) {
+            RankStepResult[] results,
+            boolean lowLatency) {
         int n = results.length;
         long[] perRank = new long[n];
         long[] remotePerRank = new long[n];
@@ -151,6 +153,7 @@ final class StepCompletion {
                 route,
                 dispatch,
                 expert,
-                combine);
+                combine,
+                lowLatency);
     }
 }

@@ -10,6 +10,7 @@ import moe.a2a.experts.RankStepResult;
  * @param rankStart each rank's first row of the batch, then the batch's row count
  * @param rowBytes one token row's bytes
  * @param placementVersion the layer's placement version when the step started
+ * @param lowLatency whether the step exchanges in low-latency mode
  */
 record StepInFlight(
         long stepId,
@@ -18,4 +19,5 @@ record StepInFlight(
         int rowBytes,
         long placementVersion,
         long startNanos,
+        boolean lowLatency,
         CompletableFuture<RankStepResult[]> results) {}

@@ -16,16 +16,21 @@ import moe.a2a.kernels.DType;
 final class StepLauncher {
     private final RankGroup cluster;
     private final double capacityFactor;
+    private final StepModes modes;
     private long nextStepId;
 
-    StepLauncher(RankGroup cluster, double capacityFactor) {
+    StepLauncher(RankGroup cluster, double capacityFactor, StepModes modes) {
         this.cluster = cluster;
         this.capacityFactor = capacityFactor;
+        this.modes = modes;
     }
 
     /**
-     * Cuts the batch into the ranks' shares and starts the step; the next one may start before it
-     * ends.
+     * Cuts the batch into the ranks' shares and starts the step, in the mode {@link StepModes}
+     * picks; the next one may start before it ends.
+     *
+     * @throws moe.a2a.protocol.InvalidRequestException when {@code --mode low-latency} cannot run
+     *     the step
      */
     StepInFlight launch(List<ForwardJob> batch) {
         final long stepId = nextStepId++;
@@ -58,6 +63,7 @@ final class StepLauncher {
             routing[r] = RoutingSlices.slice(batch, rankStart[r], counts[r], cluster.model());
         }
         int[] capacities = capacities(rankStart, total);
+        int lowLatencyTokens = modes.lowLatencyTokens(counts, cluster.hosts() > 0);
         return new StepInFlight(
                 stepId,
                 batch,
@@ -65,7 +71,15 @@ final class StepLauncher {
                 rowBytes,
                 cluster.placements().get(first.layer()).version(),
                 startNanos,
-                cluster.submit(first.layer(), dtype, tokens, counts, routing, capacities));
+                lowLatencyTokens > 0,
+                cluster.submit(
+                        first.layer(),
+                        dtype,
+                        tokens,
+                        counts,
+                        routing,
+                        capacities,
+                        lowLatencyTokens));
     }
 
     /**

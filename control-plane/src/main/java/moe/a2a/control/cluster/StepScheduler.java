@@ -48,6 +48,34 @@ public final class StepScheduler implements AutoCloseable {
             StepListener listener,
             Rebalancer rebalancer,
             @Nullable RoutingRecorder recorder) {
+        this(
+                cluster,
+                maxBatchTokens,
+                maxQueuedRequests,
+                maxQueuedTokens,
+                maxStepsInFlight,
+                capacityFactor,
+                StepModes.NORMAL,
+                listener,
+                rebalancer,
+                recorder);
+    }
+
+    /**
+     * With steps exchanged as {@code modes} picks; under {@code --mode low-latency} a batch holds
+     * at most the bound times the world size, the tokens a step can spread over its ranks.
+     */
+    public StepScheduler(
+            RankGroup cluster,
+            int maxBatchTokens,
+            int maxQueuedRequests,
+            long maxQueuedTokens,
+            int maxStepsInFlight,
+            double capacityFactor,
+            StepModes modes,
+            StepListener listener,
+            Rebalancer rebalancer,
+            @Nullable RoutingRecorder recorder) {
         if (maxBatchTokens <= 0) {
             throw new IllegalArgumentException(
                     "maxBatchTokens: " + maxBatchTokens + " (expected: > 0)");
@@ -59,8 +87,17 @@ public final class StepScheduler implements AutoCloseable {
         this.maxStepsInFlight = maxStepsInFlight;
         this.rebalancer = rebalancer;
         this.slots = new QueueSlots(maxQueuedRequests, maxQueuedTokens);
-        this.batcher = new StepBatcher(maxBatchTokens, slots, listener);
-        this.launcher = new StepLauncher(cluster, capacityFactor);
+        this.batcher =
+                new StepBatcher(
+                        modes.choice() == StepModes.Choice.LOW_LATENCY
+                                ? (int)
+                                        Math.min(
+                                                maxBatchTokens,
+                                                (long) modes.maxTokens() * cluster.worldSize())
+                                : maxBatchTokens,
+                        slots,
+                        listener);
+        this.launcher = new StepLauncher(cluster, capacityFactor, modes);
         this.completion = new StepCompletion(cluster, listener, rebalancer, recorder);
         this.thread = new Thread(this::loop, "moe-a2a-scheduler");
         this.thread.setDaemon(true);

@@ -89,7 +89,8 @@ final class WorkerSteps {
             ByteBuffer[] tokens,
             int[] counts,
             RoutingInput[] routing,
-            int[] capacities) {
+            int[] capacities,
+            int lowLatencyTokens) {
         final PendingTasks.Task<RankStepResult> step;
         synchronized (lock) {
             A2aException refused = state.refusal();
@@ -122,7 +123,8 @@ final class WorkerSteps {
                                                 routing[r],
                                                 capacities[r],
                                                 model,
-                                                recordRouting))
+                                                recordRouting,
+                                                lowLatencyTokens))
                                 .build());
             }
         }

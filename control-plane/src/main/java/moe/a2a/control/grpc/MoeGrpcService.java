@@ -317,7 +317,8 @@ public final class MoeGrpcService extends MoeServiceGrpc.MoeServiceImplBase {
                         .setDispatchUs(TimeUnit.NANOSECONDS.toMicros(s.dispatchNs()))
                         .setExpertUs(TimeUnit.NANOSECONDS.toMicros(s.expertNs()))
                         .setCombineUs(TimeUnit.NANOSECONDS.toMicros(s.combineNs()))
-                        .setQueueUs(TimeUnit.NANOSECONDS.toMicros(outcome.queueNs()));
+                        .setQueueUs(TimeUnit.NANOSECONDS.toMicros(outcome.queueNs()))
+                        .setMode(s.mode());
         for (long v : s.tokensPerRank()) {
             b.addTokensPerRank(v);
         }

@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import moe.a2a.control.cluster.RankGroup;
 import moe.a2a.control.cluster.Rebalancer;
 import moe.a2a.control.cluster.RoutingRecorder;
+import moe.a2a.control.cluster.StepModes;
 import moe.a2a.control.cluster.StepScheduler;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.metrics.ClusterMetrics;
@@ -53,6 +54,8 @@ public final class MoeServer implements AutoCloseable {
      * @param capacityFactor CF: each expert takes at most {@code ceil(CF · T · K / E)} of a step's
      *     pairs; 0 is dropless
      * @param recordRouting where and how much of the served routing to record; null records none
+     * @param modes which steps exchange in low-latency mode ({@code --mode}, {@code
+     *     --ll-max-tokens})
      */
     public record Settings(
             int maxBatchTokens,
@@ -62,7 +65,30 @@ public final class MoeServer implements AutoCloseable {
             int maxStepsInFlight,
             int rebalanceEvery,
             double capacityFactor,
-            RoutingRecorder.@Nullable Settings recordRouting) {
+            RoutingRecorder.@Nullable Settings recordRouting,
+            StepModes modes) {
+
+        /** Settings whose steps all exchange in normal mode. */
+        public Settings(
+                int maxBatchTokens,
+                int maxQueuedRequests,
+                long maxQueuedTokens,
+                int maxRequestBytes,
+                int maxStepsInFlight,
+                int rebalanceEvery,
+                double capacityFactor,
+                RoutingRecorder.@Nullable Settings recordRouting) {
+            this(
+                    maxBatchTokens,
+                    maxQueuedRequests,
+                    maxQueuedTokens,
+                    maxRequestBytes,
+                    maxStepsInFlight,
+                    rebalanceEvery,
+                    capacityFactor,
+                    recordRouting,
+                    StepModes.NORMAL);
+        }
 
         /** Settings that record no routing. */
         public Settings(
@@ -185,6 +211,7 @@ public final class MoeServer implements AutoCloseable {
                         settings.maxQueuedTokens(),
                         settings.maxStepsInFlight(),
                         settings.capacityFactor(),
+                        settings.modes(),
                         metrics,
                         new Rebalancer(group, settings.rebalanceEvery(), metrics),
                         recorder);
