@@ -19,10 +19,10 @@ public final class ExpertSums {
     private ByteBuffer partials = Dispatcher.allocate(0);
 
     /**
-     * Writes into {@code rows} one row per received row index of {@code handle} ({@link
-     * DispatchHandle#recvRowSpan}; zeros in the gaps between low-latency regions), in receive
-     * order: {@code Σ weight × output} over the expert rows of {@code expertOutputs} ({@code
-     * [numExpertRows, H]} fp32 in the handle's grouped order) that belong to it.
+     * Writes into {@code rows} one row per received row of {@code handle}, at its received row
+     * index (the gaps between low-latency regions are left as they were, never sent back as
+     * anyone's rows): {@code Σ weight × output} over the expert rows of {@code expertOutputs}
+     * ({@code [numExpertRows, H]} fp32 in the handle's grouped order) that belong to it.
      */
     public void write(FloatBuffer expertOutputs, DispatchHandle handle, ByteBuffer rows) {
         final int hidden = handle.rowLayout().hidden();
@@ -32,8 +32,11 @@ public final class ExpertSums {
         final int total = handle.expertOffsets[handle.expertOffsets.length - 1];
         final MemorySegment outputs = views.of(VIEW_EXPERT_OUTPUTS, expertOutputs);
         final MemorySegment sums = views.of(VIEW_PARTIALS, partials);
-        sums.asSlice(0, partialBytes).fill((byte) 0);
         final long rowBytes = (long) hidden * Float.BYTES;
+        for (int s = 0; s < handle.sources(); s++) {
+            sums.asSlice(handle.recvRunStart[s] * rowBytes, handle.recvRowsPerRank[s] * rowBytes)
+                    .fill((byte) 0);
+        }
         for (int i = 0; i < total; i++) {
             RowKernels.axpy(
                     handle.expertWeights[i],
@@ -43,6 +46,18 @@ public final class ExpertSums {
                     handle.expertRows[i] * rowBytes,
                     hidden);
         }
-        handle.rowLayout().dtype().encode(sums, 0, views.of(VIEW_ROWS, rows), 0, numRecv * hidden);
+        final MemorySegment out = views.of(VIEW_ROWS, rows);
+        final int outRowBytes = handle.rowLayout().combineRowBytes();
+        for (int s = 0; s < handle.sources(); s++) {
+            final int start = handle.recvRunStart[s];
+            handle.rowLayout()
+                    .dtype()
+                    .encode(
+                            sums,
+                            start * rowBytes,
+                            out,
+                            (long) start * outRowBytes,
+                            (int) handle.recvRowsPerRank[s] * hidden);
+        }
     }
 }

@@ -4,6 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -43,8 +45,8 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
     /** The group's communicator, for a low-latency dispatcher; null across hosts. */
     private @Nullable Communicator flatComm;
 
-    /** Built on the first low-latency step, again when the bound changes. */
-    private @Nullable LowLatencyDispatcher lowLatency;
+    /** Low-latency dispatchers by their bound, built on the first step of each. */
+    private final Map<Integer, LowLatencyDispatcher> lowLatency = new HashMap<>();
 
     /** The path the step being run exchanges on. */
     private @Nullable DispatchPath current;
@@ -84,7 +86,7 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
         Dispatcher flat = newDispatcher(comm);
         this.dispatcher = flat;
         this.flatComm = comm;
-        this.lowLatency = null;
+        this.lowLatency.clear();
         if (model.microBatches() == 2 && !comm.receivesInPlace()) {
             this.microBatches = new MicroBatchStep(flat, newDispatcher(comm), experts, model);
         }
@@ -109,7 +111,7 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         closeMicroBatches();
         this.flatComm = null;
-        this.lowLatency = null;
+        this.lowLatency.clear();
         this.dispatcher =
                 new HierarchicalDispatcher(
                         rail, hostGroup, topology, first, model.hidden(), model.topK());
@@ -184,17 +186,17 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
                             + " (expected: 0 on a group across hosts, which exchanges in normal"
                             + " mode)");
         }
-        if (lowLatency == null || lowLatency.maxTokens() != maxTokens) {
-            lowLatency =
-                    new LowLatencyDispatcher(
-                            flatComm,
-                            first,
-                            model.hidden(),
-                            model.topK(),
-                            model.dispatchDType(),
-                            maxTokens);
-        }
-        return lowLatency;
+        final Communicator comm = flatComm;
+        return lowLatency.computeIfAbsent(
+                maxTokens,
+                bound ->
+                        new LowLatencyDispatcher(
+                                comm,
+                                first,
+                                model.hidden(),
+                                model.topK(),
+                                model.dispatchDType(),
+                                bound));
     }
 
     /** Stops the shared-expert thread and the micro-batches' progress thread, if started. */

@@ -8,8 +8,10 @@ import moe.a2a.protocol.InvalidRequestException;
  * Which exchange each step runs ({@code --mode}, {@code --ll-max-tokens}): {@code normal} always
  * the all-to-all-v sized for the step; {@code low-latency} always fixed regions for {@code
  * maxTokens} tokens a rank, refusing a step that would put more on a rank; {@code auto} low latency
- * when every rank's share fits, else normal. A group across hosts always runs normal steps: its
- * path has no low-latency mode. Immutable.
+ * when every rank's share fits, else normal. A low-latency step's regions are sized for the
+ * smallest power of two at least its largest share, up to {@code maxTokens}: a few fixed sizes,
+ * none much larger than the step. A group across hosts always runs normal steps: its path has no
+ * low-latency mode. Immutable.
  *
  * @param maxTokens the bound of a low-latency step, tokens a rank
  */
@@ -69,7 +71,7 @@ public record StepModes(Choice choice, int maxTokens) {
         int most = Arrays.stream(counts).max().orElse(0);
         boolean fits = most <= maxTokens && !acrossHosts;
         if (choice == Choice.AUTO) {
-            return fits ? maxTokens : 0;
+            return fits ? regionTokens(most) : 0;
         }
         if (!fits) {
             throw new InvalidRequestException(
@@ -85,6 +87,13 @@ public record StepModes(Choice choice, int maxTokens) {
                                     + " in --mode low-latency; send fewer tokens a request, or"
                                     + " run --mode auto)");
         }
-        return maxTokens;
+        return regionTokens(most);
+    }
+
+    /** The smallest power of two at least {@code most} (and at least 1), at most the bound. */
+    private int regionTokens(int most) {
+        int need = Math.max(1, most);
+        int power = Integer.highestOneBit(need);
+        return Math.min(maxTokens, power == need ? power : power << 1);
     }
 }
