@@ -162,8 +162,9 @@ public record BenchReport(
 
     /**
      * Bytes a rank's fixed regions hold for the other ranks in one direction, in the shared rows
-     * (bf16): what a transport that sends whole regions (tcp) moves in low-latency mode, where
-     * in-process and shm move only the rows sent. 0 in normal mode.
+     * (bf16): what tcp moves in low-latency mode, which sends every region whole; in-process only
+     * the rows sent move, and over shm dispatch writes only the rows sent while combine copies
+     * whole regions. 0 in normal mode.
      */
     public long regionBytesPerRank() {
         BenchWorkload w = workload;

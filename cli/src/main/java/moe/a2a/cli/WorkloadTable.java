@@ -93,9 +93,9 @@ final class WorkloadTable {
                 r.mode() == DispatchMode.LOW_LATENCY
                         ? String.format(
                                 Locale.ROOT,
-                                "; fixed regions of %d rows a source: %d bytes/rank where a"
-                                        + " transport sends them whole (tcp), the rows sent"
-                                        + " in-process and over shm",
+                                "; fixed regions of %d rows a source: %d bytes/rank each way"
+                                        + " over tcp (whole regions), in combine over shm; the"
+                                        + " rows sent otherwise",
                                 w.tokens() + 1,
                                 r.regionBytesPerRank())
                         : "");

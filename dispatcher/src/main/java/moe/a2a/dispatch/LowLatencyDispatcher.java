@@ -18,10 +18,12 @@ import moe.a2a.kernels.DType;
  * row the number of rows that are valid. The receiver learns the counts from the data itself.
  * Combine sends each region back as fixed rows too; the source reads only the rows it sent.
  *
- * <p>A transport that writes where the rows go (in-process, shared memory) moves only the valid
- * rows and the count; one that sends whole buffers (TCP) moves the full regions. The experts read
- * their rows grouped by local expert from the regions, as {@link Dispatcher}'s rows. Answers are
- * bit for bit those of {@link Dispatcher}: the same rows are summed in the same order.
+ * <p>What travels depends on the transport. In-process only the valid rows and the count are
+ * written, and the sources read combine's rows where the experts' ranks wrote them. Over shared
+ * memory dispatch writes only the valid rows and the count, and combine copies whole regions. Over
+ * TCP whole regions travel both ways. The experts read their rows grouped by local expert from the
+ * regions, as {@link Dispatcher}'s rows. Answers are bit for bit those of {@link Dispatcher}: the
+ * same rows are summed in the same order.
  *
  * <p>Off-heap buffers are sized by the first dispatch of each dtype and reused. Owned by the rank
  * thread.
