@@ -33,7 +33,13 @@ public interface DispatchPath {
      * the dispatch of {@code handle} sent to and received from each rank, as they crossed the data
      * plane; its combine moves as many rows back the other way.
      */
-    void countRows(DispatchHandle handle, long[] sentTo, long[] receivedFrom);
+    default void countRows(DispatchHandle handle, long[] sentTo, long[] receivedFrom) {
+        // flat: every rank's rows go straight to it
+        for (int r = 0; r < worldSize(); r++) {
+            sentTo[r] += handle.layout().tokensPerRank(r);
+            receivedFrom[r] += handle.recvRowsFrom(r);
+        }
+    }
 
     /**
      * Dispatches {@code numTokens} tokens ({@code [T, H]} rows of {@code dtype}, little-endian)

@@ -101,15 +101,6 @@ public final class Dispatcher implements DispatchPath {
         return layout;
     }
 
-    /** {@inheritDoc} Flat: every rank's rows go straight to it. */
-    @Override
-    public void countRows(DispatchHandle handle, long[] sentTo, long[] receivedFrom) {
-        for (int r = 0; r < worldSize; r++) {
-            sentTo[r] += handle.layout().tokensPerRank(r);
-            receivedFrom[r] += handle.recvRowsFrom(r);
-        }
-    }
-
     /** The placement the next dispatch routes by. */
     public Placement placement() {
         return placement;

@@ -115,15 +115,6 @@ public final class LowLatencyDispatcher implements DispatchPath {
         return layout;
     }
 
-    /** {@inheritDoc} The valid rows, not the fixed regions. */
-    @Override
-    public void countRows(DispatchHandle handle, long[] sentTo, long[] receivedFrom) {
-        for (int r = 0; r < worldSize; r++) {
-            sentTo[r] += handle.layout().tokensPerRank(r);
-            receivedFrom[r] += handle.recvRowsFrom(r);
-        }
-    }
-
     @Override
     public void use(Placement next) {
         if (next == placement) {
