@@ -33,20 +33,17 @@ final class StepCompletion {
     }
 
     /**
-     * Waits for the step and answers its requests: each gets exactly its rows, or the step's
-     * failure.
+     * Waits for the step and answers its requests, each with exactly its rows; if the step failed,
+     * answers none and returns why (the scheduler decides what its requests get).
      */
-    void finish(StepInFlight step) throws InterruptedException {
+    @Nullable Throwable finish(StepInFlight step) throws InterruptedException {
         RankStepResult[] results;
         try {
             results = step.results().get();
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             listener.onStepFailed(cause, step.rankStart()[step.rankStart().length - 1]);
-            for (ForwardJob job : step.batch()) {
-                job.result().completeExceptionally(cause);
-            }
-            return;
+            return cause;
         }
         List<ForwardJob> batch = step.batch();
         long total = step.rankStart()[step.rankStart().length - 1];
@@ -74,6 +71,7 @@ final class StepCompletion {
         if (recorder != null) {
             recorder.onStep(step.stepId(), stats.layer(), step.rankStart(), results);
         }
+        return null;
     }
 
     /**

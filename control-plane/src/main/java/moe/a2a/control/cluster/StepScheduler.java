@@ -33,6 +33,11 @@ public final class StepScheduler implements AutoCloseable {
 
     private final ArrayDeque<BetweenSteps> between = new ArrayDeque<>();
     private final ArrayDeque<StepInFlight> inFlight = new ArrayDeque<>();
+
+    /** Requests of a step that ran out of memory, each to run again in a step of its own. */
+    private final ArrayDeque<ForwardJob> alone = new ArrayDeque<>();
+
+    private final StepListener listener;
     private final int maxStepsInFlight;
     private final Thread thread;
     private volatile boolean running = true;
@@ -85,6 +90,7 @@ public final class StepScheduler implements AutoCloseable {
                     "maxStepsInFlight: " + maxStepsInFlight + " (expected: > 0)");
         }
         this.maxStepsInFlight = maxStepsInFlight;
+        this.listener = listener;
         this.rebalancer = rebalancer;
         this.slots = new QueueSlots(maxQueuedRequests, maxQueuedTokens);
         this.batcher =
@@ -193,6 +199,12 @@ public final class StepScheduler implements AutoCloseable {
                     } else {
                         runBetween(between.poll());
                     }
+                } else if (!alone.isEmpty()) {
+                    if (inFlight.isEmpty()) {
+                        launchAlone(alone.poll());
+                    } else {
+                        finish(inFlight.poll());
+                    }
                 } else if (batcher.isEmpty() && inFlight.isEmpty()) {
                     accept(incoming.take());
                 } else if (!batcher.isEmpty() && inFlight.size() < maxStepsInFlight) {
@@ -219,9 +231,18 @@ public final class StepScheduler implements AutoCloseable {
         try {
             inFlight.add(launcher.launch(batch));
         } catch (RuntimeException | OutOfMemoryError e) {
-            for (ForwardJob job : batch) {
-                job.result().completeExceptionally(e);
-            }
+            fail(batch, e);
+        }
+    }
+
+    /** Runs {@code job} again, in a step of its own with no other in flight, unless abandoned. */
+    private void launchAlone(ForwardJob job) {
+        RuntimeException why = job.abandoned().get();
+        if (why != null) {
+            job.result().completeExceptionally(why);
+            listener.onAbandoned();
+        } else {
+            launch(List.of(job));
         }
     }
 
@@ -229,12 +250,30 @@ public final class StepScheduler implements AutoCloseable {
      * Answers {@code step}'s requests; those it could not answer fail, and the scheduler goes on.
      */
     private void finish(StepInFlight step) throws InterruptedException {
+        Throwable failure;
         try {
-            completion.finish(step);
+            failure = completion.finish(step);
         } catch (RuntimeException | OutOfMemoryError e) {
-            for (ForwardJob job : step.batch()) {
-                job.result().completeExceptionally(e);
-            }
+            failure = e;
+        }
+        if (failure != null) {
+            fail(step.batch(), failure);
+        }
+    }
+
+    /**
+     * Fails the requests of {@code batch} not answered yet with {@code failure}; but when several
+     * ran out of memory together, each runs again in a step of its own instead, so that a request
+     * too big for the server takes only itself down, not the small ones batched with it.
+     */
+    private void fail(List<ForwardJob> batch, Throwable failure) {
+        List<ForwardJob> unanswered = batch.stream().filter(job -> !job.result().isDone()).toList();
+        if (unanswered.size() > 1 && OutOfMemory.causeOf(failure) != null) {
+            alone.addAll(unanswered);
+            return;
+        }
+        for (ForwardJob job : unanswered) {
+            job.result().completeExceptionally(failure);
         }
     }
 
@@ -299,6 +338,9 @@ public final class StepScheduler implements AutoCloseable {
             work.result().completeExceptionally(closed);
         }
         batcher.failAll(closed);
+        for (ForwardJob job : alone) {
+            job.result().completeExceptionally(closed);
+        }
         for (StepInFlight step : inFlight) {
             for (ForwardJob job : step.batch()) {
                 job.result().completeExceptionally(closed);

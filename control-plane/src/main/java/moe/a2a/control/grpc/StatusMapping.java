@@ -5,8 +5,8 @@ import io.grpc.StatusRuntimeException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.RejectedExecutionException;
 import moe.a2a.comm.A2aException;
+import moe.a2a.control.cluster.OutOfMemory;
 import moe.a2a.protocol.InvalidRequestException;
-import org.jspecify.annotations.Nullable;
 
 /**
  * The one place that turns failures into gRPC statuses, by the retry litmus test: a bad field is
@@ -31,7 +31,7 @@ public final class StatusMapping {
         if (t instanceof RejectedExecutionException) {
             return Status.RESOURCE_EXHAUSTED.withDescription(t.getMessage());
         }
-        OutOfMemoryError oom = outOfMemory(t);
+        OutOfMemoryError oom = OutOfMemory.causeOf(t);
         if (oom != null) {
             return Status.RESOURCE_EXHAUSTED.withDescription(
                     "out of memory for this request's step ("
@@ -44,15 +44,5 @@ public final class StatusMapping {
             return Status.UNAVAILABLE.withDescription(t.getMessage()).withCause(t);
         }
         return Status.INTERNAL.withDescription(String.valueOf(t)).withCause(t);
-    }
-
-    /** The OutOfMemoryError {@code t} is or was caused by (a rank's, in a failed step), or null. */
-    private static @Nullable OutOfMemoryError outOfMemory(Throwable t) {
-        for (Throwable c = t; c != null; c = c.getCause()) {
-            if (c instanceof OutOfMemoryError oom) {
-                return oom;
-            }
-        }
-        return null;
     }
 }
