@@ -13,7 +13,6 @@ import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.RemoteCluster;
-import moe.a2a.control.cluster.StepModes;
 import moe.a2a.control.cluster.StragglerWatch;
 import moe.a2a.control.cluster.TransportPolicy;
 import moe.a2a.control.grpc.ClusterServer;
@@ -146,14 +145,6 @@ final class ControlPlaneCommand implements Callable<Integer> {
                             + " (expected: 1 with --transport "
                             + transport
                             + "; micro-batches run on tcp)");
-        }
-        if (onDevices && server.modes().choice() != StepModes.Choice.NORMAL) {
-            throw new IllegalArgumentException(
-                    "--mode: "
-                            + server.modes().choice().label()
-                            + " (expected: normal with --transport "
-                            + transport
-                            + "; GPU ranks exchange in normal mode)");
         }
         if (onDevices && server.rebalanceEvery != 0) {
             throw new IllegalArgumentException(

@@ -36,9 +36,10 @@ import org.bytedeco.javacpp.SizeTPointer;
 
 /**
  * The data path's kernels ({@code kernels.cu}): pack and grouping (row gather), combine's weighted
- * sum and its accumulation at the source, SwiGLU's activation. Compiled once by NVRTC straight to
- * CUBIN for this device's architecture (so the driver never JIT-compiles PTX), loaded with the
- * driver API, launched on the caller's stream. Owned by one thread.
+ * sum and its accumulation at the source, SwiGLU's activation, and the low-latency mode's grouping
+ * from region headers. Compiled once by NVRTC straight to CUBIN for this device's architecture (so
+ * the driver never JIT-compiles PTX), loaded with the driver API, launched on the caller's stream.
+ * Owned by one thread.
  */
 public final class CudaKernels implements AutoCloseable {
     private static final int THREADS = 256;
@@ -49,6 +50,7 @@ public final class CudaKernels implements AutoCloseable {
     private final CUfunc_st accumulate;
     private final CUfunc_st siluMul;
     private final CUfunc_st widen;
+    private final CUfunc_st llGroup;
     private final String arch;
 
     private CudaKernels(CUmod_st module, String arch) {
@@ -59,6 +61,7 @@ public final class CudaKernels implements AutoCloseable {
         this.accumulate = function(module, "accumulate_bf16");
         this.siluMul = function(module, "silu_mul_bf16");
         this.widen = function(module, "bf16_to_fp32");
+        this.llGroup = function(module, "ll_group");
     }
 
     /** Compiles and loads the kernels for {@code device} (the current device of this thread). */
@@ -152,6 +155,46 @@ public final class CudaKernels implements AutoCloseable {
                     arg(hidden),
                     arg(tokens));
         }
+    }
+
+    /**
+     * Low-latency grouping from the received regions' headers (one block): each local slot's rows
+     * ({@code groupIndex}, {@code slots * sources * bound}), each received row's combine entries
+     * ({@code start}, {@code entryRow}, {@code entryWeight}) and each source's count ({@code
+     * received}). See {@code ll_group} in kernels.cu.
+     */
+    public void llGroup(
+            BytePointer recv,
+            long regionBytes,
+            long headerOffset,
+            int regionRows,
+            int sources,
+            int bound,
+            int topK,
+            int slots,
+            BytePointer groupIndex,
+            BytePointer start,
+            BytePointer entryRow,
+            BytePointer entryWeight,
+            BytePointer received,
+            CUstream_st stream) {
+        launch(
+                llGroup,
+                1,
+                stream,
+                addr(recv),
+                new LongPointer(1).put(regionBytes),
+                new LongPointer(1).put(headerOffset),
+                arg(regionRows),
+                arg(sources),
+                arg(bound),
+                arg(topK),
+                arg(slots),
+                addr(groupIndex),
+                addr(start),
+                addr(entryRow),
+                addr(entryWeight),
+                addr(received));
     }
 
     /** {@code out = bf16(silu(gate) * up)} over {@code n} elements. */

@@ -7,10 +7,12 @@ import moe.a2a.comm.nccl.NcclUniqueId;
 
 /**
  * The GPU machine check ({@code scripts/gpu-check.sh}): probe; dispatch + combine on the GPU at
- * world size 1 (NCCL send/recv to itself) against the CPU path ({@link GpuCpuComparison}); kernel
- * and NCCL timings ({@link GpuTimings}); NCCL's collectives against a reference ({@link
- * NcclCollectivesCheck}) at world size 1 and, with two or more GPUs, across them. Prints a table
- * last; exits 0 when every check passed, 1 when one failed, 3 without a usable GPU.
+ * world size 1 (NCCL send/recv to itself) against the CPU path ({@link GpuCpuComparison}); the
+ * low-latency step captured as a CUDA graph against the same step enqueued ({@link
+ * LowLatencyGraphCheck}); kernel and NCCL timings ({@link GpuTimings}); NCCL's collectives against
+ * a reference ({@link NcclCollectivesCheck}) at world size 1 and, with two or more GPUs, across
+ * them. Prints a table last; exits 0 when every check passed, 1 when one failed, 3 without a usable
+ * GPU.
  */
 public final class GpuCheck {
     /** The most GPUs the multi-GPU collectives check puts in one group. */
@@ -78,6 +80,7 @@ public final class GpuCheck {
                 CudaKernels kernels = CudaKernels.load(device)) {
             System.out.println("kernels compiled for " + kernels.arch());
             GpuCpuComparison.run(comm, kernels, table);
+            LowLatencyGraphCheck.run(comm, kernels, table);
             GpuTimings.run(comm, kernels, table);
             NcclCollectivesCheck.run(new NcclCommunicator[] {comm}, table);
         } catch (RuntimeException e) {

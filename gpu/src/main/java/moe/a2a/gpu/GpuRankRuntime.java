@@ -34,8 +34,9 @@ import org.jspecify.annotations.Nullable;
 /**
  * One rank on a GPU: {@link RankStep}'s skeleton, as on the CPU, with a device compute: bf16 steps
  * run with their rows in device memory ({@link GpuDispatcher}, {@link GpuExperts}), tokens and
- * outputs crossing the host boundary through pinned memory, stage times from CUDA events. Steps in
- * another dtype run on the CPU {@link CpuRankRuntime} over the same NCCL communicator
+ * outputs crossing the host boundary through pinned memory, stage times from CUDA events;
+ * low-latency steps run with fixed sizes, replayed as CUDA graphs ({@link GpuLowLatencySteps}).
+ * Steps in another dtype run on the CPU {@link CpuRankRuntime} over the same NCCL communicator
  * (host-staged), so fp32 and fp16 answers keep their CPU precision; so do steps with an expert
  * capacity and layers with a shared expert. Routing (gate, top-k) runs on the host in both cases.
  * Owned by the rank's thread.
@@ -59,6 +60,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final CudaMemory combined = CudaMemory.device();
     private final CUevent_st[] events = new CUevent_st[4];
     private @Nullable GpuDispatcher dispatcher;
+    private @Nullable GpuLowLatencySteps lowLatency;
     private float[] out = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
@@ -137,8 +139,14 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             dispatcher.close();
             dispatcher = null;
         }
+        if (lowLatency != null) {
+            // its graphs captured the old communicator's exchanges
+            lowLatency.close();
+            lowLatency = null;
+        }
         if (comm instanceof NcclCommunicator nccl) {
             dispatcher = new GpuDispatcher(nccl, placement, model.hidden(), model.topK(), kernels);
+            lowLatency = new GpuLowLatencySteps(nccl, placement, model, kernels, experts, true);
         }
     }
 
@@ -152,12 +160,24 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             int capacity,
             int lowLatencyTokens) {
         GpuDispatcher gpu = dispatcher;
+        GpuLowLatencySteps fixed = lowLatency;
         if (dtype != DType.BF16
                 || gpu == null
+                || fixed == null
                 || capacity != CapacityFilter.UNLIMITED
                 || shared[layer]
-                || lowLatencyTokens > 0) {
+                || lowLatencyTokens > 0 && model.hidden() % 2 != 0) {
             return cpu.step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
+        }
+        if (lowLatencyTokens > 0) {
+            return step.run(
+                    layer,
+                    dtype,
+                    input,
+                    numTokens,
+                    routing,
+                    capacity,
+                    (l, d, in, n, ids, w) -> fixed.run(l, d, in, n, ids, w, lowLatencyTokens));
         }
         return step.run(layer, dtype, input, numTokens, routing, capacity, onDevice);
     }
@@ -243,6 +263,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         cpu.close();
         if (dispatcher != null) {
             dispatcher.close();
+        }
+        if (lowLatency != null) {
+            lowLatency.close();
         }
         for (GpuExperts e : experts) {
             e.close();

@@ -100,3 +100,98 @@ extern "C" __global__ void bf16_to_fp32(const unsigned short* __restrict__ in, f
         out[i] = bf16_to_float(in[i]);
     }
 }
+
+// Exclusive prefix sum of v over the block's threads (at most 1024; buf holds one int each), the
+// block's sum in *total. Every thread of the block calls it.
+__device__ int block_exclusive_scan(int v, int* buf, int* total) {
+    int t = threadIdx.x;
+    buf[t] = v;
+    __syncthreads();
+    for (int off = 1; off < blockDim.x; off <<= 1) {
+        int add = t >= off ? buf[t - off] : 0;
+        __syncthreads();
+        buf[t] += add;
+        __syncthreads();
+    }
+    int inclusive = buf[t];
+    *total = buf[blockDim.x - 1];
+    __syncthreads();
+    return inclusive - v;
+}
+
+// Low-latency grouping, read from the region headers that arrived with the rows, so that a captured
+// step needs no host round trip. Received row i = s * bound + r (source s, slot r) is valid when
+// r < s's count. Local slot e's rows sit at e * rows.. (rows = sources * bound, the most a slot can
+// get when a token's experts are distinct) in receive order: groupIndex names each one's row of the
+// receive buffer (row 0 for the unused places). Row i's combine entries [start[i], start[i+1]) are
+// its local choices by ascending slot, as the CPU path adds them: entryRow (grouped place) and
+// entryWeight. received[s] = s's count. One block.
+extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long long regionBytes,
+        long long headerOffset, int regionRows, int sources, int bound, int k, int slots,
+        int* __restrict__ groupIndex, int* __restrict__ start, int* __restrict__ entryRow,
+        float* __restrict__ entryWeight, int* __restrict__ received) {
+    __shared__ int buf[1024];
+    const int rows = sources * bound;
+    for (int p = threadIdx.x; p < slots * rows; p += blockDim.x) {
+        groupIndex[p] = 0;
+    }
+    int carry = 0;
+    for (int base = 0; base < rows; base += blockDim.x) {
+        int i = base + threadIdx.x;
+        int n = 0;
+        if (i < rows) {
+            const int* h = (const int*) (recv + (i / bound) * regionBytes + headerOffset);
+            int r = i % bound;
+            if (r < h[0]) {
+                for (int q = 0; q < k; q++) {
+                    n += h[1 + r * k + q] >= 0 ? 1 : 0;
+                }
+            }
+        }
+        int total;
+        int first = block_exclusive_scan(n, buf, &total);
+        if (i < rows) {
+            start[i] = carry + first;
+        }
+        carry += total;
+    }
+    if (threadIdx.x == 0) {
+        start[rows] = carry;
+    }
+    for (int e = 0; e < slots; e++) {
+        int taken = 0;
+        for (int base = 0; base < rows; base += blockDim.x) {
+            int i = base + threadIdx.x;
+            int choice = -1;
+            int before = 0;
+            const int* h = 0;
+            int r = 0;
+            if (i < rows) {
+                h = (const int*) (recv + (i / bound) * regionBytes + headerOffset);
+                r = i % bound;
+                if (r < h[0]) {
+                    for (int q = 0; q < k; q++) {
+                        int slot = h[1 + r * k + q];
+                        if (slot == e) {
+                            choice = q;
+                        } else if (slot >= 0 && slot < e) {
+                            before++;
+                        }
+                    }
+                }
+            }
+            int total;
+            int pos = taken + block_exclusive_scan(choice >= 0 ? 1 : 0, buf, &total);
+            if (choice >= 0) {
+                groupIndex[e * rows + pos] = (i / bound) * regionRows + r;
+                int at = start[i] + before;
+                entryRow[at] = e * rows + pos;
+                entryWeight[at] = __int_as_float(h[1 + bound * k + r * k + choice]);
+            }
+            taken += total;
+        }
+    }
+    for (int s = threadIdx.x; s < sources; s += blockDim.x) {
+        received[s] = *(const int*) (recv + s * regionBytes + headerOffset);
+    }
+}

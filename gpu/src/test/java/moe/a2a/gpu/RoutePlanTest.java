@@ -20,9 +20,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The GPU path's index lists, checked without a GPU: the kernels of {@code kernels.cu} are replayed
- * in Java on {@link RoutePlan}'s lists (same operations, same order, no fused multiply-add), over
- * an in-process group, and must reproduce the CPU {@link Dispatcher} bit for bit — the received
- * rows and the combined output with identity experts.
+ * in Java ({@link KernelReplays}) on {@link RoutePlan}'s lists, over an in-process group, and must
+ * reproduce the CPU {@link Dispatcher} bit for bit — the received rows and the combined output with
+ * identity experts.
  */
 class RoutePlanTest {
     private static final int TOKENS = 37;
@@ -114,7 +114,7 @@ class RoutePlanTest {
                     int numGrouped = plan.group(routes, numRecv);
 
                     ByteBuffer send =
-                            gatherRows(
+                            KernelReplays.gatherRows(
                                     tokens,
                                     plan.packOrder(layout),
                                     layout.rankOffsets(n),
@@ -135,12 +135,17 @@ class RoutePlanTest {
                             .isEqualTo(cpuRecv.slice(0, numRecv * rowBytes));
 
                     ByteBuffer grouped =
-                            gatherRows(recv, plan.groupedOrder(), numGrouped, rowBytes);
-                    float[] expertOut = new float[numGrouped * HIDDEN];
-                    for (int i = 0; i < expertOut.length; i++) {
-                        expertOut[i] = DType.bf16ToFloat(grouped.getShort(i * Short.BYTES));
-                    }
-                    ByteBuffer combineSend = weightedSumBf16(expertOut, plan, numRecv);
+                            KernelReplays.gatherRows(
+                                    recv, plan.groupedOrder(), numGrouped, rowBytes);
+                    float[] expertOut = KernelReplays.widen(grouped, numGrouped * HIDDEN);
+                    ByteBuffer combineSend =
+                            KernelReplays.weightedSumBf16(
+                                    expertOut,
+                                    plan.combineStart(),
+                                    plan.combineRow(),
+                                    plan.combineWeight(),
+                                    numRecv,
+                                    HIDDEN);
                     ByteBuffer combineRecv =
                             ByteBuffer.allocateDirect(Math.max(1, layout.rankOffsets(n) * rowBytes))
                                     .order(ByteOrder.LITTLE_ENDIAN);
@@ -152,74 +157,15 @@ class RoutePlanTest {
                             combineRecv,
                             scaled(sendRows, rowBytes));
                     int[] returned = plan.returnedRows(layout);
-                    float[] out = accumulateBf16(combineRecv, plan.returnedStart(), returned);
-                    for (int i = 0; i < out.length; i++) {
-                        if (Float.floatToRawIntBits(out[i])
-                                != Float.floatToRawIntBits(cpuOut.get(i))) {
-                            throw new AssertionError(
-                                    "seed="
-                                            + seed
-                                            + " rank="
-                                            + rank
-                                            + " element="
-                                            + i
-                                            + ": "
-                                            + out[i]
-                                            + " vs CPU "
-                                            + cpuOut.get(i));
-                        }
-                    }
+                    float[] out =
+                            KernelReplays.accumulateBf16(
+                                    combineRecv, plan.returnedStart(), returned, TOKENS, HIDDEN);
+                    float[] expected = new float[out.length];
+                    cpuOut.get(0, expected);
+                    KernelReplays.assertSameBits(
+                            "seed=" + seed + " rank=" + rank, out, expected, out.length);
                     return null;
                 });
-    }
-
-    /** gather_rows. */
-    private static ByteBuffer gatherRows(ByteBuffer src, int[] index, int rows, int rowBytes) {
-        ByteBuffer dst =
-                ByteBuffer.allocateDirect(Math.max(1, rows * rowBytes))
-                        .order(ByteOrder.LITTLE_ENDIAN);
-        for (int r = 0; r < rows; r++) {
-            dst.put(r * rowBytes, src, index[r] * rowBytes, rowBytes);
-        }
-        return dst;
-    }
-
-    /** weighted_sum_bf16: acc = acc + w * x in list order, from 0, rounded to bf16. */
-    private static ByteBuffer weightedSumBf16(float[] expertOut, RoutePlan plan, int numRecv) {
-        ByteBuffer out =
-                ByteBuffer.allocateDirect(Math.max(1, numRecv * HIDDEN * Short.BYTES))
-                        .order(ByteOrder.LITTLE_ENDIAN);
-        int[] start = plan.combineStart();
-        for (int j = 0; j < numRecv; j++) {
-            for (int c = 0; c < HIDDEN; c++) {
-                float acc = 0f;
-                for (int e = start[j]; e < start[j + 1]; e++) {
-                    acc =
-                            acc
-                                    + plan.combineWeight()[e]
-                                            * expertOut[plan.combineRow()[e] * HIDDEN + c];
-                }
-                out.putShort((j * HIDDEN + c) * Short.BYTES, DType.floatToBf16(acc));
-            }
-        }
-        return out;
-    }
-
-    /** accumulate_bf16: the first returned row as is, the others added, 0 when none. */
-    private static float[] accumulateBf16(ByteBuffer rows, int[] start, int[] index) {
-        float[] out = new float[TOKENS * HIDDEN];
-        for (int t = 0; t < TOKENS; t++) {
-            for (int c = 0; c < HIDDEN; c++) {
-                float acc = 0f;
-                for (int i = start[t]; i < start[t + 1]; i++) {
-                    float x =
-                            DType.bf16ToFloat(rows.getShort((index[i] * HIDDEN + c) * Short.BYTES));
-                    acc = i == start[t] ? x : acc + x;
-                }
-                out[t * HIDDEN + c] = acc;
-            }
-        }
-        return out;
     }
 
     private static long[] scaled(long[] rows, int bytes) {

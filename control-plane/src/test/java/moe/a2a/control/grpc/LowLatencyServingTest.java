@@ -16,8 +16,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 import java.util.function.Function;
+import moe.a2a.comm.DataPlane;
+import moe.a2a.comm.Transport;
+import moe.a2a.comm.nccl.NcclDataPlane;
+import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.comm.tcp.TcpDataPlane;
+import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.comm.tcp.TcpTransportProvider;
 import moe.a2a.control.cluster.EmbeddedCluster;
 import moe.a2a.control.cluster.QuietListener;
@@ -113,6 +119,33 @@ class LowLatencyServingTest {
         List<ForwardResponse> normal = serveOverTcp(StepModes.NORMAL, requests);
         List<ForwardResponse> low =
                 serveOverTcp(new StepModes(StepModes.Choice.AUTO, BOUND), requests);
+        assertSameAnswers(requests, normal, low);
+    }
+
+    /** Ranks over NCCL (simulated here: host-path ranks, as a worker without a GPU runs). */
+    @Test
+    void workersOverNcclShouldAnswerTheSameInLowLatencyMode() throws Exception {
+        List<ForwardRequest> requests = requests().subList(0, 6);
+        SimulatedNccl nccl = new SimulatedNccl();
+        List<ForwardResponse> normal =
+                serveOnWorkers(
+                        NcclTransportProvider.NCCL,
+                        (tcp, r) -> List.of(new NcclDataPlane(nccl)),
+                        StepModes.NORMAL,
+                        requests);
+        List<ForwardResponse> low =
+                serveOnWorkers(
+                        NcclTransportProvider.NCCL,
+                        (tcp, r) -> List.of(new NcclDataPlane(nccl)),
+                        new StepModes(StepModes.Choice.AUTO, BOUND),
+                        requests);
+        assertSameAnswers(requests, normal, low);
+    }
+
+    private static void assertSameAnswers(
+            List<ForwardRequest> requests,
+            List<ForwardResponse> normal,
+            List<ForwardResponse> low) {
         for (int i = 0; i < requests.size(); i++) {
             assertThat(low.get(i).getHiddenStates())
                     .as("request %d", i)
@@ -150,6 +183,19 @@ class LowLatencyServingTest {
 
     private List<ForwardResponse> serveOverTcp(StepModes modes, List<ForwardRequest> requests)
             throws Exception {
+        return serveOnWorkers(
+                TcpTransportProvider.TCP,
+                (tcp, r) -> List.of(new TcpDataPlane(tcp, "127.0.0.1", 0, null)),
+                modes,
+                requests);
+    }
+
+    private List<ForwardResponse> serveOnWorkers(
+            Transport transport,
+            BiFunction<TcpTransport, Integer, List<DataPlane>> planes,
+            StepModes modes,
+            List<ForwardRequest> requests)
+            throws Exception {
         RemoteCluster cluster =
                 new RemoteCluster(
                         model,
@@ -163,18 +209,14 @@ class LowLatencyServingTest {
                                 .build(),
                         "test",
                         PLACEMENT,
-                        TcpTransportProvider.TCP,
+                        transport,
                         TimeUnit.SECONDS.toNanos(10),
                         TimeUnit.SECONDS.toNanos(30),
                         new QuietListener());
         try (ServedCluster served =
                 ServedCluster.start(
-                        cluster,
-                        weights,
-                        MoeGrpcServiceTest.N,
-                        (tcp, r) -> List.of(new TcpDataPlane(tcp, "127.0.0.1", 0, null)),
-                        settings(modes))) {
-            served.agents.awaitFormed(cluster, "four TCP workers");
+                        cluster, weights, MoeGrpcServiceTest.N, planes, settings(modes))) {
+            served.agents.awaitFormed(cluster, "four " + transport + " workers");
             return answer(served.stub, requests);
         }
     }

@@ -3,6 +3,7 @@ package moe.a2a.comm.nccl;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.Objects;
+import moe.a2a.comm.A2aException;
 import moe.a2a.comm.CollectiveAlgo;
 import moe.a2a.comm.CollectiveArgs;
 import moe.a2a.comm.Communicator;
@@ -152,6 +153,30 @@ public final class NcclCommunicator implements Communicator {
             CudaMemory recv,
             long[] recvCounts) {
         exchange.allToAllVDevice(step, phase, send, sendCounts, recv, recvCounts);
+    }
+
+    /**
+     * Enqueues a fixed-size all-to-all between device buffers ({@code bytesPerPeer} to and from
+     * every rank, at {@code p * bytesPerPeer} on both sides) and returns once it is on the stream,
+     * without waiting for it: graph-safe, for a step captured as a CUDA graph. Every rank enqueues
+     * its matching call, captured or not alike.
+     */
+    public void enqueueAllToAllDevice(
+            long step, ExchangePhase phase, CudaMemory send, CudaMemory recv, long bytesPerPeer) {
+        exchange.enqueueAllToAllDevice(step, phase, send, recv, bytesPerPeer);
+    }
+
+    /**
+     * Waits, to the group's timeout, for everything enqueued on this rank's stream (exchanges,
+     * kernels, a launched graph) to finish; a timeout or an NCCL error aborts the group and throws,
+     * as a blocking exchange would.
+     */
+    public void awaitEnqueued(long step, ExchangePhase phase, String what) {
+        try {
+            launcher.await(step, phase, what);
+        } catch (A2aException e) {
+            throw launcher.fail(e);
+        }
     }
 
     /** The CUDA stream the exchanges run on, for kernels that feed or consume them. */

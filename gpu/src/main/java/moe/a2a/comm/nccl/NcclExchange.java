@@ -30,6 +30,7 @@ final class NcclExchange {
     private final long[] countOffsets;
     private final long[] countBytes;
     private final ByteBuffer[] readSegments;
+    private final long[] fixedBytes;
 
     NcclExchange(NcclBackend backend, NcclLauncher launcher) {
         this.backend = backend;
@@ -41,6 +42,7 @@ final class NcclExchange {
         this.countOffsets = new long[size];
         this.countBytes = new long[size];
         this.readSegments = new ByteBuffer[size];
+        this.fixedBytes = new long[size];
         for (int p = 0; p < size; p++) {
             countOffsets[p] = (long) p * COUNT_BYTES;
             countBytes[p] = COUNT_BYTES;
@@ -133,6 +135,34 @@ final class NcclExchange {
                         launched, "device all-to-all-v (ncclGroupEnd)", rank, backend.lastError());
             }
             launcher.await(step, phase, "device all-to-all-v");
+        } catch (A2aException e) {
+            throw launcher.fail(e);
+        }
+    }
+
+    /**
+     * Enqueues one group of a send of {@code bytesPerPeer} bytes to every rank (peer {@code p}'s
+     * from {@code send} at {@code p * bytesPerPeer}) and a receive of as many from every rank (into
+     * {@code recv} likewise), this rank included, and returns once the group is on the stream
+     * without waiting for it to run: what a step captured as a CUDA graph needs. {@link
+     * NcclCommunicator#awaitEnqueued} waits for it.
+     */
+    void enqueueAllToAllDevice(
+            long step, ExchangePhase phase, CudaMemory send, CudaMemory recv, long bytesPerPeer) {
+        Arrays.fill(fixedBytes, bytesPerPeer);
+        prepare(fixedBytes, fixedBytes);
+        try {
+            int launched =
+                    backend.exchangeDevice(
+                            send, sendOffsets, fixedBytes, recv, recvOffsets, fixedBytes);
+            if (NcclResults.isError(launched)) {
+                throw NcclResults.failure(
+                        launched,
+                        "fixed-size device all-to-all (ncclGroupEnd)",
+                        rank,
+                        backend.lastError());
+            }
+            launcher.awaitLaunched(step, phase, "fixed-size device all-to-all");
         } catch (A2aException e) {
             throw launcher.fail(e);
         }

@@ -84,6 +84,14 @@ final class NcclLauncher {
         watchdog.await(backend, timeoutNs, step, phase, rank, what);
     }
 
+    /**
+     * Waits, to the group's timeout, until what was launched last is on the stream, without waiting
+     * for it to run (see {@link NcclWatchdog#awaitLaunched}).
+     */
+    void awaitLaunched(long step, ExchangePhase phase, String what) {
+        watchdog.awaitLaunched(backend, timeoutNs, step, phase, rank, what);
+    }
+
     /** Records {@code cause} as the group's failure, unless there is one, and aborts NCCL. */
     void abort(Throwable cause) {
         if (failure == null) {

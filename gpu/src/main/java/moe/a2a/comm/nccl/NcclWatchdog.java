@@ -1,5 +1,7 @@
 package moe.a2a.comm.nccl;
 
+import static org.bytedeco.cuda.global.nccl.ncclInProgress;
+
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongConsumer;
 import java.util.function.LongSupplier;
@@ -83,6 +85,43 @@ final class NcclWatchdog {
             int rank,
             String call,
             int peer) {
+        poll(progress, timeoutNs, step, phase, rank, call, peer, true);
+    }
+
+    /**
+     * Returns once a non-blocking communicator has finished launching what was enqueued last (its
+     * asynchronous error leaves {@code ncclInProgress}), without asking the stream whether the work
+     * ran: safe while the stream is being captured into a CUDA graph. Errors and the timeout as for
+     * {@link #await(Progress, long, long, ExchangePhase, int, String)}.
+     */
+    void awaitLaunched(
+            Progress progress,
+            long timeoutNs,
+            long step,
+            ExchangePhase phase,
+            int rank,
+            String call) {
+        poll(
+                progress,
+                timeoutNs,
+                step,
+                phase,
+                rank,
+                call,
+                ExchangeTimeoutException.UNKNOWN_PEER,
+                false);
+    }
+
+    /** Polls until {@code progress} is idle ({@code untilIdle}) or done launching. */
+    private void poll(
+            Progress progress,
+            long timeoutNs,
+            long step,
+            ExchangePhase phase,
+            int rank,
+            String call,
+            int peer,
+            boolean untilIdle) {
         final long start = clock.getAsLong();
         while (true) {
             int error = progress.asyncError();
@@ -91,7 +130,7 @@ final class NcclWatchdog {
                 progress.abort();
                 throw NcclResults.failure(error, call, rank, detail);
             }
-            if (progress.isIdle()) {
+            if (untilIdle ? progress.isIdle() : error != ncclInProgress) {
                 return;
             }
             long waited = clock.getAsLong() - start;

@@ -20,7 +20,7 @@ class NcclWatchdogTest {
     /**
      * Idle after {@code idleAfter} polls; reports {@code errorAt} from poll {@code errorAfter} on.
      */
-    private static final class Script implements NcclWatchdog.Progress {
+    private static class Script implements NcclWatchdog.Progress {
         final int idleAfter;
         final int errorAfter;
         final int error;
@@ -65,6 +65,36 @@ class NcclWatchdogTest {
         assertThat(work.polls).isEqualTo(6);
         assertThat(work.aborts).isZero();
         assertThat(now).isEqualTo(5_000_000);
+    }
+
+    @Test
+    void shouldReturnOnceLaunchedWithoutAskingTheStream() {
+        Script work =
+                new Script(3, Integer.MAX_VALUE, ncclSuccess) {
+                    @Override
+                    public boolean isIdle() {
+                        throw new AssertionError("the stream is being captured: not to be asked");
+                    }
+                };
+        watchdog.awaitLaunched(work, 10_000_000, 7, ExchangePhase.DISPATCH, 1, "fixed all-to-all");
+        assertThat(work.polls).isEqualTo(4);
+        assertThat(work.aborts).isZero();
+    }
+
+    @Test
+    void shouldAbortWhenLaunchingNeverEnds() {
+        Script work = new Script(Integer.MAX_VALUE, Integer.MAX_VALUE, ncclSuccess);
+        assertThatThrownBy(
+                        () ->
+                                watchdog.awaitLaunched(
+                                        work,
+                                        3_500_000,
+                                        7,
+                                        ExchangePhase.COMBINE,
+                                        2,
+                                        "fixed all-to-all"))
+                .isInstanceOf(ExchangeTimeoutException.class);
+        assertThat(work.aborts).isEqualTo(1);
     }
 
     @Test

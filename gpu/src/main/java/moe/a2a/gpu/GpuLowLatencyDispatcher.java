@@ -1,0 +1,271 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.Placement;
+import org.bytedeco.cuda.cudart.CUstream_st;
+
+/**
+ * One rank's low-latency dispatch and combine on the device, over NCCL, with every size fixed by
+ * the bound {@code T} ({@code --ll-max-tokens}): what a step captured as a CUDA graph needs. The
+ * host only stages ({@link #stage}: tokens, region headers and index lists into pinned memory);
+ * everything else is enqueued on the stream without a host round trip: the pack into one region per
+ * destination ({@link LowLatencyPlan}), one fixed-size NCCL group, the grouping by local expert
+ * read from the arrived headers ({@code ll_group}), and for combine the weighted sums, a second
+ * fixed-size group and the sum at the source, with the output and the counts copied back to pinned
+ * memory. Each local expert slot has room for every row that can arrive ({@code N * T}), so the
+ * experts run fixed shapes too.
+ *
+ * <p>The sums are the CPU path's, in its order, without fused multiply-adds. Owned by the rank's
+ * thread; {@link #stage} only while the stream is idle.
+ */
+public final class GpuLowLatencyDispatcher implements AutoCloseable {
+    private final NcclCommunicator comm;
+    private final CudaKernels kernels;
+    private final LowLatencyPlan plan;
+    private final int hidden;
+    private final int topK;
+    private final int worldSize;
+    private final int bound;
+    private final int rowBytes;
+    private final int slots;
+
+    /** Rows every local slot has room for, and rows of the receive side: {@code N * T}. */
+    private final int rows;
+
+    private final CudaMemory staged = CudaMemory.pinnedHost();
+    private final CudaMemory stagedDevice = CudaMemory.device();
+    private final CudaMemory send = CudaMemory.device();
+    private final CudaMemory recv = CudaMemory.device();
+    private final CudaMemory lists = CudaMemory.device();
+    private final CudaMemory grouped = CudaMemory.device();
+    private final CudaMemory combineSend = CudaMemory.device();
+    private final CudaMemory combineRecv = CudaMemory.device();
+    private final CudaMemory out = CudaMemory.device();
+    private final CudaMemory hostOut = CudaMemory.pinnedHost();
+    private final IndexUpload indexes = new IndexUpload();
+    private final long groupIndexAt;
+    private final long startAt;
+    private final long entryRowAt;
+    private final long entryWeightAt;
+    private final long receivedAt;
+    private long packAt;
+    private long returnedStartAt;
+    private long returnedAt;
+    private int numTokens;
+
+    /**
+     * @throws IllegalArgumentException when {@code hidden} is odd: the headers' ints must be
+     *     aligned, so a bf16 row must be a multiple of 4 bytes
+     */
+    public GpuLowLatencyDispatcher(
+            NcclCommunicator comm,
+            Placement placement,
+            int hidden,
+            int topK,
+            int bound,
+            CudaKernels kernels) {
+        if (hidden % 2 != 0) {
+            throw new IllegalArgumentException(
+                    "hidden: " + hidden + " (expected: even, for the low-latency mode on a GPU)");
+        }
+        this.comm = comm;
+        this.kernels = kernels;
+        this.hidden = hidden;
+        this.topK = topK;
+        this.worldSize = comm.size();
+        this.bound = bound;
+        this.rowBytes = hidden * Short.BYTES;
+        this.slots = placement.localExperts(comm.rank());
+        this.rows = worldSize * bound;
+        this.plan = new LowLatencyPlan(placement, comm.rank(), topK, bound, rowBytes);
+        long regionBytes = (long) plan.regionRows() * rowBytes;
+        staged.ensure((long) plan.stagedRows() * rowBytes);
+        stagedDevice.ensure((long) plan.stagedRows() * rowBytes);
+        send.ensure(worldSize * regionBytes);
+        recv.ensure(worldSize * regionBytes);
+        groupIndexAt = 0;
+        startAt = align(groupIndexAt + (long) Integer.BYTES * Math.max(1, slots * rows));
+        entryRowAt = align(startAt + (long) Integer.BYTES * (rows + 1));
+        entryWeightAt = align(entryRowAt + (long) Integer.BYTES * rows * topK);
+        receivedAt = align(entryWeightAt + (long) Float.BYTES * rows * topK);
+        lists.ensure(receivedAt + (long) Integer.BYTES * worldSize);
+        grouped.ensure((long) Math.max(1, slots * rows) * rowBytes);
+        combineSend.ensure((long) rows * rowBytes);
+        combineRecv.ensure((long) rows * rowBytes);
+        out.ensure((long) bound * hidden * Float.BYTES);
+        hostOut.ensure((long) bound * hidden * Float.BYTES + (long) Integer.BYTES * worldSize);
+    }
+
+    /** The most tokens a step may hold. */
+    public int bound() {
+        return bound;
+    }
+
+    /**
+     * Stages a step of {@code numTokens} bf16 rows of {@code tokens} ({@code [T, H]} on the host)
+     * routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}): the rows, the region headers
+     * and the index lists go to pinned memory, for {@link #enqueueDispatch} or a replay of a graph
+     * that captured it. The stream must be idle.
+     *
+     * @throws IllegalArgumentException when {@code numTokens} exceeds the bound
+     */
+    public void stage(ByteBuffer tokens, int numTokens, int[] topkIds, float[] topkWeights) {
+        ByteBuffer host = staged.hostView();
+        plan.plan(host, numTokens, topkIds, topkWeights);
+        host.put(0, tokens, 0, numTokens * rowBytes);
+        this.numTokens = numTokens;
+        int regionRows = plan.regionRows();
+        indexes.reset(16L * 3 + (long) Integer.BYTES * (worldSize * regionRows + bound + 1 + rows));
+        packAt = indexes.ints(plan.packOrder(), worldSize * regionRows);
+        returnedStartAt = indexes.ints(plan.returnedStart(), bound + 1);
+        returnedAt = indexes.ints(plan.returnedRows(), rows);
+    }
+
+    /**
+     * Enqueues the dispatch of what {@link #stage} staged: the copies to the device, the pack, the
+     * exchange and the grouping. Returns the grouped rows: slot {@code s}'s at row {@code s * N *
+     * T}, {@link #rowsPerSlot} each, those past what arrived left over from before.
+     */
+    public CudaMemory enqueueDispatch(long step) {
+        CUstream_st stream = comm.stream();
+        CudaCheck.check(
+                cudaMemcpyAsync(
+                        stagedDevice.at(0),
+                        staged.at(0),
+                        (long) plan.stagedRows() * rowBytes,
+                        cudaMemcpyHostToDevice,
+                        stream),
+                "cudaMemcpyAsync(staged tokens)");
+        indexes.upload(stream);
+        int regionRows = plan.regionRows();
+        kernels.gatherRows(
+                stagedDevice.at(0),
+                indexes.at(packAt),
+                send.at(0),
+                rowBytes,
+                worldSize * regionRows,
+                stream);
+        comm.enqueueAllToAllDevice(
+                step, ExchangePhase.DISPATCH, send, recv, (long) regionRows * rowBytes);
+        kernels.llGroup(
+                recv.at(0),
+                (long) regionRows * rowBytes,
+                (long) bound * rowBytes,
+                regionRows,
+                worldSize,
+                bound,
+                topK,
+                slots,
+                lists.at(groupIndexAt),
+                lists.at(startAt),
+                lists.at(entryRowAt),
+                lists.at(entryWeightAt),
+                lists.at(receivedAt),
+                stream);
+        kernels.gatherRows(
+                recv.at(0), lists.at(groupIndexAt), grouped.at(0), rowBytes, slots * rows, stream);
+        return grouped;
+    }
+
+    /** Rows of each local slot in the grouped order: {@code N * T} each, fixed. */
+    public int[] rowsPerSlot() {
+        int[] perSlot = new int[slots];
+        Arrays.fill(perSlot, rows);
+        return perSlot;
+    }
+
+    /**
+     * Enqueues the combine: {@code expertOut} holds fp32 rows in the grouped order of the dispatch;
+     * once the stream is done, {@link #output} holds each staged token's weighted sum over its
+     * experts and {@link #receivedFrom} the dispatch's counts.
+     */
+    public void enqueueCombine(long step, CudaMemory expertOut) {
+        CUstream_st stream = comm.stream();
+        kernels.weightedSumBf16(
+                expertOut.at(0),
+                lists.at(startAt),
+                lists.at(entryRowAt),
+                lists.at(entryWeightAt),
+                combineSend.at(0),
+                hidden,
+                rows,
+                stream);
+        comm.enqueueAllToAllDevice(
+                step, ExchangePhase.COMBINE, combineSend, combineRecv, (long) bound * rowBytes);
+        kernels.accumulateBf16(
+                combineRecv.at(0),
+                indexes.at(returnedStartAt),
+                indexes.at(returnedAt),
+                out.at(0),
+                hidden,
+                bound,
+                stream);
+        long outBytes = (long) bound * hidden * Float.BYTES;
+        CudaCheck.check(
+                cudaMemcpyAsync(hostOut.at(0), out.at(0), outBytes, cudaMemcpyDeviceToHost, stream),
+                "cudaMemcpyAsync(output)");
+        CudaCheck.check(
+                cudaMemcpyAsync(
+                        hostOut.at(outBytes),
+                        lists.at(receivedAt),
+                        (long) Integer.BYTES * worldSize,
+                        cudaMemcpyDeviceToHost,
+                        stream),
+                "cudaMemcpyAsync(counts)");
+    }
+
+    /**
+     * The combined rows, fp32 {@code [T, H]} in pinned memory (the first {@link #numTokens} are the
+     * step's), once the stream is done.
+     */
+    public ByteBuffer output() {
+        return hostOut.hostView();
+    }
+
+    /** Tokens staged by the last {@link #stage}. */
+    public int numTokens() {
+        return numTokens;
+    }
+
+    /** Rows received from {@code rank} in the last dispatch, once the stream is done. */
+    public long receivedFrom(int rank) {
+        return hostOut.hostView().getInt(bound * hidden * Float.BYTES + rank * Integer.BYTES);
+    }
+
+    /** The source-side layout of the last staged step. */
+    public DispatchLayout layout() {
+        return plan.layout();
+    }
+
+    private static long align(long offset) {
+        return (offset + 15) & ~15L;
+    }
+
+    @Override
+    public void close() {
+        for (CudaMemory m :
+                new CudaMemory[] {
+                    staged,
+                    stagedDevice,
+                    send,
+                    recv,
+                    lists,
+                    grouped,
+                    combineSend,
+                    combineRecv,
+                    out,
+                    hostOut
+                }) {
+            m.close();
+        }
+        indexes.close();
+    }
+}

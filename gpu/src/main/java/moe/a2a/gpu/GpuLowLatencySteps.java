@@ -1,0 +1,176 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cudaEventCreate;
+import static org.bytedeco.cuda.global.cudart.cudaEventDestroy;
+import static org.bytedeco.cuda.global.cudart.cudaEventElapsedTime;
+import static org.bytedeco.cuda.global.cudart.cudaEventRecord;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.HashMap;
+import java.util.Map;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankStep;
+import moe.a2a.kernels.DType;
+import org.bytedeco.cuda.cudart.CUevent_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+
+/**
+ * A GPU rank's low-latency steps: dispatch, experts and combine on the device with every size fixed
+ * by the step's bound ({@link GpuLowLatencyDispatcher}, one per bound). The first step of a layer
+ * and bound runs as it is enqueued (it sizes every buffer and opens NCCL's connections); the second
+ * is captured as a CUDA graph, and every later one only stages its tokens and replays that graph.
+ * Every rank sees the same steps, so all capture the same one, as NCCL requires. Owned by the
+ * rank's thread.
+ */
+final class GpuLowLatencySteps implements AutoCloseable {
+    /** A layer and bound's steps so far, and its graph once captured. */
+    private static final class Replay {
+        int runs;
+        CudaGraph graph;
+    }
+
+    private final NcclCommunicator comm;
+    private final Placement placement;
+    private final ModelConfig model;
+    private final CudaKernels kernels;
+    private final GpuExperts[] experts;
+    private final boolean capture;
+    private final Map<Integer, GpuLowLatencyDispatcher> dispatchers = new HashMap<>();
+    private final Map<Long, Replay> replays = new HashMap<>();
+    private final CudaMemory expertOut = CudaMemory.device();
+    private final CUevent_st start = new CUevent_st();
+    private final CUevent_st end = new CUevent_st();
+    private ByteBuffer output = ByteBuffer.allocateDirect(0);
+    private long step;
+
+    /**
+     * @param capture whether steps after the first are captured and replayed as CUDA graphs (else
+     *     each is enqueued anew, the same work)
+     */
+    GpuLowLatencySteps(
+            NcclCommunicator comm,
+            Placement placement,
+            ModelConfig model,
+            CudaKernels kernels,
+            GpuExperts[] experts,
+            boolean capture) {
+        this.comm = comm;
+        this.placement = placement;
+        this.model = model;
+        this.kernels = kernels;
+        this.experts = experts;
+        this.capture = capture;
+        CudaCheck.check(cudaEventCreate(start), "cudaEventCreate");
+        CudaCheck.check(cudaEventCreate(end), "cudaEventCreate");
+    }
+
+    /**
+     * One step of {@code layer} in low-latency mode with room for {@code bound} tokens a rank; the
+     * arguments as {@link RankStep.Compute}'s. The stages run as one graph, so their time is
+     * reported as dispatch.
+     */
+    RankStep.Computed run(
+            int layer,
+            DType dtype,
+            ByteBuffer input,
+            int numTokens,
+            int[] ids,
+            float[] weights,
+            int bound) {
+        GpuLowLatencyDispatcher dispatcher =
+                dispatchers.computeIfAbsent(
+                        bound,
+                        b ->
+                                new GpuLowLatencyDispatcher(
+                                        comm, placement, model.hidden(), model.topK(), b, kernels));
+        long s = step++;
+        dispatcher.stage(input, numTokens, ids, weights);
+        CUstream_st stream = comm.stream();
+        CudaCheck.check(cudaEventRecord(start, stream), "cudaEventRecord");
+        Replay replay = replays.computeIfAbsent(((long) layer << 32) | bound, k -> new Replay());
+        if (replay.graph == null && capture && replay.runs > 0) {
+            replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, dispatcher, s));
+        }
+        if (replay.graph != null) {
+            replay.graph.launch(stream);
+        } else {
+            enqueue(layer, dispatcher, s);
+        }
+        replay.runs++;
+        CudaCheck.check(cudaEventRecord(end, stream), "cudaEventRecord");
+        comm.awaitEnqueued(s, ExchangePhase.COMBINE, "low-latency step on the device");
+        return computed(dtype, dispatcher, numTokens);
+    }
+
+    /** Whether {@code layer}'s steps of {@code bound} replay a captured graph now. */
+    boolean replays(int layer, int bound) {
+        Replay replay = replays.get(((long) layer << 32) | bound);
+        return replay != null && replay.graph != null;
+    }
+
+    private void enqueue(int layer, GpuLowLatencyDispatcher dispatcher, long s) {
+        CudaMemory grouped = dispatcher.enqueueDispatch(s);
+        int[] rowsPerSlot = dispatcher.rowsPerSlot();
+        long groupedRows = 0;
+        for (int n : rowsPerSlot) {
+            groupedRows += n;
+        }
+        expertOut.ensure(Math.max(1, groupedRows * model.hidden() * Float.BYTES));
+        experts[layer].forward(grouped, rowsPerSlot, expertOut, comm.stream());
+        dispatcher.enqueueCombine(s, expertOut);
+    }
+
+    private RankStep.Computed computed(
+            DType dtype, GpuLowLatencyDispatcher dispatcher, int numTokens) {
+        int hidden = model.hidden();
+        int outBytes = numTokens * hidden * dtype.sizeBytes();
+        if (output.capacity() < outBytes) {
+            output = ByteBuffer.allocateDirect(outBytes).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        float[] out = new float[numTokens * hidden];
+        dispatcher.output().asFloatBuffer().get(0, out, 0, out.length);
+        dtype.encode(out, 0, out.length, output, 0);
+        int n = placement.worldSize();
+        long[] recvRowsFrom = new long[n];
+        int received = 0;
+        for (int r = 0; r < n; r++) {
+            recvRowsFrom[r] = dispatcher.receivedFrom(r);
+            received += (int) recvRowsFrom[r];
+        }
+        float[] ms = new float[1];
+        CudaCheck.check(cudaEventElapsedTime(ms, start, end), "cudaEventElapsedTime");
+        int rowBytes = hidden * Short.BYTES;
+        return new RankStep.Computed(
+                output,
+                dispatcher.layout().tokensPerRankCopy(),
+                dispatcher.layout().pairsPerRankCopy(),
+                dispatcher.layout().tokensPerRankCopy(),
+                dispatcher.layout().tokensPerExpertCopy(),
+                recvRowsFrom,
+                received,
+                rowBytes,
+                rowBytes,
+                (long) (ms[0] * 1e6),
+                0,
+                0);
+    }
+
+    @Override
+    public void close() {
+        for (Replay r : replays.values()) {
+            if (r.graph != null) {
+                r.graph.close();
+            }
+        }
+        for (GpuLowLatencyDispatcher d : dispatchers.values()) {
+            d.close();
+        }
+        expertOut.close();
+        cudaEventDestroy(start);
+        cudaEventDestroy(end);
+    }
+}

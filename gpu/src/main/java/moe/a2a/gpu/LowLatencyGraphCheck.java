@@ -1,0 +1,149 @@
+package moe.a2a.gpu;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.RankStep;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.kernels.DType;
+
+/**
+ * The low-latency step on the GPU, world size 1: steps of a fixed bound run through {@link
+ * GpuLowLatencySteps} twice, once captured and replayed as a CUDA graph and once enqueued call by
+ * call, on the same seeded tokens; the two answers must be the same bits, the graph must really be
+ * replaying, and the layer must match the scalar reference within the bf16 tolerance. Then both
+ * ways are timed.
+ */
+final class LowLatencyGraphCheck {
+    private static final int BOUND = 32;
+    private static final int HIDDEN = 512;
+    private static final int FFN = 1024;
+    private static final int EXPERTS = 8;
+    private static final int TOP_K = 2;
+    private static final int STEPS = 5;
+    private static final int TIMED = 50;
+
+    private LowLatencyGraphCheck() {}
+
+    static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
+        ModelConfig model = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1);
+        WeightSource weights = new Bf16Weights(new SeededWeights(11, EXPERTS, HIDDEN, FFN, 1));
+        Placement placement = Placement.contiguous(EXPERTS, 1);
+        GpuExperts[] experts = {new GpuExperts(weights, 0, placement, 0, kernels)};
+        ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+        SplittableRandom random = new SplittableRandom(5);
+        try (GpuLowLatencySteps graphs =
+                        new GpuLowLatencySteps(comm, placement, model, kernels, experts, true);
+                GpuLowLatencySteps enqueued =
+                        new GpuLowLatencySteps(comm, placement, model, kernels, experts, false)) {
+            int differing = 0;
+            double worst = 0;
+            for (int i = 0; i < STEPS; i++) {
+                Step step = Step.random(random, BOUND - 3 * i);
+                byte[] replayed = answer(graphs, step);
+                byte[] plain = answer(enqueued, step);
+                differing += Arrays.equals(replayed, plain) ? 0 : 1;
+                float[] expected =
+                        reference.forward(0, step.x, step.tokens, TOP_K, step.ids, step.weights);
+                worst = Math.max(worst, worstOfTolerance(replayed, expected, step.tokens));
+            }
+            boolean replaying = graphs.replays(0, BOUND) && !enqueued.replays(0, BOUND);
+            table.row(
+                    "low-latency step (T=" + BOUND + "), CUDA graph vs enqueued",
+                    (differing == 0 ? "bit-exact" : differing + " of " + STEPS + " steps differ")
+                            + (replaying ? ", graph replayed" : ", NO GRAPH"),
+                    differing == 0 && replaying);
+            table.row(
+                    "low-latency layer, cuBLAS bf16 experts, vs reference",
+                    String.format(
+                            Locale.ROOT,
+                            "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
+                            worst),
+                    worst <= 1);
+            Step step = Step.random(random, 8);
+            double graphUs = medianUs(graphs, step);
+            double enqueuedUs = medianUs(enqueued, step);
+            table.row(
+                    "low-latency step time, 8 tokens (T=" + BOUND + ")",
+                    String.format(
+                            Locale.ROOT,
+                            "graph %.1f µs, enqueued %.1f µs (median of %d, host to host)",
+                            graphUs,
+                            enqueuedUs,
+                            TIMED),
+                    true);
+        } finally {
+            experts[0].close();
+        }
+    }
+
+    /** A step's seeded tokens (bf16 rows and their fp32 values) and distinct-expert routing. */
+    private record Step(ByteBuffer input, float[] x, int tokens, int[] ids, float[] weights) {
+        static Step random(SplittableRandom random, int tokens) {
+            ByteBuffer input =
+                    ByteBuffer.allocateDirect(tokens * HIDDEN * Short.BYTES)
+                            .order(ByteOrder.LITTLE_ENDIAN);
+            float[] x = new float[tokens * HIDDEN];
+            for (int i = 0; i < x.length; i++) {
+                short b = DType.floatToBf16((float) random.nextDouble(-1, 1));
+                input.putShort(i * Short.BYTES, b);
+                x[i] = DType.bf16ToFloat(b);
+            }
+            int[] ids = new int[tokens * TOP_K];
+            float[] weights = new float[tokens * TOP_K];
+            for (int t = 0; t < tokens; t++) {
+                int first = random.nextInt(EXPERTS);
+                ids[t * TOP_K] = first;
+                ids[t * TOP_K + 1] = (first + 1 + random.nextInt(EXPERTS - 1)) % EXPERTS;
+                float w = (float) random.nextDouble(0.2, 0.8);
+                weights[t * TOP_K] = w;
+                weights[t * TOP_K + 1] = 1 - w;
+            }
+            return new Step(input, x, tokens, ids, weights);
+        }
+    }
+
+    private static byte[] answer(GpuLowLatencySteps steps, Step step) {
+        RankStep.Computed c =
+                steps.run(0, DType.BF16, step.input, step.tokens, step.ids, step.weights, BOUND);
+        byte[] out = new byte[step.tokens * HIDDEN * Short.BYTES];
+        c.output().get(0, out);
+        return out;
+    }
+
+    private static double medianUs(GpuLowLatencySteps steps, Step step) {
+        long[] ns = new long[TIMED];
+        for (int i = 0; i < TIMED; i++) {
+            long t0 = System.nanoTime();
+            steps.run(0, DType.BF16, step.input, step.tokens, step.ids, step.weights, BOUND);
+            ns[i] = System.nanoTime() - t0;
+        }
+        Arrays.sort(ns);
+        return ns[TIMED / 2] / 1e3;
+    }
+
+    private static double worstOfTolerance(byte[] bf16, float[] expected, int tokens) {
+        ByteBuffer out = ByteBuffer.wrap(bf16).order(ByteOrder.LITTLE_ENDIAN);
+        double worst = 0;
+        for (int t = 0; t < tokens; t++) {
+            double rowMax = 0;
+            for (int c = 0; c < HIDDEN; c++) {
+                rowMax = Math.max(rowMax, Math.abs(expected[t * HIDDEN + c]));
+            }
+            // the answer is rounded to bf16 (2^-8 relative) on top of the experts' own error
+            double tolerance = 0x1p-6 * rowMax + 1e-7;
+            for (int c = 0; c < HIDDEN; c++) {
+                float actual = DType.bf16ToFloat(out.getShort((t * HIDDEN + c) * Short.BYTES));
+                worst = Math.max(worst, Math.abs(actual - expected[t * HIDDEN + c]) / tolerance);
+            }
+        }
+        return worst;
+    }
+}

@@ -1,0 +1,253 @@
+package moe.a2a.gpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.stream.IntStream;
+import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.RankThreads;
+import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.dispatch.DispatchResult;
+import moe.a2a.dispatch.Dispatcher;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.kernels.DType;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The GPU low-latency step checked without a GPU: {@link LowLatencyPlan}'s staging and lists, and
+ * the kernels ({@code gather_rows}, {@code ll_group}, the combine's sums) replayed in Java over an
+ * in-process group exchanging the same fixed-size regions as NCCL would. With identity experts the
+ * output must be the CPU {@link Dispatcher}'s bit for bit, and the counts each rank reads from the
+ * headers the rows it really got.
+ */
+class LowLatencyPlanTest {
+    private static final int HIDDEN = 24;
+    private static final int EXPERTS = 12;
+    private static final int TOP_K = 3;
+
+    @ParameterizedTest
+    @CsvSource({"1, 8", "3, 16", "4, 5", "4, 1"})
+    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, int bound) throws Exception {
+        long seed = 300 + n * 7L + bound;
+        Placement placement = withReplica(n);
+        LocalGroup cpuGroup = new LocalGroup(n);
+        LocalGroup simGroup = new LocalGroup(n);
+        RankThreads.run(
+                n,
+                rank -> {
+                    SplittableRandom random = new SplittableRandom(seed * 31 + rank);
+                    // one rank sends nothing, the others fewer than the bound or all of it
+                    int tokens = rank == 1 ? 0 : bound - random.nextInt(Math.min(bound, 3));
+                    int rowBytes = HIDDEN * Short.BYTES;
+                    ByteBuffer input =
+                            ByteBuffer.allocateDirect(Math.max(1, tokens * rowBytes))
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    for (int i = 0; i < tokens * HIDDEN; i++) {
+                        input.putShort(
+                                i * Short.BYTES,
+                                DType.floatToBf16((float) random.nextDouble(-2, 2)));
+                    }
+                    int[] ids = new int[tokens * TOP_K];
+                    float[] weights = new float[tokens * TOP_K];
+                    for (int t = 0; t < tokens; t++) {
+                        int[] chosen = random.ints(0, EXPERTS).distinct().limit(TOP_K).toArray();
+                        for (int k = 0; k < TOP_K; k++) {
+                            ids[t * TOP_K + k] = chosen[k];
+                            weights[t * TOP_K + k] = (float) random.nextDouble(0.05, 1);
+                        }
+                    }
+
+                    Dispatcher cpu =
+                            new Dispatcher(cpuGroup.communicator(rank), placement, HIDDEN, TOP_K);
+                    DispatchResult result = cpu.dispatch(input, tokens, DType.BF16, ids, weights);
+                    float[] cpuOut = identityCombine(cpu, result, tokens);
+
+                    Communicator comm = simGroup.communicator(rank);
+                    LowLatencyPlan plan =
+                            new LowLatencyPlan(placement, rank, TOP_K, bound, rowBytes);
+                    int regionRows = plan.regionRows();
+                    int rows = n * bound;
+                    int slots = placement.localExperts(rank);
+                    ByteBuffer staged =
+                            ByteBuffer.allocateDirect(plan.stagedRows() * rowBytes)
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    plan.plan(staged, tokens, ids, weights);
+                    staged.put(0, input, 0, tokens * rowBytes);
+                    ByteBuffer send =
+                            KernelReplays.gatherRows(
+                                    staged, plan.packOrder(), n * regionRows, rowBytes);
+                    ByteBuffer recv =
+                            exchange(
+                                    comm,
+                                    0,
+                                    ExchangePhase.DISPATCH,
+                                    send,
+                                    (long) regionRows * rowBytes);
+
+                    Grouping g = llGroup(recv, regionRows, rowBytes, n, bound, slots);
+                    for (int s = 0; s < n; s++) {
+                        assertThat((long) g.received[s])
+                                .as("rank %d's count from %d", rank, s)
+                                .isEqualTo(result.handle().recvRowsFrom(s));
+                    }
+                    ByteBuffer grouped =
+                            KernelReplays.gatherRows(recv, g.groupIndex, slots * rows, rowBytes);
+                    float[] expertOut = KernelReplays.widen(grouped, slots * rows * HIDDEN);
+                    ByteBuffer combineSend =
+                            KernelReplays.weightedSumBf16(
+                                    expertOut, g.start, g.entryRow, g.entryWeight, rows, HIDDEN);
+                    ByteBuffer combineRecv =
+                            exchange(
+                                    comm,
+                                    1,
+                                    ExchangePhase.COMBINE,
+                                    combineSend,
+                                    (long) bound * rowBytes);
+                    float[] out =
+                            KernelReplays.accumulateBf16(
+                                    combineRecv,
+                                    plan.returnedStart(),
+                                    plan.returnedRows(),
+                                    bound,
+                                    HIDDEN);
+                    KernelReplays.assertSameBits(
+                            "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * HIDDEN);
+                    for (int i = tokens * HIDDEN; i < out.length; i++) {
+                        assertThat(out[i]).as("rows past the step's tokens").isZero();
+                    }
+                    return null;
+                });
+    }
+
+    @Test
+    void shouldRefuseAStepOverTheBoundNamingIt() {
+        LowLatencyPlan plan =
+                new LowLatencyPlan(Placement.contiguous(EXPERTS, 2), 0, TOP_K, 4, HIDDEN * 2);
+        ByteBuffer staged = ByteBuffer.allocate(plan.stagedRows() * HIDDEN * 2);
+        assertThatThrownBy(() -> plan.plan(staged, 5, new int[5 * TOP_K], new float[5 * TOP_K]))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("numTokens: 5 (expected: 0..4, the bound)");
+    }
+
+    /**
+     * Contiguous experts, and with two ranks or more a second replica of expert 0 on the last one,
+     * so that a token's choices spread over more ranks.
+     */
+    private static Placement withReplica(int n) {
+        if (n == 1) {
+            return Placement.contiguous(EXPERTS, 1);
+        }
+        int[][] rankExperts = new int[n][];
+        for (int r = 0; r < n; r++) {
+            rankExperts[r] = IntStream.range(r * EXPERTS / n, (r + 1) * EXPERTS / n).toArray();
+        }
+        rankExperts[n - 1] =
+                IntStream.concat(IntStream.of(rankExperts[n - 1]), IntStream.of(0)).toArray();
+        return Placement.of(1, EXPERTS, rankExperts);
+    }
+
+    /** The CPU path's combine with identity experts: each token's weighted sum of its own row. */
+    private static float[] identityCombine(Dispatcher cpu, DispatchResult result, int tokens) {
+        FloatBuffer identity = FloatBuffer.allocate(Math.max(1, result.numExpertRows() * HIDDEN));
+        int at = 0;
+        for (int slot = 0; slot < result.handle().localExperts(); slot++) {
+            result.gather(slot, identity, at * HIDDEN);
+            at += result.handle().recvTokensPerLocalExpert(slot);
+        }
+        FloatBuffer out =
+                ByteBuffer.allocateDirect(Math.max(1, tokens * HIDDEN * Float.BYTES))
+                        .order(ByteOrder.nativeOrder())
+                        .asFloatBuffer();
+        cpu.combine(identity, result.handle(), out);
+        float[] values = new float[tokens * HIDDEN];
+        out.get(0, values);
+        return values;
+    }
+
+    /** The fixed-size all-to-all NCCL runs: {@code bytes} to and from every rank. */
+    private static ByteBuffer exchange(
+            Communicator comm, long step, ExchangePhase phase, ByteBuffer send, long bytes) {
+        int n = comm.size();
+        long[] counts = new long[n];
+        Arrays.fill(counts, bytes);
+        ByteBuffer recv =
+                ByteBuffer.allocateDirect((int) Math.max(1, n * bytes))
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        comm.allToAllV(step, phase, send, counts, recv, counts.clone());
+        return recv;
+    }
+
+    private record Grouping(
+            int[] groupIndex, int[] start, int[] entryRow, float[] entryWeight, int[] received) {}
+
+    /**
+     * ll_group: its block-wide exclusive scans are the running sums below, taken in the same row
+     * order, so every list is the kernel's.
+     */
+    private static Grouping llGroup(
+            ByteBuffer recv, int regionRows, int rowBytes, int sources, int bound, int slots) {
+        int rows = sources * bound;
+        int regionBytes = regionRows * rowBytes;
+        int headerOffset = bound * rowBytes;
+        int k = TOP_K;
+        int[] groupIndex = new int[Math.max(1, slots * rows)];
+        int[] start = new int[rows + 1];
+        int[] entryRow = new int[rows * k];
+        float[] entryWeight = new float[rows * k];
+        int[] received = new int[sources];
+        int carry = 0;
+        for (int i = 0; i < rows; i++) {
+            int h = (i / bound) * regionBytes + headerOffset;
+            int r = i % bound;
+            int count = 0;
+            if (r < recv.getInt(h)) {
+                for (int q = 0; q < k; q++) {
+                    count += recv.getInt(h + Integer.BYTES * (1 + r * k + q)) >= 0 ? 1 : 0;
+                }
+            }
+            start[i] = carry;
+            carry += count;
+        }
+        start[rows] = carry;
+        for (int e = 0; e < slots; e++) {
+            int taken = 0;
+            for (int i = 0; i < rows; i++) {
+                int h = (i / bound) * regionBytes + headerOffset;
+                int r = i % bound;
+                int choice = -1;
+                int before = 0;
+                if (r < recv.getInt(h)) {
+                    for (int q = 0; q < k; q++) {
+                        int slot = recv.getInt(h + Integer.BYTES * (1 + r * k + q));
+                        if (slot == e) {
+                            choice = q;
+                        } else if (slot >= 0 && slot < e) {
+                            before++;
+                        }
+                    }
+                }
+                if (choice >= 0) {
+                    groupIndex[e * rows + taken] = (i / bound) * regionRows + r;
+                    entryRow[start[i] + before] = e * rows + taken;
+                    entryWeight[start[i] + before] =
+                            Float.intBitsToFloat(
+                                    recv.getInt(
+                                            h + Integer.BYTES * (1 + bound * k + r * k + choice)));
+                    taken++;
+                }
+            }
+        }
+        for (int s = 0; s < sources; s++) {
+            received[s] = recv.getInt(s * regionBytes + headerOffset);
+        }
+        return new Grouping(groupIndex, start, entryRow, entryWeight, received);
+    }
+}
