@@ -17,6 +17,7 @@ import moe.a2a.experts.RankStep;
 import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A GPU rank's low-latency steps: dispatch, experts and combine on the device with every size fixed
@@ -42,8 +43,8 @@ final class GpuLowLatencySteps implements AutoCloseable {
     private final Map<Integer, GpuLowLatencyDispatcher> dispatchers = new HashMap<>();
     private final Map<Long, Replay> replays = new HashMap<>();
     private final CudaMemory expertOut = CudaMemory.device();
-    private final CUevent_st start = new CUevent_st();
-    private final CUevent_st end = new CUevent_st();
+    private @Nullable CUevent_st start;
+    private @Nullable CUevent_st end;
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
     private long step;
 
@@ -64,8 +65,6 @@ final class GpuLowLatencySteps implements AutoCloseable {
         this.kernels = kernels;
         this.experts = experts;
         this.capture = capture;
-        CudaCheck.check(cudaEventCreate(start), "cudaEventCreate");
-        CudaCheck.check(cudaEventCreate(end), "cudaEventCreate");
     }
 
     /**
@@ -87,10 +86,19 @@ final class GpuLowLatencySteps implements AutoCloseable {
                         b ->
                                 new GpuLowLatencyDispatcher(
                                         comm, placement, model.hidden(), model.topK(), b, kernels));
+        CUevent_st from = start;
+        CUevent_st to = end;
+        if (from == null || to == null) {
+            // on the thread that runs the steps, whose current device is the rank's
+            from = event();
+            to = event();
+            start = from;
+            end = to;
+        }
         long s = step++;
         dispatcher.stage(input, numTokens, ids, weights);
         CUstream_st stream = comm.stream();
-        CudaCheck.check(cudaEventRecord(start, stream), "cudaEventRecord");
+        CudaCheck.check(cudaEventRecord(from, stream), "cudaEventRecord");
         Replay replay = replays.computeIfAbsent(((long) layer << 32) | bound, k -> new Replay());
         if (replay.graph == null && capture && replay.runs > 0) {
             replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, dispatcher, s));
@@ -101,9 +109,9 @@ final class GpuLowLatencySteps implements AutoCloseable {
             enqueue(layer, dispatcher, s);
         }
         replay.runs++;
-        CudaCheck.check(cudaEventRecord(end, stream), "cudaEventRecord");
+        CudaCheck.check(cudaEventRecord(to, stream), "cudaEventRecord");
         comm.awaitEnqueued(s, ExchangePhase.COMBINE, "low-latency step on the device");
-        return computed(dtype, dispatcher, numTokens);
+        return computed(dtype, dispatcher, numTokens, from, to);
     }
 
     /** Whether {@code layer}'s steps of {@code bound} replay a captured graph now. */
@@ -124,8 +132,18 @@ final class GpuLowLatencySteps implements AutoCloseable {
         dispatcher.enqueueCombine(s, expertOut);
     }
 
+    private static CUevent_st event() {
+        CUevent_st event = new CUevent_st();
+        CudaCheck.check(cudaEventCreate(event), "cudaEventCreate");
+        return event;
+    }
+
     private RankStep.Computed computed(
-            DType dtype, GpuLowLatencyDispatcher dispatcher, int numTokens) {
+            DType dtype,
+            GpuLowLatencyDispatcher dispatcher,
+            int numTokens,
+            CUevent_st start,
+            CUevent_st end) {
         int hidden = model.hidden();
         int outBytes = numTokens * hidden * dtype.sizeBytes();
         if (output.capacity() < outBytes) {
@@ -170,7 +188,11 @@ final class GpuLowLatencySteps implements AutoCloseable {
             d.close();
         }
         expertOut.close();
-        cudaEventDestroy(start);
-        cudaEventDestroy(end);
+        if (start != null) {
+            cudaEventDestroy(start);
+        }
+        if (end != null) {
+            cudaEventDestroy(end);
+        }
     }
 }
