@@ -17,7 +17,6 @@ import moe.a2a.control.cluster.StragglerWatch;
 import moe.a2a.control.cluster.TransportPolicy;
 import moe.a2a.control.grpc.ClusterServer;
 import moe.a2a.control.grpc.MoeServer;
-import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.RowKernels;
@@ -130,14 +129,6 @@ final class ControlPlaneCommand implements Callable<Integer> {
         ModelConfig config = model.config(weights);
         boolean onDevices =
                 transport != null && Transports.reach(transport) == TransportReach.DEVICES;
-        if (onDevices && config.dispatchDType() != DispatchDType.BF16) {
-            throw new IllegalArgumentException(
-                    "--dispatch-dtype: "
-                            + config.dispatchDType().label()
-                            + " (expected: bf16 with --transport "
-                            + transport
-                            + "; FP8 dispatch runs on tcp)");
-        }
         if (onDevices && config.microBatches() != 1) {
             throw new IllegalArgumentException(
                     "--micro-batches: "

@@ -38,27 +38,6 @@ class DispatchDTypeFlagTest {
     }
 
     @Test
-    void shouldRefuseFp8WhenControlPlaneRunsOnNccl() {
-        assertThat(
-                        run(
-                                "control-plane",
-                                "--transport",
-                                "nccl",
-                                "--dispatch-dtype",
-                                "fp8",
-                                "--hidden",
-                                "8",
-                                "--ffn",
-                                "8",
-                                "--port",
-                                "0",
-                                "--metrics-port",
-                                "0"))
-                .startsWith(
-                        "moe-a2a control-plane: --dispatch-dtype: fp8 (expected: bf16 with --transport nccl");
-    }
-
-    @Test
     void shouldRefuseMicroBatchesOutOfRangeOrOnNccl() {
         assertThat(run("serve", "--micro-batches", "3", "--port", "0", "--metrics-port", "0"))
                 .isEqualTo("moe-a2a serve: --micro-batches: 3 (expected: 1 or 2)");

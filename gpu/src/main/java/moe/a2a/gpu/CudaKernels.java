@@ -36,10 +36,10 @@ import org.bytedeco.javacpp.SizeTPointer;
 
 /**
  * The data path's kernels ({@code kernels.cu}): pack and grouping (row gather), combine's weighted
- * sum and its accumulation at the source, SwiGLU's activation, and the low-latency mode's grouping
- * from region headers. Compiled once by NVRTC straight to CUBIN for this device's architecture (so
- * the driver never JIT-compiles PTX), loaded with the driver API, launched on the caller's stream.
- * Owned by one thread.
+ * sum and its accumulation at the source, SwiGLU's activation, the low-latency mode's grouping from
+ * region headers, and FP8 dispatch's quantization and dequantization. Compiled once by NVRTC
+ * straight to CUBIN for this device's architecture (so the driver never JIT-compiles PTX), loaded
+ * with the driver API, launched on the caller's stream. Owned by one thread.
  */
 public final class CudaKernels implements AutoCloseable {
     private static final int THREADS = 256;
@@ -51,6 +51,8 @@ public final class CudaKernels implements AutoCloseable {
     private final CUfunc_st siluMul;
     private final CUfunc_st widen;
     private final CUfunc_st llGroup;
+    private final CUfunc_st quantizeFp8;
+    private final CUfunc_st dequantizeFp8;
     private final String arch;
 
     private CudaKernels(CUmod_st module, String arch) {
@@ -62,6 +64,8 @@ public final class CudaKernels implements AutoCloseable {
         this.siluMul = function(module, "silu_mul_bf16");
         this.widen = function(module, "bf16_to_fp32");
         this.llGroup = function(module, "ll_group");
+        this.quantizeFp8 = function(module, "quantize_fp8_rows");
+        this.dequantizeFp8 = function(module, "dequantize_fp8_rows");
     }
 
     /** Compiles and loads the kernels for {@code device} (the current device of this thread). */
@@ -106,6 +110,48 @@ public final class CudaKernels implements AutoCloseable {
                     addr(dst),
                     arg(rowBytes),
                     arg(rows));
+        }
+    }
+
+    /**
+     * {@code dst[r]} = the FP8 row ({@code Fp8RowLayout}) of bf16 row {@code index[r]} of {@code
+     * src}, bit for bit the CPU path's quantization: FP8 dispatch's pack.
+     */
+    public void quantizeFp8Rows(
+            BytePointer src,
+            BytePointer index,
+            BytePointer dst,
+            int hidden,
+            int rows,
+            CUstream_st stream) {
+        fp8Rows(quantizeFp8, src, index, dst, hidden, rows, stream);
+    }
+
+    /**
+     * {@code dst[r]} = bf16 of FP8 row {@code index[r]} of {@code src}, dequantized by its block
+     * scales: FP8 dispatch's grouping by local expert.
+     */
+    public void dequantizeFp8Rows(
+            BytePointer src,
+            BytePointer index,
+            BytePointer dst,
+            int hidden,
+            int rows,
+            CUstream_st stream) {
+        fp8Rows(dequantizeFp8, src, index, dst, hidden, rows, stream);
+    }
+
+    /** One block per row of {@code rows}: the FP8 kernels' shared signature. */
+    private static void fp8Rows(
+            CUfunc_st kernel,
+            BytePointer src,
+            BytePointer index,
+            BytePointer dst,
+            int hidden,
+            int rows,
+            CUstream_st stream) {
+        if (rows > 0) {
+            launch(kernel, rows, stream, addr(src), addr(index), addr(dst), arg(hidden), arg(rows));
         }
     }
 

@@ -5,6 +5,7 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -13,19 +14,22 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.kernels.DType;
+import moe.a2a.kernels.RowKernels;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;
 
 /**
  * {@link GpuCheck}'s comparisons: dispatch and combine on the GPU against the CPU {@link
- * Dispatcher} on the same inputs (bit-exact expected), and the layer with cuBLAS experts against
- * the scalar reference (bf16 tolerance).
+ * Dispatcher} on the same inputs (bit-exact expected), the layer with cuBLAS experts against the
+ * scalar reference (bf16 tolerance), and FP8 dispatch against the CPU quantizer (bit-exact) and the
+ * reference (FP8 tolerance).
  */
 final class GpuCpuComparison {
     private static final int TOKENS = 256;
@@ -153,6 +157,74 @@ final class GpuCpuComparison {
                     String.format(
                             Locale.ROOT,
                             "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
+                            worst),
+                    worst <= 1);
+            fp8(comm, kernels, table, deviceTokens, tokens, x, ids, weights, placement);
+        }
+    }
+
+    /**
+     * FP8 dispatch at world size 1: the rows NCCL moved must be the CPU quantizer's FP8 rows of the
+     * same tokens in the pack order, byte for byte; the layer with cuBLAS experts on the
+     * dequantized rows must stay within FP8's tolerance of the reference.
+     */
+    private static void fp8(
+            NcclCommunicator comm,
+            CudaKernels kernels,
+            CheckTable table,
+            CudaMemory deviceTokens,
+            ByteBuffer tokens,
+            float[] x,
+            int[] ids,
+            float[] weights,
+            Placement placement) {
+        CUstream_st stream = comm.stream();
+        Bf16Weights bf16 = new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1));
+        try (CudaMemory expertOut = CudaMemory.device();
+                CudaMemory out = CudaMemory.device();
+                GpuDispatcher gpu =
+                        new GpuDispatcher(
+                                comm, placement, HIDDEN, TOP_K, DispatchDType.FP8, kernels);
+                GpuExperts experts = new GpuExperts(bf16, 0, placement, 0, kernels)) {
+            CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, ids, weights);
+            sync(stream);
+            int fp8Bytes = gpu.sentRowBytes();
+            int rows = gpu.numReceived();
+            ByteBuffer received = download(gpu.received(), (long) rows * fp8Bytes);
+            ByteBuffer cpu =
+                    ByteBuffer.allocateDirect(rows * fp8Bytes).order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = 0; i < rows; i++) {
+                RowKernels.quantizeFp8FromBf16(
+                        MemorySegment.ofBuffer(tokens),
+                        (long) gpu.layout().packOrder(i) * HIDDEN * Short.BYTES,
+                        MemorySegment.ofBuffer(cpu),
+                        (long) i * fp8Bytes,
+                        HIDDEN);
+            }
+            boolean exact = received.equals(cpu);
+            table.row(
+                    "FP8 dispatch rows vs CPU quantizer",
+                    (exact ? "bit-exact" : "DIFFERENT")
+                            + ", "
+                            + rows
+                            + " rows of "
+                            + fp8Bytes
+                            + " B",
+                    exact);
+            int groupedRows = Arrays.stream(gpu.rowsPerSlot()).sum();
+            expertOut.ensure((long) groupedRows * HIDDEN * Float.BYTES);
+            experts.forward(grouped, gpu.rowsPerSlot(), expertOut, stream);
+            gpu.combine(expertOut, out);
+            float[] layer = downloadFloats(out, TOKENS * HIDDEN);
+            float[] reference =
+                    new ReferenceMoeLayer(bf16).forward(0, x, TOKENS, TOP_K, ids, weights);
+            // FP8 keeps 3 mantissa bits: 2^-3 of the row's largest magnitude, as the client checks
+            double worst = worstOfTolerance(layer, reference) * 0x1p-6 / 0x1p-3;
+            table.row(
+                    "layer, FP8 dispatch, cuBLAS bf16 experts, vs reference",
+                    String.format(
+                            Locale.ROOT,
+                            "worst error %.2f of the FP8 tolerance (2^-3 of the row's max)",
                             worst),
                     worst <= 1);
         }

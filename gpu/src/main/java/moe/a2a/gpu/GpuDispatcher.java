@@ -6,18 +6,21 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.kernels.Fp8RowLayout;
 import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
  * One rank's dispatch and combine with token rows in device memory (bf16), over NCCL. The layout is
  * computed on the host (as the CPU {@code Dispatcher} does) and the rows move only on the device:
  * packed by a gather kernel, exchanged by {@link NcclCommunicator#allToAllVDevice}, grouped by
- * local expert by the same kernel. Combine weights and sums each received token's expert rows (one
- * bf16 row per token goes back) and sums the returned rows at the source. The routing (local slot
- * and weight per choice) travels in a small host-staged exchange beside the rows; {@link RoutePlan}
- * turns it into the kernels' index lists.
+ * local expert by the same kernel (with FP8 dispatch, the pack quantizes and the grouping
+ * dequantizes to bf16). Combine weights and sums each received token's expert rows (one bf16 row
+ * per token goes back) and sums the returned rows at the source. The routing (local slot and weight
+ * per choice) travels in a small host-staged exchange beside the rows; {@link RoutePlan} turns it
+ * into the kernels' index lists.
  *
  * <p>The sums run in the CPU path's order without fused multiply-adds, so with the same inputs the
  * results are bit-identical to {@code Dispatcher}'s. Owned by the rank's thread.
@@ -29,6 +32,11 @@ public final class GpuDispatcher implements AutoCloseable {
     private final int topK;
     private final int worldSize;
     private final int rowBytes;
+
+    /** Bytes of a row as dispatch moves it: bf16, or FP8 codes and block scales. */
+    private final int sentRowBytes;
+
+    private final boolean fp8;
     private final DispatchLayout layout;
     private final RoutePlan plan;
     private final long[] sendRows;
@@ -52,12 +60,28 @@ public final class GpuDispatcher implements AutoCloseable {
 
     public GpuDispatcher(
             NcclCommunicator comm, Placement placement, int hidden, int topK, CudaKernels kernels) {
+        this(comm, placement, hidden, topK, DispatchDType.BF16, kernels);
+    }
+
+    /**
+     * With rows dispatched as {@code dispatchDType}: bf16 as they are, or FP8 (quantized by the
+     * pack, bit for bit as the CPU path does, and dequantized to bf16 by the grouping).
+     */
+    public GpuDispatcher(
+            NcclCommunicator comm,
+            Placement placement,
+            int hidden,
+            int topK,
+            DispatchDType dispatchDType,
+            CudaKernels kernels) {
         this.comm = comm;
         this.kernels = kernels;
         this.hidden = hidden;
         this.topK = topK;
         this.worldSize = comm.size();
         this.rowBytes = hidden * Short.BYTES;
+        this.fp8 = dispatchDType == DispatchDType.FP8;
+        this.sentRowBytes = fp8 ? Fp8RowLayout.rowBytes(hidden) : rowBytes;
         this.layout = new DispatchLayout(placement, comm.rank());
         this.plan = new RoutePlan(placement, comm.rank(), topK);
         this.sendRows = new long[worldSize];
@@ -118,28 +142,48 @@ public final class GpuDispatcher implements AutoCloseable {
         accumulateStart = indexes.ints(plan.returnedStart(), numTokens + 1);
         indexes.upload(comm.stream());
 
-        send.ensure(Math.max(1, (long) totalSend * rowBytes));
-        recv.ensure(Math.max(1, (long) numRecv * rowBytes));
+        send.ensure(Math.max(1, (long) totalSend * sentRowBytes));
+        recv.ensure(Math.max(1, (long) numRecv * sentRowBytes));
         grouped.ensure(Math.max(1, (long) numGrouped * rowBytes));
-        kernels.gatherRows(
-                tokens.at(0),
-                indexes.at(packIndex),
-                send.at(0),
-                rowBytes,
-                totalSend,
-                comm.stream());
+        if (fp8) {
+            kernels.quantizeFp8Rows(
+                    tokens.at(0),
+                    indexes.at(packIndex),
+                    send.at(0),
+                    hidden,
+                    totalSend,
+                    comm.stream());
+        } else {
+            kernels.gatherRows(
+                    tokens.at(0),
+                    indexes.at(packIndex),
+                    send.at(0),
+                    rowBytes,
+                    totalSend,
+                    comm.stream());
+        }
         for (int r = 0; r < worldSize; r++) {
-            sendBytes[r] = sendRows[r] * rowBytes;
-            recvBytes[r] = recvRows[r] * rowBytes;
+            sendBytes[r] = sendRows[r] * sentRowBytes;
+            recvBytes[r] = recvRows[r] * sentRowBytes;
         }
         comm.allToAllVDevice(s, ExchangePhase.DISPATCH, send, sendBytes, recv, recvBytes);
-        kernels.gatherRows(
-                recv.at(0),
-                indexes.at(groupIndex),
-                grouped.at(0),
-                rowBytes,
-                numGrouped,
-                comm.stream());
+        if (fp8) {
+            kernels.dequantizeFp8Rows(
+                    recv.at(0),
+                    indexes.at(groupIndex),
+                    grouped.at(0),
+                    hidden,
+                    numGrouped,
+                    comm.stream());
+        } else {
+            kernels.gatherRows(
+                    recv.at(0),
+                    indexes.at(groupIndex),
+                    grouped.at(0),
+                    rowBytes,
+                    numGrouped,
+                    comm.stream());
+        }
         return grouped;
     }
 
@@ -148,7 +192,10 @@ public final class GpuDispatcher implements AutoCloseable {
         return plan.rowsPerSlot().clone();
     }
 
-    /** The received rows of the last dispatch, in receive order (before grouping). */
+    /**
+     * The received rows of the last dispatch, in receive order (before grouping), as dispatch moved
+     * them ({@link #sentRowBytes} each).
+     */
     public CudaMemory received() {
         return recv;
     }
@@ -166,6 +213,11 @@ public final class GpuDispatcher implements AutoCloseable {
     /** Rows received from {@code rank} in the last dispatch. */
     public long receivedFrom(int rank) {
         return recvRows[rank];
+    }
+
+    /** Bytes of a row as dispatch moves it: bf16, or an FP8 row with its block scales. */
+    public int sentRowBytes() {
+        return sentRowBytes;
     }
 
     /** Bytes of routing sent beside each row. */

@@ -77,12 +77,6 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             + " (expected: 1 on GPU ranks; the overlapped step runs on the CPU"
                             + " transports)");
         }
-        if (model.dispatchDType() != DispatchDType.BF16) {
-            throw new IllegalArgumentException(
-                    "dispatch dtype: "
-                            + model.dispatchDType().label()
-                            + " (expected: bf16 on GPU ranks; FP8 dispatch runs on the CPU transports)");
-        }
         this.model = model;
         this.placement = placement;
         this.rank = rank;
@@ -145,7 +139,14 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             lowLatency = null;
         }
         if (comm instanceof NcclCommunicator nccl) {
-            dispatcher = new GpuDispatcher(nccl, placement, model.hidden(), model.topK(), kernels);
+            dispatcher =
+                    new GpuDispatcher(
+                            nccl,
+                            placement,
+                            model.hidden(),
+                            model.topK(),
+                            model.dispatchDType(),
+                            kernels);
             lowLatency = new GpuLowLatencySteps(nccl, placement, model, kernels, experts, true);
         }
     }
@@ -166,7 +167,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                 || fixed == null
                 || capacity != CapacityFilter.UNLIMITED
                 || shared[layer]
-                || lowLatencyTokens > 0 && model.hidden() % 2 != 0) {
+                || lowLatencyTokens > 0
+                        && (model.hidden() % 2 != 0
+                                || model.dispatchDType() == DispatchDType.FP8)) {
             return cpu.step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
         }
         if (lowLatencyTokens > 0) {
@@ -245,7 +248,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                 gpu.layout().tokensPerExpertCopy(),
                 recvRowsFrom,
                 gpu.numReceived(),
-                rowBytes + gpu.routeRowBytes(),
+                gpu.sentRowBytes() + gpu.routeRowBytes(),
                 rowBytes,
                 elapsedNs(events[0], events[1]),
                 elapsedNs(events[1], events[2]),

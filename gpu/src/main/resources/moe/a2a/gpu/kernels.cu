@@ -195,3 +195,114 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
         received[s] = *(const int*) (recv + s * regionBytes + headerOffset);
     }
 }
+
+// FP8 dispatch (E4M3 codes, then one fp32 scale per block of 128 channels: the CPU path's
+// Fp8RowLayout), bit for bit as RowKernels.quantizeFp8FromBf16 and dequantizeFp8 compute it.
+
+// x as E4M3 (OCP fn): nearest even, magnitudes over 448 (infinities too) saturate to 448, NaN
+// gives S.1111.111, the sign of zero kept.
+__device__ __forceinline__ unsigned char float_to_e4m3(float x) {
+    unsigned int bits = __float_as_uint(x);
+    unsigned int sign = (bits >> 24) & 0x80u;
+    float a = fabsf(x);
+    if (a != a) {
+        return (unsigned char) (sign | 0x7fu);
+    }
+    float c = fminf(a, 448.0f);
+    if (c < 0.015625f) {
+        // subnormal codes are multiples of 2^-9: the product is exact, rintf rounds half even
+        return (unsigned char) (sign | (unsigned int) rintf(__fmul_rn(c, 512.0f)));
+    }
+    unsigned int cb = __float_as_uint(c);
+    int exponent = (int) (cb >> 23) - 127;
+    unsigned int mantissa = cb & 0x7fffffu;
+    unsigned int rounded = mantissa >> 20;
+    unsigned int rest = mantissa & 0xfffffu;
+    if (rest > 0x80000u || (rest == 0x80000u && (rounded & 1u) == 1u)) {
+        rounded++;
+    }
+    return (unsigned char) (sign | ((unsigned int) ((exponent + 7) << 3) + rounded));
+}
+
+// The value of E4M3 code q: its exponent and mantissa placed in fp32's, times 2^120, exactly;
+// NaN codes give a quiet NaN with the code's sign.
+__device__ __forceinline__ float e4m3_to_float(unsigned char q) {
+    unsigned int magnitude = q & 0x7fu;
+    unsigned int sign = ((unsigned int) (q & 0x80u)) << 24;
+    if (magnitude == 0x7fu) {
+        return __uint_as_float(sign | 0x7fc00000u);
+    }
+    float value = __fmul_rn(__uint_as_float(magnitude << 20), __uint_as_float(0x7b800000u));
+    return __uint_as_float(__float_as_uint(value) | sign);
+}
+
+// dst row r = the FP8 row of bf16 row index[r] of src: dispatch's pack and quantization in one.
+// One block per row, one scale block of 128 channels at a time; the block's largest finite
+// magnitude (at least 1e-4) gives the multiplier 448 / amax and the scale amax / 448.
+extern "C" __global__ void quantize_fp8_rows(const unsigned short* __restrict__ src,
+        const int* __restrict__ index, unsigned char* __restrict__ dst, int hidden, int rows) {
+    __shared__ float amax[256];
+    int r = blockIdx.x;
+    if (r >= rows) {
+        return;
+    }
+    const unsigned short* s = src + (long long) index[r] * hidden;
+    int blocks = (hidden + 127) / 128;
+    unsigned char* d = dst + (long long) r * (hidden + 4 * blocks);
+    for (int b = 0; b < blocks; b++) {
+        int start = b * 128;
+        int len = min(128, hidden - start);
+        float m = 0.0f;
+        for (int i = threadIdx.x; i < len; i += blockDim.x) {
+            float a = fabsf(bf16_to_float(s[start + i]));
+            if (a > m && a < __int_as_float(0x7f800000)) {
+                m = a;
+            }
+        }
+        amax[threadIdx.x] = m;
+        __syncthreads();
+        for (int half = blockDim.x / 2; half > 0; half >>= 1) {
+            if (threadIdx.x < half) {
+                amax[threadIdx.x] = fmaxf(amax[threadIdx.x], amax[threadIdx.x + half]);
+            }
+            __syncthreads();
+        }
+        float blockMax = fmaxf(amax[0], 1e-4f);
+        __syncthreads();
+        float multiplier = __fdiv_rn(448.0f, blockMax);
+        for (int i = threadIdx.x; i < len; i += blockDim.x) {
+            d[start + i] = float_to_e4m3(__fmul_rn(bf16_to_float(s[start + i]), multiplier));
+        }
+        if (threadIdx.x == 0) {
+            float scale = __fdiv_rn(blockMax, 448.0f);
+            unsigned int bits = __float_as_uint(scale);
+            unsigned char* at = d + hidden + 4 * b;
+            at[0] = (unsigned char) bits;
+            at[1] = (unsigned char) (bits >> 8);
+            at[2] = (unsigned char) (bits >> 16);
+            at[3] = (unsigned char) (bits >> 24);
+        }
+    }
+}
+
+// dst row r = bf16 of the FP8 row index[r] of src, each value code * its block's scale (a NaN code
+// its own NaN): the grouping of received FP8 rows by local expert, widened for the bf16 experts.
+// One block per row.
+extern "C" __global__ void dequantize_fp8_rows(const unsigned char* __restrict__ src,
+        const int* __restrict__ index, unsigned short* __restrict__ dst, int hidden, int rows) {
+    int r = blockIdx.x;
+    if (r >= rows) {
+        return;
+    }
+    int blocks = (hidden + 127) / 128;
+    const unsigned char* s = src + (long long) index[r] * (hidden + 4 * blocks);
+    unsigned short* d = dst + (long long) r * hidden;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+        const unsigned char* at = s + hidden + 4 * (i / 128);
+        float scale = __uint_as_float((unsigned int) at[0] | ((unsigned int) at[1] << 8)
+                | ((unsigned int) at[2] << 16) | ((unsigned int) at[3] << 24));
+        unsigned char q = s[i];
+        float value = (q & 0x7fu) == 0x7fu ? e4m3_to_float(q) : __fmul_rn(e4m3_to_float(q), scale);
+        d[i] = float_to_bf16(value);
+    }
+}

@@ -76,4 +76,99 @@ final class KernelReplays {
             }
         }
     }
+
+    /**
+     * quantize_fp8_rows: {@code dst[r]} = the FP8 row of bf16 row {@code index[r]}; per block of
+     * 128 channels the largest finite magnitude (at least 1e-4), codes of {@code x * (448 / amax)},
+     * the scale {@code amax / 448} after the codes.
+     */
+    static ByteBuffer quantizeFp8Rows(ByteBuffer src, int[] index, int rows, int hidden) {
+        int blocks = (hidden + 127) / 128;
+        int rowBytes = hidden + 4 * blocks;
+        ByteBuffer dst =
+                ByteBuffer.allocateDirect(Math.max(1, rows * rowBytes))
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        for (int r = 0; r < rows; r++) {
+            int s = index[r] * hidden * Short.BYTES;
+            int d = r * rowBytes;
+            for (int b = 0; b < blocks; b++) {
+                int start = b * 128;
+                int len = Math.min(128, hidden - start);
+                float m = 0f;
+                for (int i = 0; i < len; i++) {
+                    float a = Math.abs(bf16(src, s, start + i));
+                    if (a > m && a < Float.POSITIVE_INFINITY) {
+                        m = a;
+                    }
+                }
+                float blockMax = Math.max(m, 1e-4f);
+                float multiplier = 448f / blockMax;
+                for (int i = 0; i < len; i++) {
+                    dst.put(d + start + i, floatToE4m3(bf16(src, s, start + i) * multiplier));
+                }
+                dst.putFloat(d + hidden + 4 * b, blockMax / 448f);
+            }
+        }
+        return dst;
+    }
+
+    /**
+     * dequantize_fp8_rows: {@code dst[r]} = bf16 of FP8 row {@code index[r]}, each code times its
+     * block's scale, a NaN code its own NaN.
+     */
+    static ByteBuffer dequantizeFp8Rows(ByteBuffer src, int[] index, int rows, int hidden) {
+        int blocks = (hidden + 127) / 128;
+        int rowBytes = hidden + 4 * blocks;
+        ByteBuffer dst =
+                ByteBuffer.allocateDirect(Math.max(1, rows * hidden * Short.BYTES))
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        for (int r = 0; r < rows; r++) {
+            int s = index[r] * rowBytes;
+            for (int i = 0; i < hidden; i++) {
+                float scale = src.getFloat(s + hidden + 4 * (i / 128));
+                byte q = src.get(s + i);
+                float value = (q & 0x7f) == 0x7f ? e4m3ToFloat(q) : e4m3ToFloat(q) * scale;
+                dst.putShort((r * hidden + i) * Short.BYTES, DType.floatToBf16(value));
+            }
+        }
+        return dst;
+    }
+
+    private static float bf16(ByteBuffer src, int rowAt, int channel) {
+        return DType.bf16ToFloat(src.getShort(rowAt + channel * Short.BYTES));
+    }
+
+    /** float_to_e4m3, statement by statement. */
+    private static byte floatToE4m3(float x) {
+        int bits = Float.floatToRawIntBits(x);
+        int sign = (bits >>> 24) & 0x80;
+        float a = Math.abs(x);
+        if (a != a) {
+            return (byte) (sign | 0x7f);
+        }
+        float c = Math.min(a, 448f);
+        if (c < 0.015625f) {
+            return (byte) (sign | (int) Math.rint(c * 512f));
+        }
+        int cb = Float.floatToRawIntBits(c);
+        int exponent = (cb >>> 23) - 127;
+        int mantissa = cb & 0x7fffff;
+        int rounded = mantissa >>> 20;
+        int rest = mantissa & 0xfffff;
+        if (rest > 0x80000 || (rest == 0x80000 && (rounded & 1) == 1)) {
+            rounded++;
+        }
+        return (byte) (sign | (((exponent + 7) << 3) + rounded));
+    }
+
+    /** e4m3_to_float, statement by statement. */
+    private static float e4m3ToFloat(byte q) {
+        int magnitude = q & 0x7f;
+        int sign = (q & 0x80) << 24;
+        if (magnitude == 0x7f) {
+            return Float.intBitsToFloat(sign | 0x7fc00000);
+        }
+        float value = Float.intBitsToFloat(magnitude << 20) * Float.intBitsToFloat(0x7b800000);
+        return Float.intBitsToFloat(Float.floatToRawIntBits(value) | sign);
+    }
 }
