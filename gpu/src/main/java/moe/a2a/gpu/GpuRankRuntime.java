@@ -15,7 +15,6 @@ import java.nio.ByteOrder;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
-import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.CpuRankRuntime;
@@ -36,10 +35,11 @@ import org.jspecify.annotations.Nullable;
  * run with their rows in device memory ({@link GpuDispatcher}, {@link GpuExperts}), tokens and
  * outputs crossing the host boundary through pinned memory, stage times from CUDA events;
  * low-latency steps run with fixed sizes, replayed as CUDA graphs ({@link GpuLowLatencySteps}).
- * Steps in another dtype run on the CPU {@link CpuRankRuntime} over the same NCCL communicator
- * (host-staged), so fp32 and fp16 answers keep their CPU precision; so do steps with an expert
- * capacity and layers with a shared expert. Routing (gate, top-k) runs on the host in both cases.
- * Owned by the rank's thread.
+ * Steps with an expert capacity run on the device too: the filter runs on the host with the
+ * routing, and the pairs it drops are in no index list. Steps in another dtype run on the CPU
+ * {@link CpuRankRuntime} over the same NCCL communicator (host-staged), so fp32 and fp16 answers
+ * keep their CPU precision; so do layers with a shared expert. Routing (gate, top-k) runs on the
+ * host in both cases. Owned by the rank's thread.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
@@ -165,7 +165,6 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         if (dtype != DType.BF16
                 || gpu == null
                 || fixed == null
-                || capacity != CapacityFilter.UNLIMITED
                 || shared[layer]
                 || lowLatencyTokens > 0
                         && (model.hidden() % 2 != 0

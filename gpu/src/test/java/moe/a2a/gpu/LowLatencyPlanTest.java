@@ -13,6 +13,7 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
@@ -34,8 +35,9 @@ class LowLatencyPlanTest {
     private static final int TOP_K = 3;
 
     @ParameterizedTest
-    @CsvSource({"1, 8", "3, 16", "4, 5", "4, 1"})
-    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, int bound) throws Exception {
+    @CsvSource({"1, 8, false", "3, 16, false", "4, 5, false", "4, 1, false", "3, 16, true"})
+    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, int bound, boolean drops)
+            throws Exception {
         long seed = 300 + n * 7L + bound;
         Placement placement = withReplica(n);
         LocalGroup cpuGroup = new LocalGroup(n);
@@ -65,6 +67,14 @@ class LowLatencyPlanTest {
                         }
                     }
 
+                    if (drops) {
+                        // as under an expert capacity: the first token loses every pair
+                        for (int i = 0; i < ids.length; i++) {
+                            if (i < TOP_K || i % 4 == 2) {
+                                ids[i] = CapacityFilter.DROPPED;
+                            }
+                        }
+                    }
                     Dispatcher cpu =
                             new Dispatcher(cpuGroup.communicator(rank), placement, HIDDEN, TOP_K);
                     DispatchResult result = cpu.dispatch(input, tokens, DType.BF16, ids, weights);

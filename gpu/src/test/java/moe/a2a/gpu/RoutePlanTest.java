@@ -10,13 +10,14 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.DType;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The GPU path's index lists, checked without a GPU: the kernels of {@code kernels.cu} are replayed
@@ -30,9 +31,13 @@ class RoutePlanTest {
     private static final int EXPERTS = 12;
     private static final int TOP_K = 3;
 
+    /**
+     * With {@code drops}, as under an expert capacity: some pairs are {@link
+     * CapacityFilter#DROPPED} and token 0 loses all of them, so it goes nowhere and sums to 0.
+     */
     @ParameterizedTest
-    @ValueSource(ints = {1, 3, 4})
-    void shouldReproduceCpuDispatchAndCombineBitForBit(int n) throws Exception {
+    @CsvSource({"1, false", "3, false", "4, false", "1, true", "4, true"})
+    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, boolean drops) throws Exception {
         long seed = 900 + n;
         Placement placement = Placement.contiguous(EXPERTS, n);
         LocalGroup cpuGroup = new LocalGroup(n);
@@ -63,6 +68,14 @@ class RoutePlanTest {
                                 || ids[t * TOP_K + 2] == ids[t * TOP_K + 1]) {
                             ids[t * TOP_K + 1] = (first + 1) % EXPERTS;
                             ids[t * TOP_K + 2] = (first + 2) % EXPERTS;
+                        }
+                    }
+
+                    if (drops) {
+                        for (int i = 0; i < ids.length; i++) {
+                            if (i < TOP_K || i % 5 == 1) {
+                                ids[i] = CapacityFilter.DROPPED;
+                            }
                         }
                     }
 
