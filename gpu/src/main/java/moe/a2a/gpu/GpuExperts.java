@@ -41,9 +41,7 @@ public final class GpuExperts implements AutoCloseable {
     private final CudaMemory[] w1;
     private final CudaMemory[] w3;
     private final CudaMemory[] w2;
-    private final CudaMemory gate = CudaMemory.device();
-    private final CudaMemory up = CudaMemory.device();
-    private final CudaMemory act = CudaMemory.device();
+    private final Scratch scratch = new Scratch();
     private final FloatPointer one = new FloatPointer(1).put(1f);
     private final FloatPointer zero = new FloatPointer(1).put(0f);
 
@@ -67,11 +65,41 @@ public final class GpuExperts implements AutoCloseable {
     }
 
     /**
+     * The device memory between the projections. A step captured as a CUDA graph keeps the
+     * addresses it was captured with, so it brings its own, which nothing else grows or frees.
+     */
+    public static final class Scratch implements AutoCloseable {
+        private final CudaMemory gate = CudaMemory.device();
+        private final CudaMemory up = CudaMemory.device();
+        private final CudaMemory act = CudaMemory.device();
+
+        @Override
+        public void close() {
+            gate.close();
+            up.close();
+            act.close();
+        }
+    }
+
+    /**
      * {@code out[i] = W2 · (silu(W1·x_i) ⊙ (W3·x_i))} for the bf16 rows of {@code rows}, grouped by
      * slot ({@code rowsPerSlot[s]} rows of slot {@code s}, in order); {@code out} is fp32 {@code
      * [n, H]}.
      */
     public void forward(CudaMemory rows, int[] rowsPerSlot, CudaMemory out, CUstream_st stream) {
+        forward(rows, rowsPerSlot, out, stream, scratch);
+    }
+
+    /** As {@link #forward(CudaMemory, int[], CudaMemory, CUstream_st)}, in {@code scratch}. */
+    public void forward(
+            CudaMemory rows,
+            int[] rowsPerSlot,
+            CudaMemory out,
+            CUstream_st stream,
+            Scratch scratch) {
+        CudaMemory gate = scratch.gate;
+        CudaMemory up = scratch.up;
+        CudaMemory act = scratch.act;
         check(cublasSetStream_v2(handle, stream), "cublasSetStream");
         long offset = 0;
         for (int s = 0; s < rowsPerSlot.length; s++) {
@@ -152,9 +180,7 @@ public final class GpuExperts implements AutoCloseable {
                 w.close();
             }
         }
-        gate.close();
-        up.close();
-        act.close();
+        scratch.close();
         cublasDestroy_v2(handle);
     }
 }

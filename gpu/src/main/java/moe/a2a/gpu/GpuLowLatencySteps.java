@@ -31,7 +31,28 @@ final class GpuLowLatencySteps implements AutoCloseable {
     /** A layer and bound's steps so far, and its graph once captured. */
     private static final class Replay {
         int runs;
-        CudaGraph graph;
+        @Nullable CudaGraph graph;
+    }
+
+    /**
+     * A bound's device memory: graphs keep the addresses they were captured with, so nothing here
+     * is shared with other bounds or the normal path, and nothing grows once the first step ran.
+     */
+    private static final class Fixed implements AutoCloseable {
+        final GpuLowLatencyDispatcher dispatcher;
+        final CudaMemory expertOut = CudaMemory.device();
+        final GpuExperts.Scratch scratch = new GpuExperts.Scratch();
+
+        Fixed(GpuLowLatencyDispatcher dispatcher) {
+            this.dispatcher = dispatcher;
+        }
+
+        @Override
+        public void close() {
+            dispatcher.close();
+            expertOut.close();
+            scratch.close();
+        }
     }
 
     private final NcclCommunicator comm;
@@ -40,9 +61,8 @@ final class GpuLowLatencySteps implements AutoCloseable {
     private final CudaKernels kernels;
     private final GpuExperts[] experts;
     private final boolean capture;
-    private final Map<Integer, GpuLowLatencyDispatcher> dispatchers = new HashMap<>();
+    private final Map<Integer, Fixed> bounds = new HashMap<>();
     private final Map<Long, Replay> replays = new HashMap<>();
-    private final CudaMemory expertOut = CudaMemory.device();
     private @Nullable CUevent_st start;
     private @Nullable CUevent_st end;
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
@@ -80,12 +100,19 @@ final class GpuLowLatencySteps implements AutoCloseable {
             int[] ids,
             float[] weights,
             int bound) {
-        GpuLowLatencyDispatcher dispatcher =
-                dispatchers.computeIfAbsent(
+        Fixed fixed =
+                bounds.computeIfAbsent(
                         bound,
                         b ->
-                                new GpuLowLatencyDispatcher(
-                                        comm, placement, model.hidden(), model.topK(), b, kernels));
+                                new Fixed(
+                                        new GpuLowLatencyDispatcher(
+                                                comm,
+                                                placement,
+                                                model.hidden(),
+                                                model.topK(),
+                                                b,
+                                                kernels)));
+        GpuLowLatencyDispatcher dispatcher = fixed.dispatcher;
         CUevent_st from = start;
         CUevent_st to = end;
         if (from == null || to == null) {
@@ -101,12 +128,13 @@ final class GpuLowLatencySteps implements AutoCloseable {
         CudaCheck.check(cudaEventRecord(from, stream), "cudaEventRecord");
         Replay replay = replays.computeIfAbsent(((long) layer << 32) | bound, k -> new Replay());
         if (replay.graph == null && capture && replay.runs > 0) {
-            replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, dispatcher, s));
+            replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, fixed, s));
         }
-        if (replay.graph != null) {
-            replay.graph.launch(stream);
+        CudaGraph graph = replay.graph;
+        if (graph != null) {
+            graph.launch(stream);
         } else {
-            enqueue(layer, dispatcher, s);
+            enqueue(layer, fixed, s);
         }
         replay.runs++;
         CudaCheck.check(cudaEventRecord(to, stream), "cudaEventRecord");
@@ -120,16 +148,16 @@ final class GpuLowLatencySteps implements AutoCloseable {
         return replay != null && replay.graph != null;
     }
 
-    private void enqueue(int layer, GpuLowLatencyDispatcher dispatcher, long s) {
-        CudaMemory grouped = dispatcher.enqueueDispatch(s);
-        int[] rowsPerSlot = dispatcher.rowsPerSlot();
+    private void enqueue(int layer, Fixed fixed, long s) {
+        CudaMemory grouped = fixed.dispatcher.enqueueDispatch(s);
+        int[] rowsPerSlot = fixed.dispatcher.rowsPerSlot();
         long groupedRows = 0;
         for (int n : rowsPerSlot) {
             groupedRows += n;
         }
-        expertOut.ensure(Math.max(1, groupedRows * model.hidden() * Float.BYTES));
-        experts[layer].forward(grouped, rowsPerSlot, expertOut, comm.stream());
-        dispatcher.enqueueCombine(s, expertOut);
+        fixed.expertOut.ensure(Math.max(1, groupedRows * model.hidden() * Float.BYTES));
+        experts[layer].forward(grouped, rowsPerSlot, fixed.expertOut, comm.stream(), fixed.scratch);
+        fixed.dispatcher.enqueueCombine(s, fixed.expertOut);
     }
 
     private static CUevent_st event() {
@@ -184,10 +212,9 @@ final class GpuLowLatencySteps implements AutoCloseable {
                 r.graph.close();
             }
         }
-        for (GpuLowLatencyDispatcher d : dispatchers.values()) {
-            d.close();
+        for (Fixed f : bounds.values()) {
+            f.close();
         }
-        expertOut.close();
         if (start != null) {
             cudaEventDestroy(start);
         }
