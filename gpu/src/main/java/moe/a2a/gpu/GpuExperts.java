@@ -4,6 +4,7 @@ import static org.bytedeco.cuda.global.cublas.CUBLAS_COMPUTE_32F;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_GEMM_DEFAULT;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_N;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_T;
+import static org.bytedeco.cuda.global.cublas.CUBLAS_STATUS_NOT_SUPPORTED;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_STATUS_SUCCESS;
 import static org.bytedeco.cuda.global.cublas.cublasCreate_v2;
 import static org.bytedeco.cuda.global.cublas.cublasDestroy_v2;
@@ -16,6 +17,8 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 
 import java.nio.FloatBuffer;
+import java.util.IdentityHashMap;
+import java.util.Map;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ExpertWeights;
@@ -26,14 +29,20 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.ShortPointer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * One rank's SwiGLU experts on the GPU: weights in bf16 device memory, the three projections as
- * {@code cublasGemmEx} (bf16 in, fp32 accumulate and out) and the activation as a kernel. Row-major
- * {@code [n, H]} activations are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM
- * with {@code W} transposed. Owned by one thread; runs on the stream passed to {@link #forward}.
+ * One rank's SwiGLU experts on the GPU: weights in bf16 device memory, each projection of every
+ * local expert as one {@code cublasGemmGroupedBatchedEx} call ({@link GroupedGemms}: bf16 in, fp32
+ * accumulate and out) and the activation as one kernel over all rows; where the loaded cuBLAS does
+ * not support those types in a grouped call, three {@code cublasGemmEx} a slot. Row-major {@code
+ * [n, H]} activations are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM with
+ * {@code W} transposed. Owned by one thread; runs on the stream passed to {@link #forward}.
  */
 public final class GpuExperts implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(GpuExperts.class);
+
     private final cublasContext handle = new cublasContext();
     private final CudaKernels kernels;
     private final int hidden;
@@ -41,9 +50,16 @@ public final class GpuExperts implements AutoCloseable {
     private final CudaMemory[] w1;
     private final CudaMemory[] w3;
     private final CudaMemory[] w2;
-    private final Scratch scratch = new Scratch();
+    private final long[] w1Addresses;
+    private final long[] w3Addresses;
+    private final long[] w2Addresses;
     private final FloatPointer one = new FloatPointer(1).put(1f);
     private final FloatPointer zero = new FloatPointer(1).put(0f);
+
+    /** Whether the loaded cuBLAS runs the grouped calls (else a GEMM a slot). */
+    private boolean grouped = true;
+
+    private final Scratch scratch = new Scratch();
 
     /** Loads {@code layer}'s experts of {@code rank} under {@code placement}, by local slot. */
     public GpuExperts(
@@ -62,22 +78,30 @@ public final class GpuExperts implements AutoCloseable {
             w3[s] = upload(e.w3());
             w2[s] = upload(e.w2());
         }
+        this.w1Addresses = addresses(w1);
+        this.w3Addresses = addresses(w3);
+        this.w2Addresses = addresses(w2);
     }
 
     /**
-     * The device memory between the projections. A step captured as a CUDA graph keeps the
-     * addresses it was captured with, so it brings its own, which nothing else grows or frees.
+     * The device memory between the projections, and the grouped GEMMs' argument lists of each
+     * layer that runs in it. A step captured as a CUDA graph keeps the addresses it was captured
+     * with, so it brings its own, which nothing else grows, frees or rewrites.
      */
     public static final class Scratch implements AutoCloseable {
         private final CudaMemory gate = CudaMemory.device();
         private final CudaMemory up = CudaMemory.device();
         private final CudaMemory act = CudaMemory.device();
+        private final Map<GpuExperts, GroupedGemms> calls = new IdentityHashMap<>();
 
         @Override
         public void close() {
             gate.close();
             up.close();
             act.close();
+            for (GroupedGemms g : calls.values()) {
+                g.close();
+            }
         }
     }
 
@@ -90,33 +114,86 @@ public final class GpuExperts implements AutoCloseable {
         forward(rows, rowsPerSlot, out, stream, scratch);
     }
 
-    /** As {@link #forward(CudaMemory, int[], CudaMemory, CUstream_st)}, in {@code scratch}. */
+    /**
+     * As {@link #forward(CudaMemory, int[], CudaMemory, CUstream_st)}, in {@code scratch}: one
+     * grouped GEMM call a projection for every slot with rows, and one activation over all rows.
+     */
     public void forward(
             CudaMemory rows,
             int[] rowsPerSlot,
             CudaMemory out,
             CUstream_st stream,
             Scratch scratch) {
-        CudaMemory gate = scratch.gate;
-        CudaMemory up = scratch.up;
-        CudaMemory act = scratch.act;
+        long total = 0;
+        for (int n : rowsPerSlot) {
+            total += n;
+        }
+        if (total == 0) {
+            return;
+        }
         check(cublasSetStream_v2(handle, stream), "cublasSetStream");
+        scratch.gate.ensure(total * ffn * Float.BYTES);
+        scratch.up.ensure(total * ffn * Float.BYTES);
+        scratch.act.ensure(total * ffn * Short.BYTES);
+        if (grouped && grouped(rows, rowsPerSlot, out, stream, scratch, total)) {
+            return;
+        }
         long offset = 0;
         for (int s = 0; s < rowsPerSlot.length; s++) {
             int n = rowsPerSlot[s];
             if (n == 0) {
                 continue;
             }
-            gate.ensure((long) n * ffn * Float.BYTES);
-            up.ensure((long) n * ffn * Float.BYTES);
-            act.ensure((long) n * ffn * Short.BYTES);
             BytePointer x = rows.at(offset * hidden * Short.BYTES);
-            gemm(ffn, n, hidden, w1[s].at(0), x, gate.at(0));
-            gemm(ffn, n, hidden, w3[s].at(0), x, up.at(0));
-            kernels.siluMulBf16(gate.at(0), up.at(0), act.at(0), (long) n * ffn, stream);
-            gemm(hidden, n, ffn, w2[s].at(0), act.at(0), out.at(offset * hidden * Float.BYTES));
+            BytePointer gate = scratch.gate.at(offset * ffn * Float.BYTES);
+            BytePointer up = scratch.up.at(offset * ffn * Float.BYTES);
+            BytePointer act = scratch.act.at(offset * ffn * Short.BYTES);
+            gemm(ffn, n, hidden, w1[s].at(0), x, gate);
+            gemm(ffn, n, hidden, w3[s].at(0), x, up);
+            kernels.siluMulBf16(gate, up, act, (long) n * ffn, stream);
+            gemm(hidden, n, ffn, w2[s].at(0), act, out.at(offset * hidden * Float.BYTES));
             offset += n;
         }
+    }
+
+    /**
+     * The three grouped calls; false, having run nothing, when the loaded cuBLAS does not support
+     * them for these types, after which this layer runs a GEMM a slot.
+     */
+    private boolean grouped(
+            CudaMemory rows,
+            int[] rowsPerSlot,
+            CudaMemory out,
+            CUstream_st stream,
+            Scratch scratch,
+            long total) {
+        GroupedGemms calls =
+                scratch.calls.computeIfAbsent(this, e -> new GroupedGemms(hidden, ffn, w1.length));
+        calls.plan(
+                rowsPerSlot,
+                w1Addresses,
+                w3Addresses,
+                w2Addresses,
+                address(rows),
+                address(scratch.gate),
+                address(scratch.up),
+                address(scratch.act),
+                address(out));
+        calls.upload(stream);
+        int status = calls.run(handle, GroupedGemms.GATE);
+        if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+            grouped = false;
+            LOG.info(
+                    "cublasGemmGroupedBatchedEx does not support bf16 in, fp32 out here: experts"
+                            + " run a GEMM a local expert");
+            return false;
+        }
+        check(status, "cublasGemmGroupedBatchedEx(gate)");
+        check(calls.run(handle, GroupedGemms.UP), "cublasGemmGroupedBatchedEx(up)");
+        kernels.siluMulBf16(
+                scratch.gate.at(0), scratch.up.at(0), scratch.act.at(0), total * ffn, stream);
+        check(calls.run(handle, GroupedGemms.DOWN), "cublasGemmGroupedBatchedEx(down)");
+        return true;
     }
 
     /** C[m, n] (column-major, fp32) = Wᵀ · B with W column-major [k, m] and B [k, n], both bf16. */
@@ -143,6 +220,18 @@ public final class GpuExperts implements AutoCloseable {
                         CUBLAS_COMPUTE_32F,
                         CUBLAS_GEMM_DEFAULT),
                 "cublasGemmEx");
+    }
+
+    private static long address(CudaMemory memory) {
+        return memory.at(0).address();
+    }
+
+    private static long[] addresses(CudaMemory[] memory) {
+        long[] out = new long[memory.length];
+        for (int i = 0; i < memory.length; i++) {
+            out[i] = address(memory[i]);
+        }
+        return out;
     }
 
     /** fp32 weights rounded to bf16 (as DType does) and copied to the device once. */
