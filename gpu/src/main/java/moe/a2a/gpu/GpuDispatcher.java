@@ -91,6 +91,14 @@ public final class GpuDispatcher implements AutoCloseable {
     }
 
     /**
+     * Routes the next dispatches by {@code next}: the same experts in this rank's slots, other
+     * shares (as a layer's placement changes while serving).
+     */
+    public void use(Placement next) {
+        layout.use(next);
+    }
+
+    /**
      * Dispatches {@code numTokens} bf16 rows of {@code tokens} ({@code [T, H]} on the device)
      * routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}). Returns the received rows
      * grouped by local expert ({@link #rowsPerSlot()} of each), valid until the next dispatch.

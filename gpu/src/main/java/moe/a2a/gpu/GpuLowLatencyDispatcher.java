@@ -104,6 +104,11 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         hostOut.ensure((long) bound * hidden * Float.BYTES + (long) Integer.BYTES * worldSize);
     }
 
+    /** Routes the next steps by {@code next} (this rank's experts unchanged, other shares). */
+    public void use(Placement next) {
+        plan.layout().use(next);
+    }
+
     /** The most tokens a step may hold. */
     public int bound() {
         return bound;

@@ -88,9 +88,9 @@ final class GpuLowLatencySteps implements AutoCloseable {
     }
 
     /**
-     * One step of {@code layer} in low-latency mode with room for {@code bound} tokens a rank; the
-     * arguments as {@link RankStep.Compute}'s. The stages run as one graph, so their time is
-     * reported as dispatch.
+     * One step of {@code layer} in low-latency mode with room for {@code bound} tokens a rank,
+     * routed by {@code placement}; the other arguments as {@link RankStep.Compute}'s. The stages
+     * run as one graph, so their time is reported as dispatch.
      */
     RankStep.Computed run(
             int layer,
@@ -99,7 +99,8 @@ final class GpuLowLatencySteps implements AutoCloseable {
             int numTokens,
             int[] ids,
             float[] weights,
-            int bound) {
+            int bound,
+            Placement placement) {
         Fixed fixed =
                 bounds.computeIfAbsent(
                         bound,
@@ -123,6 +124,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
             end = to;
         }
         long s = step++;
+        dispatcher.use(placement);
         dispatcher.stage(input, numTokens, ids, weights);
         CUstream_st stream = comm.stream();
         CudaCheck.check(cudaEventRecord(from, stream), "cudaEventRecord");

@@ -12,6 +12,7 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
@@ -44,6 +45,10 @@ import org.jspecify.annotations.Nullable;
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
     private final Placement placement;
+
+    /** Per layer, the placement its steps route by (shares may change; the experts do not). */
+    private final Placement[] placements;
+
     private final int rank;
     private final CpuRankRuntime cpu;
     private final RankStep step;
@@ -79,6 +84,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         this.model = model;
         this.placement = placement;
+        this.placements = new Placement[model.layers()];
+        Arrays.fill(placements, placement);
         this.rank = rank;
         this.cpu = new CpuRankRuntime(model, weights, placement, rank);
         this.step = new RankStep(weights, model, rank);
@@ -96,26 +103,38 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
     }
 
-    /** One placement for every layer: the GPU runtime does not change placement while serving. */
     @Override
     public Placement placement(int layer) {
-        return placement;
+        return placements[layer];
     }
 
     /**
-     * @throws A2aException always: device weights are loaded once, at start
+     * Stages a placement that keeps this rank's experts in their slots and changes only the shares
+     * (as serving without a lost rank, and coming back, do).
+     *
+     * @throws A2aException when {@code next} moves an expert into or out of this rank: the device
+     *     weights are loaded once, at start
      */
     @Override
     public LayerSlots stage(int layer, Placement next) {
-        throw new A2aException(
-                "rank "
-                        + rank
-                        + ": the GPU runtime keeps the placement it started with; rebalancing runs on the CPU transports");
+        Placement now = placements[layer];
+        int slots = now.localExperts(rank);
+        boolean same = next.localExperts(rank) == slots;
+        for (int s = 0; same && s < slots; s++) {
+            same = next.expertAt(rank, s) == now.expertAt(rank, s);
+        }
+        if (!same) {
+            throw new A2aException(
+                    "rank "
+                            + rank
+                            + ", layer "
+                            + layer
+                            + ": the placement moves experts into or out of this GPU rank, whose"
+                            + " device weights are loaded once; only shares may change here");
+        }
+        return cpu.stage(layer, next);
     }
 
-    /**
-     * @throws A2aException always, as {@link #stage} does
-     */
     @Override
     public void recordRouting() {
         step.recordRouting();
@@ -123,7 +142,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
 
     @Override
     public void install(LayerSlots staged) {
-        stage(staged.layer(), staged.placement());
+        cpu.install(staged);
+        placements[staged.layer()] = staged.placement();
     }
 
     @Override
@@ -179,7 +199,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                     numTokens,
                     routing,
                     capacity,
-                    (l, d, in, n, ids, w) -> fixed.run(l, d, in, n, ids, w, lowLatencyTokens));
+                    (l, d, in, n, ids, w) ->
+                            fixed.run(l, d, in, n, ids, w, lowLatencyTokens, placements[l]));
         }
         return step.run(layer, dtype, input, numTokens, routing, capacity, onDevice);
     }
@@ -204,6 +225,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             tokens.at(0), pinned.at(0), inBytes, cudaMemcpyHostToDevice, stream),
                     "cudaMemcpyAsync(tokens)");
         }
+        gpu.use(placements[layer]);
         CudaMemory grouped = gpu.dispatch(tokens, numTokens, ids, weights);
         CudaCheck.check(cudaEventRecord(events[1], stream), "cudaEventRecord");
         int[] rowsPerSlot = gpu.rowsPerSlot();

@@ -29,13 +29,14 @@ final class LowLatencyGraphCheck {
     private static final int TOP_K = 2;
     private static final int STEPS = 5;
     private static final int TIMED = 50;
+    private static final Placement PLACEMENT = Placement.contiguous(EXPERTS, 1);
 
     private LowLatencyGraphCheck() {}
 
     static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
         ModelConfig model = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1);
         WeightSource weights = new Bf16Weights(new SeededWeights(11, EXPERTS, HIDDEN, FFN, 1));
-        Placement placement = Placement.contiguous(EXPERTS, 1);
+        Placement placement = PLACEMENT;
         GpuExperts[] experts = {new GpuExperts(weights, 0, placement, 0, kernels)};
         ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
         SplittableRandom random = new SplittableRandom(5);
@@ -112,7 +113,15 @@ final class LowLatencyGraphCheck {
 
     private static byte[] answer(GpuLowLatencySteps steps, Step step) {
         RankStep.Computed c =
-                steps.run(0, DType.BF16, step.input, step.tokens, step.ids, step.weights, BOUND);
+                steps.run(
+                        0,
+                        DType.BF16,
+                        step.input,
+                        step.tokens,
+                        step.ids,
+                        step.weights,
+                        BOUND,
+                        PLACEMENT);
         byte[] out = new byte[step.tokens * HIDDEN * Short.BYTES];
         c.output().get(0, out);
         return out;
@@ -122,7 +131,15 @@ final class LowLatencyGraphCheck {
         long[] ns = new long[TIMED];
         for (int i = 0; i < TIMED; i++) {
             long t0 = System.nanoTime();
-            steps.run(0, DType.BF16, step.input, step.tokens, step.ids, step.weights, BOUND);
+            steps.run(
+                    0,
+                    DType.BF16,
+                    step.input,
+                    step.tokens,
+                    step.ids,
+                    step.weights,
+                    BOUND,
+                    PLACEMENT);
             ns[i] = System.nanoTime() - t0;
         }
         Arrays.sort(ns);

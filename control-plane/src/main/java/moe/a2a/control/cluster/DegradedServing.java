@@ -4,8 +4,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.IntStream;
-import moe.a2a.comm.TransportReach;
-import moe.a2a.comm.Transports;
 import moe.a2a.dispatch.Placement;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -13,7 +11,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Decides whether the group can serve without the ranks that lost their worker, and restores the
- * placements once it is whole again. Over TCP or shm, when every expert a lost rank hosted has a
+ * placements once it is whole again. On any transport, when every expert a lost rank hosted has a
  * replica elsewhere, each layer's placement gives the lost rank's slots share 0 so it takes no
  * tokens; the placements from before the loss come back when the group forms whole. Not
  * thread-safe: guarded by {@link RemoteCluster}'s lock.
@@ -22,7 +20,6 @@ final class DegradedServing {
     /** Logs under the cluster's name, the one category operators follow. */
     private static final Logger LOG = LoggerFactory.getLogger(RemoteCluster.class);
 
-    private final GroupFormation formation;
     private final LayerPlacements placements;
     private final PlacementRollout rollout;
     private final int worldSize;
@@ -33,12 +30,7 @@ final class DegradedServing {
      */
     private @Nullable List<Placement> beforeLoss;
 
-    DegradedServing(
-            GroupFormation formation,
-            LayerPlacements placements,
-            PlacementRollout rollout,
-            int worldSize) {
-        this.formation = formation;
+    DegradedServing(LayerPlacements placements, PlacementRollout rollout, int worldSize) {
         this.placements = placements;
         this.rollout = rollout;
         this.worldSize = worldSize;
@@ -50,12 +42,11 @@ final class DegradedServing {
     }
 
     /**
-     * Whether every expert the ranks outside {@code usable} host has a replica among {@code usable}
-     * (never over NCCL), so that the group could serve without them.
+     * Whether every expert the ranks outside {@code usable} host has a replica among {@code
+     * usable}, so that the group could serve without them.
      */
     boolean covers(int[] usable) {
-        if (Transports.reach(formation.transport()) == TransportReach.DEVICES
-                || usable.length == 0) {
+        if (usable.length == 0) {
             return false;
         }
         boolean[] lost = outside(usable);
@@ -79,15 +70,15 @@ final class DegradedServing {
     /**
      * Switches every layer to a placement without the ranks outside {@code usable} (those with no
      * worker, set aside for a cut link, or evicted as stragglers) when every expert they hosted has
-     * a replica on another rank (not over NCCL).
+     * a replica on another rank. Over NCCL the ranks left form a communicator of their own, from a
+     * fresh unique id.
      *
      * @param usable the ranks that can form a group, ascending
      * @return the ranks left, to form a group of their own; null to wait for the others to be taken
      *     again, or their links to come back
      */
     int @Nullable [] degrade(String reason, int[] usable) {
-        if (Transports.reach(formation.transport()) == TransportReach.DEVICES
-                || usable.length == 0) {
+        if (usable.length == 0) {
             return null;
         }
         boolean[] lost = outside(usable);

@@ -102,15 +102,18 @@ final class GroupFormation {
     /**
      * Records {@code rank}'s data address, and sends every rank FormGroup once all are bound.
      *
-     * @return why the epoch must break (rank 0's NCCL unique id is malformed), or null
+     * @return why the epoch must break (the first member's NCCL unique id is malformed), or null
      */
     @Nullable String onBound(int rank, Bound b) {
         if (epoch == 0 || b.getEpoch() != epoch || bound[rank] != null) {
             return null;
         }
-        if (Transports.reach(plan.transport()) == TransportReach.DEVICES && rank == 0) {
+        // the group's first member makes its NCCL unique id: rank 0, or the first rank left
+        if (Transports.reach(plan.transport()) == TransportReach.DEVICES && rank == groupRanks[0]) {
             if (b.getNcclUniqueId().size() != NCCL_UNIQUE_ID_BYTES) {
-                return "rank 0's bound.nccl_unique_id: "
+                return "rank "
+                        + rank
+                        + "'s bound.nccl_unique_id: "
                         + b.getNcclUniqueId().size()
                         + " bytes (expected: "
                         + NCCL_UNIQUE_ID_BYTES

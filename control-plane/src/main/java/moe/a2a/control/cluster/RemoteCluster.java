@@ -28,9 +28,9 @@ import moe.a2a.v1.WorkerMessage;
 /**
  * Ranks as worker processes, coordinated over their ClusterService sessions. Membership: a worker
  * joins and gets a free rank; once all {@code N} ranks are taken the group is formed (PrepareGroup:
- * every worker listens — over NCCL, rank 0 makes the group's unique id —; FormGroup: every worker
- * connects to its peers, or joins the NCCL group with rank 0's id; GroupReady from all: the cluster
- * serves). The group's transport is fixed, or picked each time it forms ({@link
+ * every worker listens — over NCCL, the group's first rank makes its unique id —; FormGroup: every
+ * worker connects to its peers, or joins the NCCL group with that id; GroupReady from all: the
+ * cluster serves). The group's transport is fixed, or picked each time it forms ({@link
  * TransportPolicy#AUTO}: shm when every member offers it from one shared-memory domain, else tcp).
  * A lost worker (session ended, heartbeat silent) or a failed step breaks the group: the step in
  * flight fails naming the rank, every other worker abandons its communicator, and the group forms
@@ -140,7 +140,7 @@ public final class RemoteCluster implements RankGroup {
                         state,
                         membership,
                         formation,
-                        new DegradedServing(formation, placements, rollout, worldSize),
+                        new DegradedServing(placements, rollout, worldSize),
                         worldSize,
                         timer,
                         listener,
