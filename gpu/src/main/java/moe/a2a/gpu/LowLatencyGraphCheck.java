@@ -112,34 +112,22 @@ final class LowLatencyGraphCheck {
     }
 
     private static byte[] answer(GpuLowLatencySteps steps, Step step) {
-        RankStep.Computed c =
-                steps.run(
-                        0,
-                        DType.BF16,
-                        step.input,
-                        step.tokens,
-                        step.ids,
-                        step.weights,
-                        BOUND,
-                        PLACEMENT);
+        RankStep.Computed c = run(steps, step);
         byte[] out = new byte[step.tokens * HIDDEN * Short.BYTES];
         c.output().get(0, out);
         return out;
+    }
+
+    private static RankStep.Computed run(GpuLowLatencySteps steps, Step step) {
+        return steps.run(
+                0, DType.BF16, step.input, step.tokens, step.ids, step.weights, BOUND, PLACEMENT);
     }
 
     private static double medianUs(GpuLowLatencySteps steps, Step step) {
         long[] ns = new long[TIMED];
         for (int i = 0; i < TIMED; i++) {
             long t0 = System.nanoTime();
-            steps.run(
-                    0,
-                    DType.BF16,
-                    step.input,
-                    step.tokens,
-                    step.ids,
-                    step.weights,
-                    BOUND,
-                    PLACEMENT);
+            run(steps, step);
             ns[i] = System.nanoTime() - t0;
         }
         Arrays.sort(ns);
