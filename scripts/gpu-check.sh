@@ -2,7 +2,8 @@
 # The GPU machine check, from target/gpu-bundle (built by scripts/gpu-bundle.sh): no Java, no
 # network needed. Finds libcudart/libnccl from NVIDIA's Python wheels (or $MOE_A2A_CUDA_LIB_DIR /
 # $MOE_A2A_NCCL_LIB_DIR), then runs GpuCheck: probe, dispatch+combine on the GPU against the CPU
-# path, the layer with cuBLAS experts against the reference, FP8 dispatch against the CPU
+# path, the layer with cuBLAS experts against the reference (and with a gated shared expert on its
+# own stream), FP8 dispatch against the CPU
 # quantizer and the reference, the low-latency step replayed as a
 # CUDA graph against the same step enqueued (and its time both ways), kernel and NCCL timings, and NCCL's
 # own collectives (ncclAllReduce for every dtype and op, ncclReduceScatter, ncclAllGather,

@@ -2,8 +2,10 @@ package moe.a2a.gpu;
 
 import java.nio.FloatBuffer;
 import moe.a2a.experts.ExpertWeights;
+import moe.a2a.experts.SharedExpert;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.DType;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Another source's weights rounded to bf16, as the GPU experts hold them: the reference the GPU
@@ -12,9 +14,16 @@ import moe.a2a.kernels.DType;
  */
 final class Bf16Weights implements WeightSource {
     private final WeightSource source;
+    private final @Nullable SharedExpert shared;
 
     Bf16Weights(WeightSource source) {
+        this(source, null);
+    }
+
+    /** With {@code shared} as every layer's shared expert (its gate, if any, kept in fp32). */
+    Bf16Weights(WeightSource source, @Nullable SharedExpert shared) {
         this.source = source;
+        this.shared = shared;
     }
 
     @Override
@@ -47,6 +56,19 @@ final class Bf16Weights implements WeightSource {
         ExpertWeights e = source.expert(layer, expert);
         return new ExpertWeights(
                 e.hidden(), e.ffn(), rounded(e.w1()), rounded(e.w3()), rounded(e.w2()));
+    }
+
+    @Override
+    public @Nullable SharedExpert sharedExpert(int layer) {
+        SharedExpert s = shared != null ? shared : source.sharedExpert(layer);
+        if (s == null) {
+            return null;
+        }
+        ExpertWeights e = s.mlp();
+        return new SharedExpert(
+                new ExpertWeights(
+                        e.hidden(), e.ffn(), rounded(e.w1()), rounded(e.w3()), rounded(e.w2())),
+                s.gate());
     }
 
     @Override

@@ -33,13 +33,15 @@ import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.javacpp.SizeTPointer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The data path's kernels ({@code kernels.cu}): pack and grouping (row gather), combine's weighted
  * sum and its accumulation at the source, SwiGLU's activation, the low-latency mode's grouping from
- * region headers, and FP8 dispatch's quantization and dequantization. Compiled once by NVRTC
- * straight to CUBIN for this device's architecture (so the driver never JIT-compiles PTX), loaded
- * with the driver API, launched on the caller's stream. Owned by one thread.
+ * region headers, FP8 dispatch's quantization and dequantization, and the shared expert's (gated)
+ * addition. Compiled once by NVRTC straight to CUBIN for this device's architecture (so the driver
+ * never JIT-compiles PTX), loaded with the driver API, launched on the caller's stream. Owned by
+ * one thread.
  */
 public final class CudaKernels implements AutoCloseable {
     private static final int THREADS = 256;
@@ -53,6 +55,7 @@ public final class CudaKernels implements AutoCloseable {
     private final CUfunc_st llGroup;
     private final CUfunc_st quantizeFp8;
     private final CUfunc_st dequantizeFp8;
+    private final CUfunc_st addShared;
     private final String arch;
 
     private CudaKernels(CUmod_st module, String arch) {
@@ -66,6 +69,7 @@ public final class CudaKernels implements AutoCloseable {
         this.llGroup = function(module, "ll_group");
         this.quantizeFp8 = function(module, "quantize_fp8_rows");
         this.dequantizeFp8 = function(module, "dequantize_fp8_rows");
+        this.addShared = function(module, "add_shared");
     }
 
     /** Compiles and loads the kernels for {@code device} (the current device of this thread). */
@@ -152,6 +156,32 @@ public final class CudaKernels implements AutoCloseable {
             CUstream_st stream) {
         if (rows > 0) {
             launch(kernel, rows, stream, addr(src), addr(index), addr(dst), arg(hidden), arg(rows));
+        }
+    }
+
+    /**
+     * Adds a layer's shared expert's fp32 rows {@code shared} into the combined {@code out}, each
+     * token's scaled by {@code sigmoid(gate · x)} when {@code gate} (fp32 {@code [H]}) is given.
+     */
+    public void addShared(
+            BytePointer shared,
+            BytePointer x,
+            @Nullable BytePointer gate,
+            BytePointer out,
+            int hidden,
+            int tokens,
+            CUstream_st stream) {
+        if (tokens > 0) {
+            launch(
+                    addShared,
+                    tokens,
+                    stream,
+                    addr(shared),
+                    addr(x),
+                    gate == null ? new LongPointer(1).put(0L) : addr(gate),
+                    addr(out),
+                    arg(hidden),
+                    arg(tokens));
         }
     }
 

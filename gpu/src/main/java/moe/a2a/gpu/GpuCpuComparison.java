@@ -20,6 +20,7 @@ import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
+import moe.a2a.experts.SharedExpert;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.RowKernels;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -159,7 +160,54 @@ final class GpuCpuComparison {
                             "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
                             worst),
                     worst <= 1);
+            sharedExpert(comm, kernels, table, deviceTokens, out, x, ids, weights);
             fp8(comm, kernels, table, deviceTokens, tokens, x, ids, weights, placement);
+        }
+    }
+
+    /**
+     * A gated shared expert (Qwen2-MoE's kind) on its own stream, added into the routed layer's
+     * output in {@code out}: the sum must stay within the bf16 tolerance of the reference layer
+     * with that shared expert.
+     */
+    private static void sharedExpert(
+            NcclCommunicator comm,
+            CudaKernels kernels,
+            CheckTable table,
+            CudaMemory deviceTokens,
+            CudaMemory out,
+            float[] x,
+            int[] ids,
+            float[] weights) {
+        SplittableRandom random = new SplittableRandom(8);
+        float[] gate = new float[HIDDEN];
+        for (int c = 0; c < HIDDEN; c++) {
+            gate[c] = (float) random.nextDouble(-0.1, 0.1);
+        }
+        Bf16Weights withShared =
+                new Bf16Weights(
+                        new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1),
+                        new SharedExpert(
+                                new SeededWeights(8, EXPERTS, HIDDEN, FFN, 1).expert(0, 0), gate));
+        SharedExpert shared = withShared.sharedExpert(0);
+        if (shared == null) {
+            throw new IllegalStateException("the check's weights lost their shared expert");
+        }
+        try (GpuSharedExpert onDevice = new GpuSharedExpert(shared, kernels)) {
+            onDevice.start(deviceTokens, TOKENS, comm.stream());
+            onDevice.addTo(out, deviceTokens, TOKENS, comm.stream());
+            sync(comm.stream());
+            float[] layer = downloadFloats(out, TOKENS * HIDDEN);
+            float[] reference =
+                    new ReferenceMoeLayer(withShared).forward(0, x, TOKENS, TOP_K, ids, weights);
+            double worst = worstOfTolerance(layer, reference);
+            table.row(
+                    "layer with a gated shared expert (own stream) vs reference",
+                    String.format(
+                            Locale.ROOT,
+                            "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
+                            worst),
+                    worst <= 1);
         }
     }
 

@@ -64,16 +64,24 @@ public final class GpuExperts implements AutoCloseable {
     /** Loads {@code layer}'s experts of {@code rank} under {@code placement}, by local slot. */
     public GpuExperts(
             WeightSource weights, int layer, Placement placement, int rank, CudaKernels kernels) {
+        this(slots(weights, layer, placement, rank), weights.hidden(), weights.ffn(), kernels);
+    }
+
+    /**
+     * Loads the experts {@code slots} holds, one a slot, each {@code [ffn, hidden]} (a layer's
+     * shared expert alone, say, of its own width).
+     */
+    GpuExperts(ExpertWeights[] slots, int hidden, int ffn, CudaKernels kernels) {
         this.kernels = kernels;
-        this.hidden = weights.hidden();
-        this.ffn = weights.ffn();
+        this.hidden = hidden;
+        this.ffn = ffn;
         check(cublasCreate_v2(handle), "cublasCreate");
-        int count = placement.localExperts(rank);
+        int count = slots.length;
         w1 = new CudaMemory[count];
         w3 = new CudaMemory[count];
         w2 = new CudaMemory[count];
         for (int s = 0; s < count; s++) {
-            ExpertWeights e = weights.expert(layer, placement.expertAt(rank, s));
+            ExpertWeights e = slots[s];
             w1[s] = upload(e.w1());
             w3[s] = upload(e.w3());
             w2[s] = upload(e.w2());
@@ -220,6 +228,15 @@ public final class GpuExperts implements AutoCloseable {
                         CUBLAS_COMPUTE_32F,
                         CUBLAS_GEMM_DEFAULT),
                 "cublasGemmEx");
+    }
+
+    private static ExpertWeights[] slots(
+            WeightSource weights, int layer, Placement placement, int rank) {
+        ExpertWeights[] slots = new ExpertWeights[placement.localExperts(rank)];
+        for (int s = 0; s < slots.length; s++) {
+            slots[s] = weights.expert(layer, placement.expertAt(rank, s));
+        }
+        return slots;
     }
 
     private static long address(CudaMemory memory) {

@@ -25,6 +25,7 @@ import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.RankStep;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
+import moe.a2a.experts.SharedExpert;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUevent_st;
@@ -37,10 +38,11 @@ import org.jspecify.annotations.Nullable;
  * outputs crossing the host boundary through pinned memory, stage times from CUDA events;
  * low-latency steps run with fixed sizes, replayed as CUDA graphs ({@link GpuLowLatencySteps}).
  * Steps with an expert capacity run on the device too: the filter runs on the host with the
- * routing, and the pairs it drops are in no index list. Steps in another dtype run on the CPU
- * {@link CpuRankRuntime} over the same NCCL communicator (host-staged), so fp32 and fp16 answers
- * keep their CPU precision; so do layers with a shared expert. Routing (gate, top-k) runs on the
- * host in both cases. Owned by the rank's thread.
+ * routing, and the pairs it drops are in no index list; so do layers with a shared expert, its MLP
+ * on a stream of its own beside the exchange ({@link GpuSharedExpert}). Steps in another dtype run
+ * on the CPU {@link CpuRankRuntime} over the same NCCL communicator (host-staged), so fp32 and fp16
+ * answers keep their CPU precision. Routing (gate, top-k) runs on the host in both cases. Owned by
+ * the rank's thread.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final ModelConfig model;
@@ -56,8 +58,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final CudaKernels kernels;
     private final GpuExperts[] experts;
 
-    /** Per layer: whether it has a shared expert, which runs on the host path. */
-    private final boolean[] shared;
+    /** Per layer: its shared expert on the device, or null when it has none. */
+    private final @Nullable GpuSharedExpert[] shared;
 
     private final CudaMemory pinned = CudaMemory.pinnedHost();
     private final CudaMemory tokens = CudaMemory.device();
@@ -92,10 +94,11 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         this.kernels = CudaKernels.load(device);
         this.experts = new GpuExperts[model.layers()];
-        this.shared = new boolean[model.layers()];
+        this.shared = new GpuSharedExpert[model.layers()];
         for (int layer = 0; layer < experts.length; layer++) {
             experts[layer] = new GpuExperts(weights, layer, placement, rank, kernels);
-            shared[layer] = weights.sharedExpert(layer) != null;
+            SharedExpert s = weights.sharedExpert(layer);
+            shared[layer] = s == null ? null : new GpuSharedExpert(s, kernels);
         }
         for (int i = 0; i < events.length; i++) {
             events[i] = new CUevent_st();
@@ -185,10 +188,10 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         if (dtype != DType.BF16
                 || gpu == null
                 || fixed == null
-                || shared[layer]
                 || lowLatencyTokens > 0
                         && (model.hidden() % 2 != 0
-                                || model.dispatchDType() == DispatchDType.FP8)) {
+                                || model.dispatchDType() == DispatchDType.FP8
+                                || shared[layer] != null)) {
             return cpu.step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
         }
         if (lowLatencyTokens > 0) {
@@ -225,6 +228,10 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             tokens.at(0), pinned.at(0), inBytes, cudaMemcpyHostToDevice, stream),
                     "cudaMemcpyAsync(tokens)");
         }
+        GpuSharedExpert sharedExpert = shared[layer];
+        if (sharedExpert != null) {
+            sharedExpert.start(tokens, numTokens, stream);
+        }
         gpu.use(placements[layer]);
         CudaMemory grouped = gpu.dispatch(tokens, numTokens, ids, weights);
         CudaCheck.check(cudaEventRecord(events[1], stream), "cudaEventRecord");
@@ -237,6 +244,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         experts[layer].forward(grouped, rowsPerSlot, expertOut, stream);
         CudaCheck.check(cudaEventRecord(events[2], stream), "cudaEventRecord");
         gpu.combine(expertOut, combined);
+        if (sharedExpert != null) {
+            sharedExpert.addTo(combined, tokens, numTokens, stream);
+        }
         long outBytes = (long) numTokens * hidden * Float.BYTES;
         if (outBytes > 0) {
             CudaCheck.check(
@@ -293,6 +303,11 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         for (GpuExperts e : experts) {
             e.close();
+        }
+        for (GpuSharedExpert s : shared) {
+            if (s != null) {
+                s.close();
+            }
         }
         for (CUevent_st e : events) {
             cudaEventDestroy(e);

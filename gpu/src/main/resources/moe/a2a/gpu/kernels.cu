@@ -306,3 +306,35 @@ extern "C" __global__ void dequantize_fp8_rows(const unsigned char* __restrict__
         d[i] = float_to_bf16(value);
     }
 }
+
+// A layer's shared expert into the combined output: out[t] += s[t], or, with a gate (Qwen2-MoE),
+// out[t] += sigmoid(gate · x[t]) * s[t], the dot product over the bf16 token in double. One block
+// per token.
+extern "C" __global__ void add_shared(const float* __restrict__ shared, const unsigned short* __restrict__ x,
+        const float* __restrict__ gate, float* __restrict__ out, int hidden, int tokens) {
+    __shared__ double partial[256];
+    int t = blockIdx.x;
+    if (t >= tokens) {
+        return;
+    }
+    float scale = 1.0f;
+    if (gate != 0) {
+        double g = 0.0;
+        for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
+            g += (double) gate[c] * (double) bf16_to_float(x[(long long) t * hidden + c]);
+        }
+        partial[threadIdx.x] = g;
+        __syncthreads();
+        for (int half = blockDim.x / 2; half > 0; half >>= 1) {
+            if (threadIdx.x < half) {
+                partial[threadIdx.x] += partial[threadIdx.x + half];
+            }
+            __syncthreads();
+        }
+        scale = (float) (1.0 / (1.0 + exp(-partial[0])));
+    }
+    for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
+        long long i = (long long) t * hidden + c;
+        out[i] = __fadd_rn(out[i], __fmul_rn(scale, shared[i]));
+    }
+}

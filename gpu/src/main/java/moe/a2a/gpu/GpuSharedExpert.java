@@ -1,0 +1,107 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cudaEventCreateWithFlags;
+import static org.bytedeco.cuda.global.cudart.cudaEventDestroy;
+import static org.bytedeco.cuda.global.cudart.cudaEventDisableTiming;
+import static org.bytedeco.cuda.global.cudart.cudaEventRecord;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+import static org.bytedeco.cuda.global.cudart.cudaStreamCreateWithFlags;
+import static org.bytedeco.cuda.global.cudart.cudaStreamDestroy;
+import static org.bytedeco.cuda.global.cudart.cudaStreamNonBlocking;
+import static org.bytedeco.cuda.global.cudart.cudaStreamWaitEvent;
+
+import moe.a2a.experts.ExpertWeights;
+import moe.a2a.experts.SharedExpert;
+import org.bytedeco.cuda.cudart.CUevent_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.javacpp.FloatPointer;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A layer's shared expert on the device (DeepSeek's, added as it is, or Qwen2-MoE's, scaled per
+ * token by {@code sigmoid(gate · x)}): its MLP runs on a stream of its own on the rank's tokens
+ * while the main stream dispatches and combines, and its rows are added into the combined output
+ * once both are done. Every rank holds it, so its tokens never travel. Owned by the rank's thread.
+ */
+final class GpuSharedExpert implements AutoCloseable {
+    private final GpuExperts mlp;
+    private final CudaKernels kernels;
+    private final int hidden;
+    private final @Nullable CudaMemory gate;
+    private final CudaMemory out = CudaMemory.device();
+    private final CUstream_st side = new CUstream_st();
+    private final CUevent_st tokensReady = new CUevent_st();
+    private final CUevent_st done = new CUevent_st();
+
+    GpuSharedExpert(SharedExpert shared, CudaKernels kernels) {
+        ExpertWeights weights = shared.mlp();
+        this.mlp =
+                new GpuExperts(
+                        new ExpertWeights[] {weights}, weights.hidden(), weights.ffn(), kernels);
+        this.kernels = kernels;
+        this.hidden = weights.hidden();
+        float[] g = shared.gate();
+        CudaMemory onDevice = null;
+        if (g != null) {
+            onDevice = CudaMemory.device().ensure((long) g.length * Float.BYTES);
+            CudaCheck.check(
+                    cudaMemcpy(
+                            onDevice.at(0),
+                            new FloatPointer(g),
+                            (long) g.length * Float.BYTES,
+                            cudaMemcpyHostToDevice),
+                    "cudaMemcpy(shared expert gate)");
+        }
+        this.gate = onDevice;
+        CudaCheck.check(
+                cudaStreamCreateWithFlags(side, cudaStreamNonBlocking),
+                "cudaStreamCreateWithFlags");
+        CudaCheck.check(
+                cudaEventCreateWithFlags(tokensReady, cudaEventDisableTiming),
+                "cudaEventCreateWithFlags");
+        CudaCheck.check(
+                cudaEventCreateWithFlags(done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    }
+
+    /**
+     * Starts the MLP on {@code tokens} (bf16 {@code [T, H]} on the device, written on {@code main}
+     * up to here) on the side stream.
+     */
+    void start(CudaMemory tokens, int numTokens, CUstream_st main) {
+        out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
+        CudaCheck.check(cudaEventRecord(tokensReady, main), "cudaEventRecord");
+        CudaCheck.check(cudaStreamWaitEvent(side, tokensReady, 0), "cudaStreamWaitEvent");
+        mlp.forward(tokens, new int[] {numTokens}, out, side);
+        CudaCheck.check(cudaEventRecord(done, side), "cudaEventRecord");
+    }
+
+    /**
+     * Enqueues on {@code main}, after the MLP: {@code combined} (fp32 {@code [T, H]}) += the shared
+     * rows, gated by {@code tokens} where the layer has a gate.
+     */
+    void addTo(CudaMemory combined, CudaMemory tokens, int numTokens, CUstream_st main) {
+        CudaCheck.check(cudaStreamWaitEvent(main, done, 0), "cudaStreamWaitEvent");
+        CudaMemory g = gate;
+        kernels.addShared(
+                out.at(0),
+                tokens.at(0),
+                g == null ? null : g.at(0),
+                combined.at(0),
+                hidden,
+                numTokens,
+                main);
+    }
+
+    @Override
+    public void close() {
+        mlp.close();
+        out.close();
+        if (gate != null) {
+            gate.close();
+        }
+        cudaEventDestroy(tokensReady);
+        cudaEventDestroy(done);
+        cudaStreamDestroy(side);
+    }
+}
