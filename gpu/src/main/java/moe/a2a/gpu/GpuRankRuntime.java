@@ -13,6 +13,7 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.Locale;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
@@ -31,6 +32,8 @@ import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One rank on a GPU: {@link RankStep}'s skeleton, as on the CPU, with a device compute: bf16 steps
@@ -45,6 +48,8 @@ import org.jspecify.annotations.Nullable;
  * the rank's thread.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
+
     private final ModelConfig model;
     private final Placement placement;
 
@@ -104,6 +109,17 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             events[i] = new CUevent_st();
             CudaCheck.check(cudaEventCreate(events[i]), "cudaEventCreate");
         }
+        long perExpert = 3L * model.hidden() * model.ffn();
+        LOG.info(
+                "rank {} on GPU {}: {} local experts a layer over {} layers, {} MiB each on the"
+                        + " device (bf16) and {} MiB each on the host (fp32, for the steps that"
+                        + " take the host path)",
+                rank,
+                device,
+                placement.localExperts(rank),
+                model.layers(),
+                String.format(Locale.ROOT, "%.1f", perExpert * Short.BYTES / 1048576.0),
+                String.format(Locale.ROOT, "%.1f", perExpert * Float.BYTES / 1048576.0));
     }
 
     @Override
