@@ -40,6 +40,9 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     /** Rows every local slot has room for, and rows of the receive side: {@code N * T}. */
     private final int rows;
 
+    /** {@link #rows} for each local slot: the grouped layout, the same every step. */
+    private final int[] perSlot;
+
     private final CudaMemory staged = CudaMemory.pinnedHost();
     private final CudaMemory stagedDevice = CudaMemory.device();
     private final CudaMemory send = CudaMemory.device();
@@ -85,6 +88,8 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         this.rowBytes = hidden * Short.BYTES;
         this.slots = placement.localExperts(comm.rank());
         this.rows = worldSize * bound;
+        this.perSlot = new int[slots];
+        Arrays.fill(perSlot, rows);
         this.plan = new LowLatencyPlan(placement, comm.rank(), topK, bound, rowBytes);
         long regionBytes = (long) plan.regionRows() * rowBytes;
         staged.ensure((long) plan.stagedRows() * rowBytes);
@@ -180,10 +185,10 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         return grouped;
     }
 
-    /** Rows of each local slot in the grouped order: {@code N * T} each, fixed. */
+    /**
+     * Rows of each local slot in the grouped order: {@code N * T} each, fixed (not to be written).
+     */
     public int[] rowsPerSlot() {
-        int[] perSlot = new int[slots];
-        Arrays.fill(perSlot, rows);
         return perSlot;
     }
 

@@ -56,7 +56,6 @@ final class GpuLowLatencySteps implements AutoCloseable {
     }
 
     private final NcclCommunicator comm;
-    private final Placement placement;
     private final ModelConfig model;
     private final CudaKernels kernels;
     private final GpuExperts[] experts;
@@ -74,13 +73,11 @@ final class GpuLowLatencySteps implements AutoCloseable {
      */
     GpuLowLatencySteps(
             NcclCommunicator comm,
-            Placement placement,
             ModelConfig model,
             CudaKernels kernels,
             GpuExperts[] experts,
             boolean capture) {
         this.comm = comm;
-        this.placement = placement;
         this.model = model;
         this.kernels = kernels;
         this.experts = experts;
@@ -182,7 +179,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         float[] out = new float[numTokens * hidden];
         dispatcher.output().asFloatBuffer().get(0, out, 0, out.length);
         dtype.encode(out, 0, out.length, output, 0);
-        int n = placement.worldSize();
+        int n = comm.size();
         long[] recvRowsFrom = new long[n];
         int received = 0;
         for (int r = 0; r < n; r++) {

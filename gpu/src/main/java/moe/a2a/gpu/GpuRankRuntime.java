@@ -186,7 +186,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             model.topK(),
                             model.dispatchDType(),
                             kernels);
-            lowLatency = new GpuLowLatencySteps(nccl, placement, model, kernels, experts, true);
+            lowLatency = new GpuLowLatencySteps(nccl, model, kernels, experts, true);
         }
     }
 
