@@ -44,7 +44,11 @@ import org.jspecify.annotations.Nullable;
  * one thread.
  */
 public final class CudaKernels implements AutoCloseable {
-    private static final int THREADS = 256;
+    /**
+     * Threads a block in every launch: add_shared keeps a partial sum a thread in {@code
+     * partial[256]} and halves the block to reduce them, so a power of two, at most 256.
+     */
+    static final int THREADS = 256;
 
     private final CUmod_st module;
     private final CUfunc_st gatherRows;

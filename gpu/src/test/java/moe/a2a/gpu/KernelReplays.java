@@ -3,6 +3,7 @@ package moe.a2a.gpu;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import moe.a2a.kernels.DType;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The kernels of {@code kernels.cu} replayed in Java: the same operations in the same order, no
@@ -65,6 +66,46 @@ final class KernelReplays {
             }
         }
         return out;
+    }
+
+    /**
+     * add_shared, one block of {@code blockDim} threads a token: each thread's strided gate·x in
+     * double from 0, the halving tree over the block, the sigmoid in double cast to float, then
+     * {@code out = out + scale * shared} as two float operations. {@code Math.exp} stands for
+     * CUDA's double {@code exp}: both are within an ulp, so the float scale can differ only next to
+     * a float rounding boundary.
+     */
+    static void addShared(
+            float[] shared,
+            ByteBuffer x,
+            float @Nullable [] gate,
+            float[] out,
+            int hidden,
+            int tokens,
+            int blockDim) {
+        double[] partial = new double[blockDim];
+        for (int t = 0; t < tokens; t++) {
+            float scale = 1.0f;
+            if (gate != null) {
+                for (int thread = 0; thread < blockDim; thread++) {
+                    double g = 0.0;
+                    for (int c = thread; c < hidden; c += blockDim) {
+                        g += (double) gate[c] * (double) bf16(x, 0, t * hidden + c);
+                    }
+                    partial[thread] = g;
+                }
+                for (int half = blockDim / 2; half > 0; half >>= 1) {
+                    for (int thread = 0; thread < half; thread++) {
+                        partial[thread] += partial[thread + half];
+                    }
+                }
+                scale = (float) (1.0 / (1.0 + Math.exp(-partial[0])));
+            }
+            for (int c = 0; c < hidden; c++) {
+                int i = t * hidden + c;
+                out[i] = out[i] + scale * shared[i];
+            }
+        }
     }
 
     /** Throws naming {@code where} and the first of {@code n} values whose bits differ. */

@@ -1,0 +1,158 @@
+package moe.a2a.gpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.SplittableRandom;
+import java.util.function.IntToDoubleFunction;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.Buffers;
+import moe.a2a.experts.ExpertBank;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.experts.SharedExpert;
+import moe.a2a.kernels.DType;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * {@code add_shared} replayed in Java ({@link KernelReplays#addShared}) with the block size {@link
+ * CudaKernels} launches, against the CPU path's shared expert ({@link ExpertBank#forwardShared}
+ * then {@link ExpertBank#addShared}) on the same bf16 tokens, gate, shared rows and combined
+ * output: DeepSeek's ungated shared expert and Qwen2-MoE's gated one, for hidden sizes below, above
+ * and not a multiple of the block size.
+ */
+class SharedExpertRowsTest {
+    private static final int FFN = 16;
+
+    @ParameterizedTest
+    @CsvSource({"300, 5", "100, 3", "512, 4"})
+    void shouldAddTheRowsAsTheCpuPathDoesBitForBitWhenUngated(int hidden, int tokens) {
+        long seed = 500 + hidden;
+        SplittableRandom random = new SplittableRandom(seed);
+        Layer layer =
+                Layer.run(seed, random, bf16Tokens(random, hidden, tokens), null, hidden, tokens);
+
+        KernelReplays.assertSameBits("seed=" + seed, layer.replay(), layer.cpu(), tokens * hidden);
+    }
+
+    /**
+     * Gate and tokens on grids ({@code k·2⁻¹²} and {@code k·2⁻⁶}, {@code |k| < 256}, both bf16), so
+     * every product is exact in float and every partial sum exact in double: the CPU path's
+     * sequential float-product sum and the kernel's strided tree give the same dot.
+     */
+    @ParameterizedTest
+    @CsvSource({"300, 5", "100, 3", "512, 4"})
+    void shouldMatchTheCpuPathBitForBitWhenGatedAndTheGateDotIsExact(int hidden, int tokens) {
+        long seed = 700 + hidden;
+        SplittableRandom random = new SplittableRandom(seed);
+        ByteBuffer x = bf16(tokens * hidden, i -> random.nextInt(-255, 256) * 0x1p-6f);
+        float[] gate = new float[hidden];
+        for (int c = 0; c < hidden; c++) {
+            gate[c] = random.nextInt(-255, 256) * 0x1p-12f;
+        }
+        Layer layer = Layer.run(seed, random, x, gate, hidden, tokens);
+
+        KernelReplays.assertSameBits("seed=" + seed, layer.replay(), layer.cpu(), tokens * hidden);
+    }
+
+    @ParameterizedTest
+    @CsvSource({"300, 5", "100, 3", "512, 4"})
+    void shouldMatchTheCpuPathWithinTheGateDotsRoundingWhenGated(int hidden, int tokens) {
+        long seed = 900 + hidden;
+        SplittableRandom random = new SplittableRandom(seed);
+        ByteBuffer x = bf16Tokens(random, hidden, tokens);
+        float[] gate = new float[hidden];
+        for (int c = 0; c < hidden; c++) {
+            gate[c] = (float) (random.nextGaussian() * 2 / Math.sqrt(hidden));
+        }
+        Layer layer = Layer.run(seed, random, x, gate, hidden, tokens);
+
+        float[] xs = KernelReplays.widen(x, tokens * hidden);
+        for (int t = 0; t < tokens; t++) {
+            double magnitude = 0;
+            for (int c = 0; c < hidden; c++) {
+                magnitude += Math.abs((double) gate[c] * xs[t * hidden + c]);
+            }
+            // not bit for bit: ExpertBank rounds each gate·x product to float, the kernel does not
+            // so the scales part by that rounding (2⁻²⁴·Σ|gate·x|) and both double sums, a quarter
+            // of it through the sigmoid, the sigmoids' own rounding, and each cast to float (2⁻²⁵)
+            double scaleBound =
+                    magnitude * (0x1p-24 + (2 * hidden + 16) * 0x1p-53) / 4 + 0x1p-49 + 0x1p-24;
+            for (int c = 0; c < hidden; c++) {
+                int i = t * hidden + c;
+                float row = layer.rows()[i];
+                float before = layer.before()[i];
+                // the scale's difference times the row, then half an ulp for each path's
+                // multiply and add (|scale·row| ≤ |row|, |out| ≤ |before| + |row|)
+                double bound =
+                        Math.abs(row) * scaleBound
+                                + Math.ulp(row)
+                                + Math.ulp(Math.abs(before) + Math.abs(row));
+                assertThat(Math.abs((double) layer.replay()[i] - layer.cpu()[i]))
+                        .as("seed=%d token=%d channel=%d", seed, t, c)
+                        .isLessThanOrEqualTo(bound);
+            }
+        }
+    }
+
+    /**
+     * One layer's shared expert on the same inputs both ways. {@code rows} are the CPU MLP's
+     * unscaled rows (the ungated expert added to zeros), the replay's {@code shared}.
+     */
+    private record Layer(float[] rows, float[] before, float[] replay, float[] cpu) {
+        static Layer run(
+                long seed,
+                SplittableRandom random,
+                ByteBuffer x,
+                float @Nullable [] gate,
+                int hidden,
+                int tokens) {
+            int n = tokens * hidden;
+            SeededWeights weights = new SeededWeights(seed, 1, hidden, FFN, 1);
+            FloatBuffer xs = Buffers.floats(n).put(0, KernelReplays.widen(x, n));
+            float[] rows = cpu(weights, null, xs, tokens, new float[n]);
+            float[] before = new float[n];
+            for (int i = 0; i < n; i++) {
+                before[i] = (float) (random.nextGaussian() * 0.5);
+            }
+            float[] cpu = cpu(weights, gate, xs, tokens, before.clone());
+            float[] replay = before.clone();
+            KernelReplays.addShared(rows, x, gate, replay, hidden, tokens, CudaKernels.THREADS);
+            return new Layer(rows, before, replay, cpu);
+        }
+
+        /**
+         * {@code out} plus the shared expert of {@code weights}' expert 0, as a CPU rank adds it.
+         */
+        private static float[] cpu(
+                SeededWeights weights,
+                float @Nullable [] gate,
+                FloatBuffer x,
+                int tokens,
+                float[] out) {
+            SharedExpert shared = new SharedExpert(weights.expert(0, 0), gate);
+            ExpertBank bank =
+                    new ExpertBank(new Bf16Weights(weights, shared), Placement.contiguous(1, 1), 0);
+            FloatBuffer combined = Buffers.floats(out.length).put(0, out);
+            bank.forwardShared(0, x, tokens);
+            bank.addShared(combined, tokens);
+            combined.get(0, out);
+            return out;
+        }
+    }
+
+    private static ByteBuffer bf16Tokens(SplittableRandom random, int hidden, int tokens) {
+        return bf16(tokens * hidden, i -> (float) random.nextGaussian());
+    }
+
+    private static ByteBuffer bf16(int n, IntToDoubleFunction value) {
+        ByteBuffer x = ByteBuffer.allocateDirect(n * Short.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < n; i++) {
+            x.putShort(i * Short.BYTES, DType.floatToBf16((float) value.applyAsDouble(i)));
+        }
+        return x;
+    }
+}
