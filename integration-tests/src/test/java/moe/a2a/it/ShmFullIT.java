@@ -94,7 +94,8 @@ class ShmFullIT {
             assertThat(transport(channel)).isEqualTo("tcp");
             assertThat(cp.output())
                     .contains("no room for")
-                    .containsPattern("planning rank [01] without shm until its worker rejoins");
+                    .containsPattern(
+                            "planning rank [01] without shm for 10 s, then at the next formation");
             assertThat(load.wrong()).as("answers that differ from the reference").isEmpty();
             assertThat(load.failures())
                     .as("requests that failed while rank 1 was away")

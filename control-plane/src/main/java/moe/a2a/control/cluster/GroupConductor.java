@@ -187,14 +187,16 @@ final class GroupConductor {
     /**
      * {@code rank}'s worker could not connect the epoch's group because it cannot run a transport
      * now (its shm folder is full, say). Under auto the group forms again without that transport on
-     * it, which the log says once; false when that cannot be (a fixed transport), for the caller to
-     * drop the worker, which rejoins with backoff.
+     * it for a while (10 s, doubling each time it says so again), which the log says; false when
+     * that cannot be (a fixed transport), for the caller to drop the worker, which rejoins with
+     * backoff.
      */
     boolean onPlaneUnavailable(int rank, GroupFailed failed) {
         if (failed.getEpoch() != formation.epoch()) {
             return true;
         }
-        if (!membership.withdraw(rank, failed.getUnavailable())) {
+        long retryNanos = membership.withdraw(rank, failed.getUnavailable(), System.nanoTime());
+        if (retryNanos < 0) {
             return false;
         }
         String reason =
@@ -208,7 +210,9 @@ final class GroupConductor {
                         + rank
                         + " without "
                         + failed.getUnavailable()
-                        + " until its worker rejoins";
+                        + " for "
+                        + TimeUnit.NANOSECONDS.toSeconds(retryNanos)
+                        + " s, then at the next formation";
         LOG.warn(reason);
         breakGroup(reason);
         return true;

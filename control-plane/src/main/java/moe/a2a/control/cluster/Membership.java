@@ -253,13 +253,15 @@ final class Membership {
                     "auto: the workers are on GPUs (the first to join offered nccl, as every"
                             + " member must)");
         }
+        long nowNanos = System.nanoTime();
         List<String> domains = new ArrayList<>();
         int[] hostOf = new int[members.length];
         for (int i = 0; i < members.length; i++) {
             WorkerSession s = ranks[members[i]];
-            if (s == null || !s.offersShm()) {
+            if (s == null || !s.offersShm(nowNanos)) {
                 return GroupPlan.flat(
-                        TransportPolicy.network(), whyTcp(members, "not every member offers shm"));
+                        TransportPolicy.network(),
+                        whyTcp(members, "not every member offers shm", nowNanos));
             }
             int d = domains.indexOf(s.shmDomain);
             if (d < 0) {
@@ -289,7 +291,8 @@ final class Membership {
         }
         if (blocker != null) {
             return GroupPlan.flat(
-                    TransportPolicy.network(), whyTcp(members, "not across hosts: " + blocker));
+                    TransportPolicy.network(),
+                    whyTcp(members, "not across hosts: " + blocker, nowNanos));
         }
         return new GroupPlan(
                 TransportPolicy.network(),
@@ -331,7 +334,7 @@ final class Membership {
     }
 
     /** Why auto picked flat tcp for {@code members}, for the log. */
-    private String whyTcp(int[] members, String reason) {
+    private String whyTcp(int[] members, String reason, long nowNanos) {
         StringBuilder out = new StringBuilder("auto: ").append(reason).append(" (");
         for (int i = 0; i < members.length; i++) {
             WorkerSession s = ranks[members[i]];
@@ -343,7 +346,7 @@ final class Membership {
                 out.append("no worker");
             } else {
                 out.append(s.hostName())
-                        .append(s.offersShm() ? ", domain " + s.shmDomain : ", no shm");
+                        .append(s.offersShm(nowNanos) ? ", domain " + s.shmDomain : ", no shm");
             }
         }
         return out.append(')').toString();
@@ -395,17 +398,19 @@ final class Membership {
 
     /**
      * {@code rank}'s worker cannot run {@code transport} now. Under auto, shm is planned without it
-     * from now on (true); a fixed transport cannot be, nor can a transport other than shm (false).
+     * for a retry delay that doubles each time ({@link WorkerSession#withdrawShm}); a fixed
+     * transport cannot be, nor can a transport other than shm.
+     *
+     * @return the retry delay in nanoseconds, or -1 when the transport cannot be planned around
      */
-    boolean withdraw(int rank, String transport) {
+    long withdraw(int rank, String transport, long nowNanos) {
         WorkerSession s = ranks[rank];
         if (s == null
                 || !policy.auto()
                 || !transport.equals(Transports.require(TransportReach.HOST).transport().label())) {
-            return false;
+            return -1;
         }
-        s.withdrawShm();
-        return true;
+        return s.withdrawShm(nowNanos);
     }
 
     /** Whether every rank is held, so the group can form. */

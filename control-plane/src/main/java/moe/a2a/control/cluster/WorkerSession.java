@@ -3,6 +3,7 @@ package moe.a2a.control.cluster;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
@@ -29,8 +30,19 @@ final class WorkerSession {
     private final StreamObserver<ControlMessage> out;
     private volatile long lastHeardNanos = System.nanoTime();
 
-    /** The worker said it cannot run shm now (its folder is full): not for this session again. */
-    private volatile boolean shmUnavailable;
+    /**
+     * How long a worker that said it cannot run shm (its folder full, say) is first planned without
+     * it; each time it says so again doubles it, up to {@link #SHM_RETRY_MAX_NANOS}.
+     */
+    static final long SHM_RETRY_FIRST_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    static final long SHM_RETRY_MAX_NANOS = TimeUnit.MINUTES.toNanos(10);
+
+    /** Times the worker said it cannot run shm, this session. */
+    private int shmWithdrawals;
+
+    /** From when shm is planned for it again ({@link System#nanoTime()}), once withdrawn. */
+    private volatile long shmRetryAtNanos;
 
     private boolean closed;
 
@@ -49,14 +61,29 @@ final class WorkerSession {
         this.out = out;
     }
 
-    /** Whether the worker can exchange through shared memory with others of its domain. */
-    boolean offersShm() {
-        return offers(offered, TransportReach.HOST) && !shmDomain.isEmpty() && !shmUnavailable;
+    /**
+     * Whether the worker can exchange through shared memory with others of its domain at {@code
+     * nowNanos}: it offered shm, and has not said it cannot run it within its retry delay.
+     */
+    boolean offersShm(long nowNanos) {
+        return offers(offered, TransportReach.HOST)
+                && !shmDomain.isEmpty()
+                && (shmWithdrawals == 0 || nowNanos - shmRetryAtNanos >= 0);
     }
 
-    /** The worker cannot run shm any more; it is planned without it for the rest of its session. */
-    void withdrawShm() {
-        shmUnavailable = true;
+    /**
+     * The worker cannot run shm at {@code nowNanos}: it is planned without it for the retry delay,
+     * after which the next formation tries shm again (a folder with room again gets shm back
+     * without the worker rejoining). Guarded by the cluster's lock.
+     *
+     * @return the retry delay, nanoseconds
+     */
+    long withdrawShm(long nowNanos) {
+        long delay = SHM_RETRY_FIRST_NANOS << Math.min(shmWithdrawals, 10);
+        delay = Math.min(delay, SHM_RETRY_MAX_NANOS);
+        shmWithdrawals++;
+        shmRetryAtNanos = nowNanos + delay;
+        return delay;
     }
 
     /** Whether {@code offered} holds a transport of {@code reach}. */
