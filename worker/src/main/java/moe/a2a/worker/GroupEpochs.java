@@ -133,39 +133,26 @@ final class GroupEpochs {
         }
         long epoch = form.getEpoch();
         boundEpoch = -1;
+        HostGroupsPlane hosts = acrossHosts;
+        acrossHosts = null;
         FormedGroup formed;
-        if (acrossHosts != null) {
-            formed = acrossHosts.form(form);
-            acrossHosts = null;
-        } else {
-            Communicator comm;
-            try {
-                comm = planes.current().form(PlaneCodec.peers(form));
-            } catch (PlaneUnavailableException e) {
-                String transport = planes.current().transport().label();
-                LOG.warn(
-                        "group epoch {}: cannot run {} here: {}", epoch, transport, e.getMessage());
-                sender.send(TaskCodec.planeUnavailable(epoch, transport, e.getMessage()));
-                return;
-            } catch (A2aException e) {
-                int peer = PeerFaults.worldPeerOf(e, assignment.rank(), groupRanks);
-                if (peer == PeerFaults.NONE) {
-                    throw e;
-                }
-                // a live peer this rank cannot reach: the control plane decides, the session goes
-                // on
-                LOG.warn(
-                        "group epoch {}: cannot connect to rank {}: {}",
-                        epoch,
-                        peer,
-                        e.getMessage());
-                sender.send(TaskCodec.groupFailed(epoch, peer, e.getMessage()));
-                return;
+        try {
+            formed = hosts != null ? hosts.form(form) : formFlat(form);
+        } catch (PlaneUnavailableException e) {
+            String transport =
+                    (hosts != null ? hosts.hostTransport() : planes.current().transport()).label();
+            LOG.warn("group epoch {}: cannot run {} here: {}", epoch, transport, e.getMessage());
+            sender.send(TaskCodec.planeUnavailable(epoch, transport, e.getMessage()));
+            return;
+        } catch (A2aException e) {
+            int peer = PeerFaults.worldPeerOf(e, assignment.rank(), groupRanks);
+            if (peer == PeerFaults.NONE) {
+                throw e;
             }
-            if (groupRanks.length > 0) {
-                comm = new SparseCommunicator(comm, groupRanks, assignment.worldSize());
-            }
-            formed = FormedGroup.flat(comm, groupRanks.clone());
+            // a live peer this rank cannot reach: the control plane decides, the session goes on
+            LOG.warn("group epoch {}: cannot connect to rank {}: {}", epoch, peer, e.getMessage());
+            sender.send(TaskCodec.groupFailed(epoch, peer, e.getMessage()));
+            return;
         }
         group = formed;
         commEpoch = epoch;
@@ -182,6 +169,15 @@ final class GroupEpochs {
                 WorkerMessage.newBuilder()
                         .setReady(GroupReady.newBuilder().setEpoch(epoch))
                         .build());
+    }
+
+    /** Connects the flat group of the epoch last bound (of {@link #groupRanks} where not all). */
+    private FormedGroup formFlat(FormGroup form) {
+        Communicator comm = planes.current().form(PlaneCodec.peers(form));
+        if (groupRanks.length > 0) {
+            comm = new SparseCommunicator(comm, groupRanks, assignment.worldSize());
+        }
+        return FormedGroup.flat(comm, groupRanks.clone());
     }
 
     /** Groups this worker connected so far. Any thread. */

@@ -7,7 +7,10 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.GroupEpoch;
 import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.PeerFailedException;
+import moe.a2a.comm.PeerFaults;
 import moe.a2a.comm.PlaneBinding;
+import moe.a2a.comm.Transport;
 import moe.a2a.dispatch.HostTopology;
 import moe.a2a.protocol.PlaneCodec;
 import moe.a2a.v1.Bound;
@@ -78,7 +81,18 @@ final class HostGroupsPlane {
         return PlaneCodec.bound(prepare.getEpoch(), bound);
     }
 
-    /** Connects the rail to the rail addresses among {@code form}'s peers, then the host group. */
+    /** The transport of the group inside this host. */
+    Transport hostTransport() {
+        return host.transport();
+    }
+
+    /**
+     * Connects the rail to the rail addresses among {@code form}'s peers, then the host group. A
+     * rail peer this rank could not reach is named in world ranks, as a flat group names it.
+     *
+     * @throws moe.a2a.comm.PlaneUnavailableException when the host group cannot run here (its
+     *     shared-memory folder full, say)
+     */
     FormedGroup form(FormGroup form) {
         if (form.getPeersCount() != topology.worldSize()) {
             throw new A2aException(
@@ -99,7 +113,7 @@ final class HostGroupsPlane {
             railComm = rail.form(new GroupPeers(peers.epoch(), railPeers, peers.groupToken()));
         } catch (RuntimeException e) {
             host.drop();
-            throw e;
+            throw inWorldRanks(e);
         }
         try {
             return FormedGroup.acrossHosts(railComm, host.form(peers), topology);
@@ -108,6 +122,20 @@ final class HostGroupsPlane {
             railComm.close();
             throw e;
         }
+    }
+
+    /**
+     * {@code failure} of this rank's rail renamed into world ranks where it names a rail peer (the
+     * rank of the same local index on that host); else {@code failure} itself.
+     */
+    private RuntimeException inWorldRanks(RuntimeException failure) {
+        int g = PeerFaults.peerOf(failure, topology.host(rank));
+        if (g == PeerFaults.NONE) {
+            return failure;
+        }
+        int peer = topology.rank(g, topology.local(rank));
+        return PeerFailedException.unreachable(
+                rank, peer, "on the rail to host " + g + ": " + failure.getMessage());
     }
 
     /** Forgets a bound epoch that was not formed. */

@@ -108,6 +108,46 @@ class ShmClusterTest {
         }
     }
 
+    /**
+     * Four workers on two hosts (two folders), host 1's folder too small for a group's files: the
+     * group planned across hosts cannot form its host group there; the worker says so and keeps its
+     * session, and the group forms as one flat tcp group and answers right (before, the worker
+     * ended its session, and rejoined into the same plan over and over).
+     */
+    @Test
+    void autoShouldFormFlatTcpWhenOneHostsFolderIsFullAcrossHosts() throws Exception {
+        Path tiny = otherShm.resolve("tiny");
+        Files.createDirectories(tiny);
+        assumeTrue(
+                "root".equals(System.getProperty("user.name"))
+                        && run("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", tiny.toString()),
+                "not root, or no mount: a small tmpfs is needed");
+        int world = 4;
+        try {
+            RemoteCluster cluster = autoCluster(world);
+            try (ServedCluster served = serve(cluster, world, r -> r % 2 == 0 ? shm : tiny)) {
+                served.agents.awaitFormed(cluster, "the group formed over flat tcp");
+                assertThat(cluster.transport()).isEqualTo(TcpTransportProvider.TCP);
+                assertThat(cluster.hosts()).as("one flat group").isZero();
+                ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+                SplittableRandom random = new SplittableRandom(41);
+                for (int i = 0; i < 3; i++) {
+                    ForwardRequest request =
+                            MoeGrpcServiceTest.request(
+                                    random, 0, 5 + 7 * i, DType.BF16, Routing.TOPK);
+                    NcclClusterTest.assertMatchesReference(
+                            "across hosts, over tcp " + i,
+                            reference,
+                            request,
+                            served.stub.forward(request));
+                }
+            }
+            assertThat(shmFiles(tiny)).isEmpty();
+        } finally {
+            run("umount", tiny.toString());
+        }
+    }
+
     private static boolean run(String... command) throws Exception {
         try {
             Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
@@ -194,10 +234,15 @@ class ShmClusterTest {
 
     /** The cluster served, its workers offering tcp and shm (rank r's files in {@code dirs(r)}). */
     private ServedCluster serve(RemoteCluster cluster, IntFunction<Path> dirs) throws Exception {
+        return serve(cluster, WORLD, dirs);
+    }
+
+    private ServedCluster serve(RemoteCluster cluster, int world, IntFunction<Path> dirs)
+            throws Exception {
         return ServedCluster.start(
                 cluster,
                 weights,
-                WORLD,
+                world,
                 (tcp, r) ->
                         List.of(
                                 new TcpDataPlane(tcp, "127.0.0.1", 0, null),
@@ -205,6 +250,10 @@ class ShmClusterTest {
     }
 
     private static RemoteCluster autoCluster() {
+        return autoCluster(WORLD);
+    }
+
+    private static RemoteCluster autoCluster(int world) {
         ModelSpec spec =
                 ModelSpec.newBuilder()
                         .setExperts(E)
@@ -218,12 +267,12 @@ class ShmClusterTest {
                 new ModelConfig(E, H, I, K, 1),
                 spec,
                 "test",
-                Placement.contiguous(E, WORLD),
+                Placement.contiguous(E, world),
                 TransportPolicy.AUTO,
                 TimeUnit.SECONDS.toNanos(10),
                 TimeUnit.SECONDS.toNanos(30),
                 new QuietListener(),
-                new StragglerWatch(StragglerWatch.Settings.DEFAULT, WORLD, null));
+                new StragglerWatch(StragglerWatch.Settings.DEFAULT, world, null));
     }
 
     static List<String> shmFiles(Path dir) throws IOException {
