@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.NettyChannelBuilder;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,26 +19,32 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A chaos run: a control plane and four workers, each in a network namespace of its own ({@link
- * WorkerNetwork}), under steady client load with every answer checked against the reference, while
- * a seeded schedule injects one fault at a time: a worker killed and restarted, a worker stopped
- * (SIGSTOP) and resumed, a worker stopped in bursts (300 ms of every 500), a link between two
- * workers cut and healed, a worker's link slowed to 1 Mbit/s (tc tbf), the control plane killed and
- * restarted on its ports. After each fault is repaired the run waits for the whole group before the
- * next. Every expert has two slots, so a lost or set-aside rank is served around.
+ * A chaos run: a control plane and four workers in network namespaces ({@link WorkerNetwork}),
+ * under steady client load with every answer checked against the reference, while a seeded schedule
+ * injects one fault at a time: a worker killed and restarted, a worker stopped (SIGSTOP) and
+ * resumed, a worker stopped in bursts (300 ms of every 500), a link cut and healed, a link slowed
+ * to 1 Mbit/s (tc tbf), the control plane killed and restarted on its ports; and, where workers
+ * share a host, that host's shared-memory folder filled up while one of its workers is replaced.
+ * After each fault is repaired the run waits for the whole group before the next. Every expert has
+ * two slots, so a lost or set-aside rank is served around where the slots allow.
  *
- * <p>It reports, to its log and {@code target/chaos-report.md}: faults by kind, requests OK and
- * failed by status, wrong answers and requests never answered (both must be 0), the slowest failure
- * (must be within the exchange timeout + 2 s), and per kind the time from the fault to SERVING and
- * from the repair (the link healed, the worker resumed, the replacement worker or control plane
- * joined or started) to the whole group, from the control plane's log. {@code
- * -Dmoe.a2a.chaos.faults=N} and {@code -Dmoe.a2a.chaos.seed=S} size and seed it (CI: 6 faults, one
- * of each kind).
+ * <p>Two layouts ({@link Layout}): four hosts of one worker over tcp; and two hosts of two workers
+ * on {@code --transport auto} (tcp rails between the hosts, shm inside each, a small tmpfs a host),
+ * where a cut or slowed link is the link between the two hosts.
+ *
+ * <p>It reports, to its log and {@code target/chaos-report[-hosts].md}: faults by kind, requests OK
+ * and failed by status, wrong answers and requests never answered (both must be 0), the slowest
+ * failure (must be within the exchange timeout + 2 s), and per kind the time from the fault to
+ * SERVING and from the repair (the link healed, the worker resumed, the replacement worker or
+ * control plane joined or started) to the whole group, from the control plane's log. {@code
+ * -Dmoe.a2a.chaos.faults=N} and {@code -Dmoe.a2a.chaos.seed=S} size and seed it (CI: one fault of
+ * each kind).
  */
 @Timeout(3600)
 class ChaosIT {
@@ -56,7 +63,37 @@ class ChaosIT {
         BURSTS,
         PARTITION,
         SLOW_LINK,
-        CONTROL_PLANE_RESTART
+        CONTROL_PLANE_RESTART,
+        SHM_FULL
+    }
+
+    /** Where the workers run: rank r on host {@code r % hosts}, a network namespace each. */
+    enum Layout {
+        /** A host a worker, over tcp. */
+        FLAT(WORLD, "tcp", "chaos-report.md"),
+        /** Two hosts of two workers: tcp rails between them, shm inside each. */
+        HOSTS(2, "auto", "chaos-report-hosts.md");
+
+        final int hosts;
+        final String transport;
+        final String report;
+
+        Layout(int hosts, String transport, String report) {
+            this.hosts = hosts;
+            this.transport = transport;
+            this.report = report;
+        }
+
+        int host(int rank) {
+            return rank % hosts;
+        }
+
+        /** The faults it injects: a shared-memory folder only matters where hosts share one. */
+        List<Kind> kinds() {
+            return this == FLAT
+                    ? List.of(Kind.values()).subList(0, Kind.SHM_FULL.ordinal())
+                    : List.of(Kind.values());
+        }
     }
 
     /**
@@ -77,7 +114,17 @@ class ChaosIT {
 
     @Test
     void shouldAnswerRightOrFailPromptlyThroughEveryFault() throws Exception {
-        int faults = Integer.getInteger("moe.a2a.chaos.faults", 6);
+        run(Layout.FLAT);
+    }
+
+    @Test
+    void shouldAnswerRightOrFailPromptlyThroughEveryFaultAcrossHostsWithSharedMemory()
+            throws Exception {
+        run(Layout.HOSTS);
+    }
+
+    private void run(Layout layout) throws Exception {
+        int faults = Integer.getInteger("moe.a2a.chaos.faults", layout.kinds().size());
         long seed = Long.getLong("moe.a2a.chaos.seed", 1);
         SplittableRandom random = new SplittableRandom(seed);
         int port = CliProcess.freePort();
@@ -88,16 +135,30 @@ class ChaosIT {
                 NettyChannelBuilder.forAddress(WorkerNetwork.HOST, port).usePlaintext().build();
         List<Fault> done = new ArrayList<>();
         Instant start = Instant.now();
-        try (WorkerNetwork net = WorkerNetwork.up(WORLD)) {
+        int shmFailures = 0;
+        try (WorkerNetwork net = WorkerNetwork.up(layout.hosts)) {
+            List<Path> shm = layout == Layout.HOSTS ? net.mountShmFolders(dir, "16m") : List.of();
+            WorkerStart workerAt =
+                    (r, name) ->
+                            layout == Layout.HOSTS
+                                    ? net.hostWorker(
+                                            dir,
+                                            name,
+                                            clusterPort,
+                                            r,
+                                            layout.host(r),
+                                            shm.get(layout.host(r)))
+                                    : net.worker(dir, name, clusterPort, r);
             List<String> flags = new ArrayList<>(traffic.modelFlags());
-            flags.addAll(WorkerNetwork.controlPlaneFlags(0, E, EXCHANGE_TIMEOUT_MS));
+            flags.addAll(
+                    WorkerNetwork.controlPlaneFlags(layout.transport, 0, E, EXCHANGE_TIMEOUT_MS));
             CliProcess cp =
                     CliProcess.controlPlane(
                             dir, "control-plane-0", List.of(), port, clusterPort, WORLD, flags);
             processes.add(cp);
             cp.awaitServingPort(Duration.ofSeconds(60));
             for (int r = 0; r < WORLD; r++) {
-                workers[r] = net.worker(dir, "worker-" + r + "-0", clusterPort, r);
+                workers[r] = workerAt.start(r, "worker-" + r + "-0");
                 processes.add(workers[r]);
             }
             CliProcess.awaitHealth(
@@ -109,7 +170,7 @@ class ChaosIT {
             for (int f = 0; f < faults; f++) {
                 // every kind once in each block of six, in a seeded order
                 if (block.isEmpty()) {
-                    block.addAll(List.of(Kind.values()));
+                    block.addAll(layout.kinds());
                     for (int i = block.size() - 1; i > 0; i--) {
                         Collections.swap(block, i, random.nextInt(i + 1));
                     }
@@ -127,8 +188,38 @@ class ChaosIT {
                         workers[r].kill();
                         Thread.sleep(holdMs);
                         repaired = Instant.now();
-                        workers[r] = net.worker(dir, "worker-" + r + "-" + (f + 1), clusterPort, r);
+                        workers[r] = workerAt.start(r, "worker-" + r + "-" + (f + 1));
                         processes.add(workers[r]);
+                    }
+                    case SHM_FULL -> {
+                        // the folder bites when a group forms: one of the host's workers leaves
+                        // (taking its files; a killed one's stay until the next group sweeps
+                        // them) and comes back while the folder is full
+                        int h = layout.host(r);
+                        what =
+                                "fill host "
+                                        + h
+                                        + "'s shm folder, replace rank "
+                                        + r
+                                        + " after "
+                                        + holdMs
+                                        + " ms";
+                        int said = count(cp.output(), " cannot run shm (");
+                        injected = Instant.now();
+                        workers[r].terminate();
+                        workers[r].awaitExit(Duration.ofSeconds(30));
+                        ShmFolders.awaitNoGroupFiles(shm.get(h));
+                        Path filler = shm.get(h).resolve("filler");
+                        ShmFolders.fill(filler);
+                        Thread.sleep(holdMs);
+                        repaired = Instant.now();
+                        workers[r] = workerAt.start(r, "worker-" + r + "-" + (f + 1));
+                        processes.add(workers[r]);
+                        awaitWhole(cp, repaired, processes);
+                        if (count(cp.output(), " cannot run shm (") > said) {
+                            shmFailures++;
+                        }
+                        Files.delete(filler);
                     }
                     case STOP -> {
                         what = "SIGSTOP rank " + r + " for " + holdMs + " ms";
@@ -151,21 +242,23 @@ class ChaosIT {
                         repaired = Instant.now();
                     }
                     case PARTITION -> {
-                        int b = (r + 1 + random.nextInt(WORLD - 1)) % WORLD;
-                        what = "cut link " + r + "-" + b + " for " + holdMs + " ms";
+                        int a = layout.host(r);
+                        int b = (a + 1 + random.nextInt(layout.hosts - 1)) % layout.hosts;
+                        what = "cut link between hosts " + a + "-" + b + " for " + holdMs + " ms";
                         injected = Instant.now();
-                        net.cut(r, b);
+                        net.cut(a, b);
                         Thread.sleep(holdMs);
                         repaired = Instant.now();
-                        net.heal(r, b);
+                        net.heal(a, b);
                     }
                     case SLOW_LINK -> {
-                        what = "rank " + r + "'s link at 1 Mbit/s for " + holdMs + " ms";
+                        int h = layout.host(r);
+                        what = "host " + h + "'s link at 1 Mbit/s for " + holdMs + " ms";
                         injected = Instant.now();
-                        net.slow(r, "1mbit");
+                        net.slow(h, "1mbit");
                         Thread.sleep(holdMs);
                         repaired = Instant.now();
-                        net.unslow(r);
+                        net.unslow(h);
                     }
                     default -> {
                         what = "kill the control plane, restart after " + holdMs + " ms";
@@ -192,7 +285,7 @@ class ChaosIT {
                         kind == Kind.CONTROL_PLANE_RESTART
                                 ? served.firstServing()
                                 : served.servingAfter(injected, whole);
-                if (kind == Kind.KILL) {
+                if (kind == Kind.KILL || kind == Kind.SHM_FULL) {
                     // the replacement's JVM start is not the cluster's: count from its join
                     repaired = served.joinedAfter(r, repaired);
                 }
@@ -200,9 +293,12 @@ class ChaosIT {
                 Thread.sleep(1000);
             }
             load.stop();
-            String report = report(seed, done, start, load);
+            String log = cp.output();
+            String report =
+                    report(layout, seed, done, start, load)
+                            + shmReport(layout, done, shmFailures, log);
             System.out.println(report);
-            Files.writeString(Path.of("target", "chaos-report.md"), report, StandardCharsets.UTF_8);
+            Files.writeString(Path.of("target", layout.report), report, StandardCharsets.UTF_8);
 
             assertThat(load.wrong()).as("answers that differ from the reference").isEmpty();
             assertThat(load.outcomes().keySet())
@@ -214,6 +310,16 @@ class ChaosIT {
             assertThat(load.slowestFailureMs())
                     .as("the slowest failure, ms (exchange timeout + 2 s at most)")
                     .isLessThanOrEqualTo(EXCHANGE_TIMEOUT_MS + 2000);
+            if (layout == Layout.HOSTS) {
+                assertThat(log)
+                        .as("groups across hosts, shm inside each")
+                        .contains("tcp across 2 hosts, shm inside each");
+                if (done.stream().anyMatch(d -> d.kind() == Kind.SHM_FULL)) {
+                    assertThat(shmFailures)
+                            .as("full folders a worker said it could not run shm in")
+                            .isPositive();
+                }
+            }
         } finally {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             for (CliProcess p : processes) {
@@ -242,12 +348,41 @@ class ChaosIT {
                 "no whole group within 90 s of " + repaired + CliProcess.logs(processes));
     }
 
-    private static String report(long seed, List<Fault> faults, Instant start, CheckedLoad load) {
+    /** Starts rank {@code r}'s worker, logging to {@code name}.log. */
+    private interface WorkerStart {
+        CliProcess start(int r, String name) throws IOException;
+    }
+
+    private static int count(String text, String part) {
+        return text.split(Pattern.quote(part), -1).length - 1;
+    }
+
+    /**
+     * How often a full folder bit (a worker said it could not run shm, and the group formed without
+     * shm on it), and how often the group formed across hosts with shm in all.
+     */
+    private static String shmReport(Layout layout, List<Fault> faults, int bit, String log) {
+        if (layout != Layout.HOSTS) {
+            return "";
+        }
+        long full = faults.stream().filter(f -> f.kind() == Kind.SHM_FULL).count();
+        return String.format(
+                Locale.ROOT,
+                "%nfull shm folders: %d, a worker said it could not run shm after %d;"
+                        + " groups formed with shm across hosts: %d%n",
+                full,
+                bit,
+                count(log, "tcp across 2 hosts, shm inside each"));
+    }
+
+    private static String report(
+            Layout layout, long seed, List<Fault> faults, Instant start, CheckedLoad load) {
         StringBuilder s = new StringBuilder();
         s.append(
                 String.format(
                         Locale.ROOT,
-                        "## Chaos run: seed %d, %d faults in %d s%n%n",
+                        "## Chaos run (%s): seed %d, %d faults in %d s%n%n",
+                        layout,
                         seed,
                         faults.size(),
                         Duration.between(start, Instant.now()).toSeconds()));
@@ -263,7 +398,7 @@ class ChaosIT {
             toWhole.computeIfAbsent(f.kind(), k -> new ArrayList<>())
                     .add(Duration.between(f.repaired(), f.whole()).toMillis());
         }
-        for (Kind k : Kind.values()) {
+        for (Kind k : layout.kinds()) {
             List<Long> a = toServing.getOrDefault(k, List.of());
             List<Long> b = toWhole.getOrDefault(k, List.of());
             s.append(

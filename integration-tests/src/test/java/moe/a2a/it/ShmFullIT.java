@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -80,8 +78,8 @@ class ShmFullIT {
             assertThat(leaving.awaitExit(Duration.ofSeconds(30))).isZero();
             CliProcess.awaitHealth(
                     channel, ServingStatus.NOT_SERVING, Duration.ofSeconds(30), processes);
-            awaitNoGroupFiles(shm);
-            long filled = fill(shm.resolve("filler"));
+            ShmFolders.awaitNoGroupFiles(shm);
+            long filled = ShmFolders.fill(shm.resolve("filler"));
             CliProcess joining = CliProcess.shmWorker(dir, "worker-1-again", clusterPort, 1, shm);
             processes.add(joining);
             cp.awaitOutput(" cannot run shm (", Duration.ofSeconds(60));
@@ -116,31 +114,5 @@ class ShmFullIT {
         return MoeServiceGrpc.newBlockingStub(channel)
                 .describeModel(DescribeModelRequest.getDefaultInstance())
                 .getTransport();
-    }
-
-    /** Waits until the broken group's files are gone: the folder's room is the filler's. */
-    private static void awaitNoGroupFiles(Path shm) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!CliProcess.shmGroupFiles(shm).isEmpty() && System.nanoTime() < deadline) {
-            Thread.sleep(50);
-        }
-        assertThat(CliProcess.shmGroupFiles(shm)).as("files of the broken group").isEmpty();
-    }
-
-    /** Writes {@code file} until the file system has no room left; the bytes written. */
-    private static long fill(Path file) throws IOException {
-        byte[] chunk = new byte[64 << 10];
-        long written = 0;
-        try (OutputStream out = Files.newOutputStream(file)) {
-            while (true) {
-                out.write(chunk);
-                written += chunk.length;
-            }
-        } catch (IOException e) {
-            if (!e.getMessage().contains("No space left")) {
-                throw e;
-            }
-        }
-        return written;
     }
 }

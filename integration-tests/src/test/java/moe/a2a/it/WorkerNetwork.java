@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,6 +27,7 @@ final class WorkerNetwork implements AutoCloseable {
     private final String id = UUID.randomUUID().toString().substring(0, 4);
     private final int workers;
     private final List<String> namespaces = new ArrayList<>();
+    private final List<Path> mounts = new ArrayList<>();
 
     private WorkerNetwork(int workers) {
         this.workers = workers;
@@ -75,6 +77,12 @@ final class WorkerNetwork implements AutoCloseable {
      */
     static List<String> controlPlaneFlags(
             int metricsPort, int redundantExperts, long exchangeTimeoutMs) {
+        return controlPlaneFlags("tcp", metricsPort, redundantExperts, exchangeTimeoutMs);
+    }
+
+    /** As {@link #controlPlaneFlags(int, int, long)}, on {@code transport} (tcp or auto). */
+    static List<String> controlPlaneFlags(
+            String transport, int metricsPort, int redundantExperts, long exchangeTimeoutMs) {
         return List.of(
                 "--host",
                 HOST,
@@ -82,7 +90,7 @@ final class WorkerNetwork implements AutoCloseable {
                 "--metrics-port",
                 Integer.toString(metricsPort),
                 "--transport",
-                "tcp",
+                transport,
                 "--redundant-experts",
                 Integer.toString(redundantExperts),
                 "--exchange-timeout",
@@ -116,6 +124,47 @@ final class WorkerNetwork implements AutoCloseable {
                 "tcp",
                 "--metrics-port",
                 "0");
+    }
+
+    /**
+     * A worker on host {@code host} (its namespace; several workers may share one) that offers tcp
+     * and shm in {@code shmDir} ({@code --transport auto}), logging to {@code name}.log, joining
+     * the control plane's cluster port {@code clusterPort} on {@link #HOST} as rank {@code rank}.
+     */
+    CliProcess hostWorker(Path dir, String name, int clusterPort, int rank, int host, Path shmDir)
+            throws IOException {
+        return CliProcess.moeA2aUnder(
+                List.of("ip", "netns", "exec", namespaces.get(host)),
+                dir,
+                name,
+                "worker",
+                "--control-plane",
+                HOST + ":" + clusterPort,
+                "--rank",
+                Integer.toString(rank),
+                "--data-host",
+                address(host),
+                "--transport",
+                "auto",
+                "--shm-dir",
+                shmDir.toString(),
+                "--metrics-port",
+                "0");
+    }
+
+    /**
+     * A shared-memory folder for each host: a tmpfs of {@code size} (e.g. "16m") under {@code
+     * parent}, unmounted when the network closes. Small, so that it can be filled.
+     */
+    List<Path> mountShmFolders(Path parent, String size) throws Exception {
+        List<Path> folders = new ArrayList<>();
+        for (int h = 0; h < workers; h++) {
+            Path folder = Files.createDirectory(parent.resolve("host-" + h + "-shm"));
+            must("mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", folder.toString());
+            mounts.add(folder);
+            folders.add(folder);
+        }
+        return folders;
     }
 
     /** Drops every packet between workers {@code a} and {@code b}, both ways. */
@@ -168,6 +217,9 @@ final class WorkerNetwork implements AutoCloseable {
     @Override
     public void close() throws IOException {
         try {
+            for (Path folder : mounts) {
+                run("umount", "-l", folder.toString());
+            }
             for (String ns : namespaces) {
                 run("ip", "netns", "del", ns);
             }

@@ -4,6 +4,8 @@ import java.util.List;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import moe.a2a.comm.TransportReach;
+import moe.a2a.comm.Transports;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.GroupFailed;
 import moe.a2a.v1.LinksProbed;
@@ -16,8 +18,9 @@ import org.slf4j.LoggerFactory;
  * ranks name in their failures ({@link LinkFaults}), and when a failure's reports show a cut link
  * it sets one end aside before the group breaks. A set-aside worker is then probed: while the
  * others serve, it is asked to open a plain connection to its cut peer ({@link ProbeLinks}), which
- * does not disturb them, every {@link LinkFaults#probeDelayNanos()}; when nothing serves, or the
- * peer is not in the group, the group forms with it instead. A probe after which the link fails
+ * does not disturb them, every {@link LinkFaults#probeDelayNanos()}; when nothing serves, the peer
+ * is not in the group, or the group runs on no network transport (one host's ranks on shm: the peer
+ * keeps no listener to probe), the group forms with it instead. A probe after which the link fails
  * again doubles the delay. Not thread-safe: guarded by {@link RemoteCluster}'s lock, which the
  * timer tasks it schedules take too.
  */
@@ -220,7 +223,15 @@ final class CutLinks {
         int asked = 0;
         for (int rank : aside) {
             int peer = links.cutPeer(rank);
-            String address = state.serving() && peer >= 0 ? formation.address(peer) : null;
+            // only a group on the network keeps a listener at the peer's address to probe (one
+            // host's group on shm has none)
+            String address =
+                    state.serving()
+                                    && peer >= 0
+                                    && Transports.reach(formation.transport())
+                                            == TransportReach.NETWORK
+                            ? formation.address(peer)
+                            : null;
             if (address != null) {
                 membership.sendTo(new int[] {rank}, probeMessage(id, peer, address));
                 asked++;
