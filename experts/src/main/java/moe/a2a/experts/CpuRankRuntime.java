@@ -133,6 +133,15 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
         return experts.layer(layer).placement();
     }
 
+    /** On the host only: fp32 gate, up and down projections for each local slot. */
+    @Override
+    public WeightMemory weightMemory() {
+        return new WeightMemory(
+                0,
+                3L * model.hidden() * model.ffn() * Float.BYTES,
+                WeightMemory.localExperts(this, rank, model.layers()));
+    }
+
     @Override
     public LayerSlots stage(int layer, Placement next) {
         return experts.stage(layer, next);

@@ -44,6 +44,9 @@ public interface RankRuntime {
      */
     void install(LayerSlots staged);
 
+    /** Where this rank holds its experts' weights, as placed now. Any thread. */
+    WeightMemory weightMemory();
+
     /**
      * From the next step on, each result carries the expert ids the routing chose ({@link
      * RankStepResult#routedIds}), for a routing trace; until then it carries none. Any thread.

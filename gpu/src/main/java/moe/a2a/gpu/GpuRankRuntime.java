@@ -27,6 +27,7 @@ import moe.a2a.experts.RankStep;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.SharedExpert;
+import moe.a2a.experts.WeightMemory;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUevent_st;
@@ -157,6 +158,16 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     @Override
     public void recordRouting() {
         step.recordRouting();
+    }
+
+    /** bf16 projections on the device, and the host path's fp32 copy beside them. */
+    @Override
+    public WeightMemory weightMemory() {
+        WeightMemory host = cpu.weightMemory();
+        return new WeightMemory(
+                3L * model.hidden() * model.ffn() * Short.BYTES,
+                host.hostBytesPerExpert(),
+                host.localExperts());
     }
 
     @Override

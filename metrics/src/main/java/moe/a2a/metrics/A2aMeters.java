@@ -156,7 +156,17 @@ public enum A2aMeters {
             "Ranks set aside because a link between their worker and another is cut"),
     /** Ranks of the formed group, ready to run steps. */
     RANKS_HEALTHY(
-            "moe.a2a.cluster.healthy", "ranks", "Ranks in the formed group, ready to run steps");
+            "moe.a2a.cluster.healthy", "ranks", "Ranks in the formed group, ready to run steps"),
+    /** What one local expert's weights take, where the rank holds them (device, host). */
+    EXPERT_WEIGHT_BYTES(
+            "moe.a2a.rank.expert.weight",
+            "bytes",
+            "Memory one local expert's weights take on the device or the host"),
+    /** What all of the rank's local experts' weights take, every layer, device or host. */
+    WEIGHT_BYTES(
+            "moe.a2a.rank.weight",
+            "bytes",
+            "Memory the rank's local experts' weights take on the device or the host, every layer");
 
     private final String meterName;
     private final String baseUnit;

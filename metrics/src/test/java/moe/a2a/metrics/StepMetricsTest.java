@@ -22,6 +22,24 @@ class StepMetricsTest {
                 new StepMetrics(registry, new int[] {0, 1}, 4, 2, LocalTransportProvider.LOCAL);
         new ClusterMetrics(4, () -> 3, () -> 1, () -> 2, () -> 1, () -> 2).bindTo(registry);
         new QueueMetrics(() -> 5, () -> 321).bindTo(registry);
+        new WeightMemoryMetrics(
+                        new WeightMemoryMetrics.Source() {
+                            @Override
+                            public long deviceBytesPerExpert() {
+                                return 3 * 64 * 96 * 2;
+                            }
+
+                            @Override
+                            public long hostBytesPerExpert() {
+                                return 3 * 64 * 96 * 4;
+                            }
+
+                            @Override
+                            public long localExperts() {
+                                return 5;
+                            }
+                        })
+                .bindTo(registry);
         ExchangeWaitMetrics waits = new ExchangeWaitMetrics(registry, 2);
         waits.onWaits(0, new long[] {0, 3_000_000}, new long[] {0, 40_000_000});
         waits.flag(1, true);
@@ -131,6 +149,10 @@ class StepMetricsTest {
                 .contains("moe_a2a_rank_straggler{rank=\"0\"} 0.0")
                 .contains("moe_a2a_queue_requests 5.0")
                 .contains("moe_a2a_queue_tokens 321.0")
+                .contains("moe_a2a_rank_expert_weight_bytes{where=\"device\"} 36864.0")
+                .contains("moe_a2a_rank_expert_weight_bytes{where=\"host\"} 73728.0")
+                .contains("moe_a2a_rank_weight_bytes{where=\"device\"} 184320.0")
+                .contains("moe_a2a_rank_weight_bytes{where=\"host\"} 368640.0")
                 .contains("moe_a2a_communicator_rebuilds_total 2.0");
         // every documented meter is registered, under its documented name
         for (A2aMeters meter : A2aMeters.values()) {

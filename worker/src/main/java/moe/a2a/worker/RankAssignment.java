@@ -10,9 +10,11 @@ import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.CpuRankRuntime;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
+import moe.a2a.experts.WeightMemory;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.gpu.GpuRankRuntime;
 import moe.a2a.metrics.StepMetrics;
+import moe.a2a.metrics.WeightMemoryMetrics;
 import moe.a2a.protocol.PlacementCodec;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.ModelSpec;
@@ -34,12 +36,39 @@ final class RankAssignment {
     private volatile int rank = -1;
     private int worldSize;
 
-    /** Null until the first Accepted, and after {@link #closeRuntime}. */
-    private LoadedRank loaded;
+    /**
+     * Null until the first Accepted, and after {@link #closeRuntime}; volatile for the scrapes of
+     * its weights' memory.
+     */
+    private volatile LoadedRank loaded;
 
     RankAssignment(OfferedDataPlanes planes, MeterRegistry registry) {
         this.planes = planes;
         this.registry = registry;
+        new WeightMemoryMetrics(new LoadedWeights()).bindTo(registry);
+    }
+
+    /** The loaded rank's weights' memory, or none. */
+    private final class LoadedWeights implements WeightMemoryMetrics.Source {
+        private WeightMemory now() {
+            LoadedRank l = loaded;
+            return l == null ? WeightMemory.NONE : l.runtime().weightMemory();
+        }
+
+        @Override
+        public long deviceBytesPerExpert() {
+            return now().deviceBytesPerExpert();
+        }
+
+        @Override
+        public long hostBytesPerExpert() {
+            return now().hostBytesPerExpert();
+        }
+
+        @Override
+        public long localExperts() {
+            return now().localExperts();
+        }
     }
 
     /** The rank given, or -1 before the control plane first accepted this worker. */

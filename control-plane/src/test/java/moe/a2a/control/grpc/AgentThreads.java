@@ -16,6 +16,7 @@ import moe.a2a.worker.WorkerAgent;
 /** Worker agents {@code worker-0..N-1}, each on a thread of its own, joining over one channel. */
 public final class AgentThreads {
     private final List<WorkerAgent> agents = new ArrayList<>();
+    private final List<SimpleMeterRegistry> registries = new ArrayList<>();
     private final List<Thread> threads = new ArrayList<>();
 
     /** Starts {@code world} agents; agent r offers {@code planes.apply(r)}. */
@@ -27,6 +28,7 @@ public final class AgentThreads {
 
     /** Starts one more agent, {@code workerId}, asking for {@code rank}. */
     void add(ManagedChannel channel, String workerId, int rank, List<DataPlane> planes) {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
         WorkerAgent agent =
                 new WorkerAgent(
                         channel,
@@ -38,8 +40,9 @@ public final class AgentThreads {
                                 Duration.ofMillis(200),
                                 "no GPU probe"),
                         planes,
-                        new SimpleMeterRegistry());
+                        registry);
         agents.add(agent);
+        registries.add(registry);
         Thread t =
                 new Thread(
                         () -> {
@@ -54,8 +57,14 @@ public final class AgentThreads {
         threads.add(t);
     }
 
+    /** The meters of the {@code i}-th agent started. */
+    SimpleMeterRegistry registry(int i) {
+        return registries.get(i);
+    }
+
     /** Stops the {@code i}-th agent started (as a worker process that exits) and forgets it. */
     void stop(int i) throws InterruptedException {
+        registries.remove(i);
         agents.remove(i).close();
         threads.remove(i).join(10_000);
     }

@@ -8,6 +8,7 @@ import static moe.a2a.control.grpc.NcclClusterTest.WORLD;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -59,16 +60,24 @@ class ShmClusterTest {
         run(
                 r -> shm,
                 ShmTransportProvider.SHM,
-                () ->
-                        assertThat(shmFiles(shm))
-                                .as("the group's files while it serves")
-                                .isNotEmpty());
+                served -> {
+                    assertThat(shmFiles(shm)).as("the group's files while it serves").isNotEmpty();
+                    // each worker's experts, fp32 on the host: contiguous, E / WORLD a rank
+                    for (int r = 0; r < WORLD; r++) {
+                        MeterRegistry registry = served.agents.registry(r);
+                        assertThat(weightBytes(registry, "moe.a2a.rank.expert.weight", "host"))
+                                .isEqualTo(3.0 * H * I * Float.BYTES);
+                        assertThat(weightBytes(registry, "moe.a2a.rank.weight", "host"))
+                                .isEqualTo(3.0 * H * I * Float.BYTES * E / WORLD);
+                        assertThat(weightBytes(registry, "moe.a2a.rank.weight", "device")).isZero();
+                    }
+                });
         assertThat(shmFiles(shm)).as("files left after the workers closed").isEmpty();
     }
 
     @Test
     void autoShouldRunTcpWhenWorkersHaveDifferentShmDomains() throws Exception {
-        run(r -> r == 0 ? shm : otherShm, TcpTransportProvider.TCP, () -> {});
+        run(r -> r == 0 ? shm : otherShm, TcpTransportProvider.TCP, served -> {});
         assertThat(shmFiles(shm)).isEmpty();
         assertThat(shmFiles(otherShm)).isEmpty();
     }
@@ -202,7 +211,11 @@ class ShmClusterTest {
     }
 
     private interface Check {
-        void run() throws Exception;
+        void run(ServedCluster served) throws Exception;
+    }
+
+    private static double weightBytes(MeterRegistry registry, String meter, String where) {
+        return registry.get(meter).tag("where", where).gauge().value();
     }
 
     private void run(IntFunction<Path> dirs, Transport expected, Check serving) throws Exception {
@@ -228,7 +241,7 @@ class ShmClusterTest {
                             stub.forward(request));
                 }
             }
-            serving.run();
+            serving.run(served);
         }
     }
 
