@@ -109,21 +109,7 @@ final class WorkerNetwork implements AutoCloseable {
      * plane's cluster port {@code clusterPort} on {@link #HOST} as rank {@code w}.
      */
     CliProcess worker(Path dir, String name, int clusterPort, int w) throws IOException {
-        return CliProcess.moeA2aUnder(
-                List.of("ip", "netns", "exec", namespaces.get(w)),
-                dir,
-                name,
-                "worker",
-                "--control-plane",
-                HOST + ":" + clusterPort,
-                "--rank",
-                Integer.toString(w),
-                "--data-host",
-                address(w),
-                "--transport",
-                "tcp",
-                "--metrics-port",
-                "0");
+        return workerOn(w, dir, name, clusterPort, w, "--transport", "tcp");
     }
 
     /**
@@ -133,23 +119,39 @@ final class WorkerNetwork implements AutoCloseable {
      */
     CliProcess hostWorker(Path dir, String name, int clusterPort, int rank, int host, Path shmDir)
             throws IOException {
+        return workerOn(
+                host,
+                dir,
+                name,
+                clusterPort,
+                rank,
+                "--transport",
+                "auto",
+                "--shm-dir",
+                shmDir.toString());
+    }
+
+    private CliProcess workerOn(
+            int host, Path dir, String name, int clusterPort, int rank, String... transport)
+            throws IOException {
+        List<String> args = new ArrayList<>();
+        args.addAll(
+                List.of(
+                        "worker",
+                        "--control-plane",
+                        HOST + ":" + clusterPort,
+                        "--rank",
+                        Integer.toString(rank),
+                        "--data-host",
+                        address(host),
+                        "--metrics-port",
+                        "0"));
+        args.addAll(List.of(transport));
         return CliProcess.moeA2aUnder(
                 List.of("ip", "netns", "exec", namespaces.get(host)),
                 dir,
                 name,
-                "worker",
-                "--control-plane",
-                HOST + ":" + clusterPort,
-                "--rank",
-                Integer.toString(rank),
-                "--data-host",
-                address(host),
-                "--transport",
-                "auto",
-                "--shm-dir",
-                shmDir.toString(),
-                "--metrics-port",
-                "0");
+                args.toArray(String[]::new));
     }
 
     /**

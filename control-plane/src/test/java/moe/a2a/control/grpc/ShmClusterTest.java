@@ -90,12 +90,7 @@ class ShmClusterTest {
      */
     @Test
     void autoShouldFormOverTcpWhenTheShmFolderIsFull() throws Exception {
-        Path tiny = shm.resolve("tiny");
-        Files.createDirectories(tiny);
-        assumeTrue(
-                "root".equals(System.getProperty("user.name"))
-                        && run("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", tiny.toString()),
-                "not root, or no mount: a small tmpfs is needed");
+        Path tiny = tinyFolder(shm);
         try {
             RemoteCluster cluster = autoCluster();
             try (ServedCluster served = serve(cluster, r -> tiny)) {
@@ -125,12 +120,7 @@ class ShmClusterTest {
      */
     @Test
     void autoShouldFormFlatTcpWhenOneHostsFolderIsFullAcrossHosts() throws Exception {
-        Path tiny = otherShm.resolve("tiny");
-        Files.createDirectories(tiny);
-        assumeTrue(
-                "root".equals(System.getProperty("user.name"))
-                        && run("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", tiny.toString()),
-                "not root, or no mount: a small tmpfs is needed");
+        Path tiny = tinyFolder(otherShm);
         int world = 4;
         try {
             RemoteCluster cluster = autoCluster(world);
@@ -155,6 +145,20 @@ class ShmClusterTest {
         } finally {
             run("umount", tiny.toString());
         }
+    }
+
+    /**
+     * A 64 KiB tmpfs mounted at {@code parent}/tiny, too small for a group's first files (the
+     * caller unmounts it); skips the test where it cannot be mounted (not root).
+     */
+    private static Path tinyFolder(Path parent) throws Exception {
+        Path tiny = parent.resolve("tiny");
+        Files.createDirectories(tiny);
+        assumeTrue(
+                "root".equals(System.getProperty("user.name"))
+                        && run("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", tiny.toString()),
+                "not root, or no mount: a small tmpfs is needed");
+        return tiny;
     }
 
     private static boolean run(String... command) throws Exception {
