@@ -122,7 +122,7 @@ public final class ExpertBank {
             for (int t = 0; t < rows; t++) {
                 double g = 0;
                 for (int c = 0; c < hidden; c++) {
-                    g += s.gate()[c] * x.get(t * hidden + c);
+                    g += (double) s.gate()[c] * x.get(t * hidden + c);
                 }
                 float scale = (float) (1 / (1 + Math.exp(-g)));
                 for (int c = 0; c < hidden; c++) {

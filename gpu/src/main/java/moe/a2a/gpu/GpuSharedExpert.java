@@ -30,6 +30,10 @@ final class GpuSharedExpert implements AutoCloseable {
     private final int hidden;
     private final @Nullable CudaMemory gate;
     private final CudaMemory out = CudaMemory.device();
+
+    /** The MLP's one slot's rows, the step's tokens: kept to allocate nothing a step. */
+    private final int[] rows = new int[1];
+
     private final CUstream_st side = new CUstream_st();
     private final CUevent_st tokensReady = new CUevent_st();
     private final CUevent_st done = new CUevent_st();
@@ -72,7 +76,8 @@ final class GpuSharedExpert implements AutoCloseable {
         out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
         CudaCheck.check(cudaEventRecord(tokensReady, main), "cudaEventRecord");
         CudaCheck.check(cudaStreamWaitEvent(side, tokensReady, 0), "cudaStreamWaitEvent");
-        mlp.forward(tokens, new int[] {numTokens}, out, side);
+        rows[0] = numTokens;
+        mlp.forward(tokens, rows, out, side);
         CudaCheck.check(cudaEventRecord(done, side), "cudaEventRecord");
     }
 

@@ -40,8 +40,8 @@ class SharedExpertRowsTest {
 
     /**
      * Gate and tokens on grids ({@code k·2⁻¹²} and {@code k·2⁻⁶}, {@code |k| < 256}, both bf16), so
-     * every product is exact in float and every partial sum exact in double: the CPU path's
-     * sequential float-product sum and the kernel's strided tree give the same dot.
+     * every product and every partial sum is exact in double: the CPU path's sequential sum and the
+     * kernel's strided tree give the same dot.
      */
     @ParameterizedTest
     @CsvSource({"300, 5", "100, 3", "512, 4"})
@@ -76,11 +76,11 @@ class SharedExpertRowsTest {
             for (int c = 0; c < hidden; c++) {
                 magnitude += Math.abs((double) gate[c] * xs[t * hidden + c]);
             }
-            // not bit for bit: ExpertBank rounds each gate·x product to float, the kernel does not
-            // so the scales part by that rounding (2⁻²⁴·Σ|gate·x|) and both double sums, a quarter
-            // of it through the sigmoid, the sigmoids' own rounding, and each cast to float (2⁻²⁵)
-            double scaleBound =
-                    magnitude * (0x1p-24 + (2 * hidden + 16) * 0x1p-53) / 4 + 0x1p-49 + 0x1p-24;
+            // not bit for bit: both multiply in double (exact) but sum in another order (the
+            // kernel's tree, ExpertBank's channels), so the scales part by both double sums'
+            // rounding, a quarter of it through the sigmoid, the sigmoids' own rounding, and each
+            // cast to float (2⁻²⁵)
+            double scaleBound = magnitude * (2 * hidden + 16) * 0x1p-53 / 4 + 0x1p-49 + 0x1p-24;
             for (int c = 0; c < hidden; c++) {
                 int i = t * hidden + c;
                 float row = layer.rows()[i];
