@@ -110,7 +110,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             events[i] = new CUevent_st();
             CudaCheck.check(cudaEventCreate(events[i]), "cudaEventCreate");
         }
-        long perExpert = 3L * model.hidden() * model.ffn();
+        WeightMemory memory = weightMemory();
         LOG.info(
                 "rank {} on GPU {}: {} local experts a layer over {} layers, {} MiB each on the"
                         + " device (bf16) and {} MiB each on the host (fp32, for the steps that"
@@ -119,8 +119,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                 device,
                 placement.localExperts(rank),
                 model.layers(),
-                String.format(Locale.ROOT, "%.1f", perExpert * Short.BYTES / 1048576.0),
-                String.format(Locale.ROOT, "%.1f", perExpert * Float.BYTES / 1048576.0));
+                String.format(Locale.ROOT, "%.1f", memory.deviceBytesPerExpert() / 1048576.0),
+                String.format(Locale.ROOT, "%.1f", memory.hostBytesPerExpert() / 1048576.0));
     }
 
     @Override

@@ -106,19 +106,23 @@ public class NcclClusterTest {
         }
     }
 
+    /** The seeded one-layer model these cluster tests serve: E experts, H, I, top-K. */
+    static ModelSpec spec(long seed) {
+        return ModelSpec.newBuilder()
+                .setExperts(E)
+                .setHidden(H)
+                .setFfn(I)
+                .setTopK(K)
+                .setLayers(1)
+                .setSeed(seed)
+                .build();
+    }
+
     /**
      * A control plane's cluster of {@link #WORLD} workers on {@code transport}, seeded model 11.
      */
     public static RemoteCluster remoteCluster(Transport transport) {
-        ModelSpec spec =
-                ModelSpec.newBuilder()
-                        .setExperts(E)
-                        .setHidden(H)
-                        .setFfn(I)
-                        .setTopK(K)
-                        .setLayers(1)
-                        .setSeed(11)
-                        .build();
+        ModelSpec spec = spec(11);
         return new RemoteCluster(
                 new ModelConfig(E, H, I, K, 1),
                 spec,

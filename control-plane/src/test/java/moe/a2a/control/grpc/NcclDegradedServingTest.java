@@ -20,7 +20,6 @@ import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.kernels.DType;
 import moe.a2a.v1.ForwardRequest;
-import moe.a2a.v1.ModelSpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -47,14 +46,7 @@ class NcclDegradedServingTest {
         RemoteCluster cluster =
                 new RemoteCluster(
                         new ModelConfig(E, H, I, K, 1),
-                        ModelSpec.newBuilder()
-                                .setExperts(E)
-                                .setHidden(H)
-                                .setFfn(I)
-                                .setTopK(K)
-                                .setLayers(1)
-                                .setSeed(13)
-                                .build(),
+                        NcclClusterTest.spec(13),
                         "test",
                         Placement.of(Placement.FIRST_VERSION, E, rankExperts),
                         NcclTransportProvider.NCCL,

@@ -271,15 +271,7 @@ class ShmClusterTest {
     }
 
     private static RemoteCluster autoCluster(int world) {
-        ModelSpec spec =
-                ModelSpec.newBuilder()
-                        .setExperts(E)
-                        .setHidden(H)
-                        .setFfn(I)
-                        .setTopK(K)
-                        .setLayers(1)
-                        .setSeed(11)
-                        .build();
+        ModelSpec spec = NcclClusterTest.spec(11);
         return new RemoteCluster(
                 new ModelConfig(E, H, I, K, 1),
                 spec,
