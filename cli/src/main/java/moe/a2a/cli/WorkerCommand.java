@@ -110,6 +110,13 @@ final class WorkerCommand implements Callable<Integer> {
             description = "CUDA device of this rank, for nccl (default: ${DEFAULT-VALUE}).")
     int device;
 
+    @Option(
+            names = "--tf32",
+            description =
+                    "On nccl, let the fp32 GEMMs of fp16 and fp32 steps run on TF32 tensor cores"
+                            + " (10-bit mantissa products; default: fp32 math).")
+    boolean tf32;
+
     @Mixin GpuOptions gpu;
 
     @Mixin ChannelOptions connection;
@@ -193,7 +200,8 @@ final class WorkerCommand implements Callable<Integer> {
                                     rejoinTimeout,
                                     Duration.ofMillis(500),
                                     offer.deviceProbe(),
-                                    Hosts.localName()),
+                                    Hosts.localName(),
+                                    tf32),
                             planes.all(),
                             registry);
             // a requested stop is not a failure: leave the group, then exit 0

@@ -23,6 +23,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import moe.a2a.comm.A2aException;
+import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUfunc_st;
 import org.bytedeco.cuda.cudart.CUmod_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -55,7 +56,9 @@ public final class CudaKernels implements AutoCloseable {
     private final CUfunc_st weightedSum;
     private final CUfunc_st accumulate;
     private final CUfunc_st siluMul;
+    private final CUfunc_st siluMulFp32;
     private final CUfunc_st widen;
+    private final CUfunc_st widenRows;
     private final CUfunc_st llGroup;
     private final CUfunc_st quantizeFp8;
     private final CUfunc_st dequantizeFp8;
@@ -66,10 +69,12 @@ public final class CudaKernels implements AutoCloseable {
         this.module = module;
         this.arch = arch;
         this.gatherRows = function(module, "gather_rows");
-        this.weightedSum = function(module, "weighted_sum_bf16");
-        this.accumulate = function(module, "accumulate_bf16");
+        this.weightedSum = function(module, "weighted_sum");
+        this.accumulate = function(module, "accumulate");
         this.siluMul = function(module, "silu_mul_bf16");
+        this.siluMulFp32 = function(module, "silu_mul_fp32");
         this.widen = function(module, "bf16_to_fp32");
+        this.widenRows = function(module, "widen_rows");
         this.llGroup = function(module, "ll_group");
         this.quantizeFp8 = function(module, "quantize_fp8_rows");
         this.dequantizeFp8 = function(module, "dequantize_fp8_rows");
@@ -122,8 +127,20 @@ public final class CudaKernels implements AutoCloseable {
     }
 
     /**
-     * {@code dst[r]} = the FP8 row ({@code Fp8RowLayout}) of bf16 row {@code index[r]} of {@code
-     * src}, bit for bit the CPU path's quantization: FP8 dispatch's pack.
+     * The code kernels.cu names a row's element type by ({@code DTYPE_BF16}, {@code DTYPE_FP16},
+     * {@code DTYPE_FP32}).
+     */
+    static int code(DType dtype) {
+        return switch (dtype) {
+            case BF16 -> 0;
+            case FP16 -> 1;
+            case FP32 -> 2;
+        };
+    }
+
+    /**
+     * {@code dst[r]} = the FP8 row ({@code Fp8RowLayout}) of row {@code index[r]} of {@code src}
+     * (in {@code dtype}), bit for bit the CPU path's quantization: FP8 dispatch's pack.
      */
     public void quantizeFp8Rows(
             BytePointer src,
@@ -131,13 +148,14 @@ public final class CudaKernels implements AutoCloseable {
             BytePointer dst,
             int hidden,
             int rows,
+            DType dtype,
             CUstream_st stream) {
-        fp8Rows(quantizeFp8, src, index, dst, hidden, rows, stream);
+        rowsOf(quantizeFp8, src, index, dst, hidden, rows, dtype, stream);
     }
 
     /**
-     * {@code dst[r]} = bf16 of FP8 row {@code index[r]} of {@code src}, dequantized by its block
-     * scales: FP8 dispatch's grouping by local expert.
+     * {@code dst[r]} = FP8 row {@code index[r]} of {@code src}, dequantized by its block scales, in
+     * {@code dtype} (bf16 or fp32): FP8 dispatch's grouping by local expert.
      */
     public void dequantizeFp8Rows(
             BytePointer src,
@@ -145,27 +163,54 @@ public final class CudaKernels implements AutoCloseable {
             BytePointer dst,
             int hidden,
             int rows,
+            DType dtype,
             CUstream_st stream) {
-        fp8Rows(dequantizeFp8, src, index, dst, hidden, rows, stream);
+        rowsOf(dequantizeFp8, src, index, dst, hidden, rows, dtype, stream);
     }
 
-    /** One block per row of {@code rows}: the FP8 kernels' shared signature. */
-    private static void fp8Rows(
-            CUfunc_st kernel,
+    /**
+     * {@code dst[r]} = fp32 of row {@code index[r]} of {@code src} (row {@code r} when {@code
+     * index} is null), rows in {@code dtype}: the grouping of fp16 and fp32 steps.
+     */
+    public void widenRows(
             BytePointer src,
-            BytePointer index,
+            @Nullable BytePointer index,
             BytePointer dst,
             int hidden,
             int rows,
+            DType dtype,
+            CUstream_st stream) {
+        rowsOf(widenRows, src, index, dst, hidden, rows, dtype, stream);
+    }
+
+    /** One block per row of {@code rows}: the row kernels' shared signature. */
+    private static void rowsOf(
+            CUfunc_st kernel,
+            BytePointer src,
+            @Nullable BytePointer index,
+            BytePointer dst,
+            int hidden,
+            int rows,
+            DType dtype,
             CUstream_st stream) {
         if (rows > 0) {
-            launch(kernel, rows, stream, addr(src), addr(index), addr(dst), arg(hidden), arg(rows));
+            launch(
+                    kernel,
+                    rows,
+                    stream,
+                    addr(src),
+                    index == null ? new LongPointer(1).put(0L) : addr(index),
+                    addr(dst),
+                    arg(hidden),
+                    arg(rows),
+                    arg(code(dtype)));
         }
     }
 
     /**
      * Adds a layer's shared expert's fp32 rows {@code shared} into the combined {@code out}, each
-     * token's scaled by {@code sigmoid(gate · x)} when {@code gate} (fp32 {@code [H]}) is given.
+     * token's scaled by {@code sigmoid(gate · x)} when {@code gate} (fp32 {@code [H]}) is given;
+     * the tokens {@code x} in {@code dtype}.
      */
     public void addShared(
             BytePointer shared,
@@ -174,6 +219,7 @@ public final class CudaKernels implements AutoCloseable {
             BytePointer out,
             int hidden,
             int tokens,
+            DType dtype,
             CUstream_st stream) {
         if (tokens > 0) {
             launch(
@@ -185,12 +231,16 @@ public final class CudaKernels implements AutoCloseable {
                     gate == null ? new LongPointer(1).put(0L) : addr(gate),
                     addr(out),
                     arg(hidden),
-                    arg(tokens));
+                    arg(tokens),
+                    arg(code(dtype)));
         }
     }
 
-    /** Expert side of combine: bf16 rows of each received token's weighted expert outputs. */
-    public void weightedSumBf16(
+    /**
+     * Expert side of combine: rows, in {@code dtype}, of each received token's weighted expert
+     * outputs.
+     */
+    public void weightedSum(
             BytePointer expertOut,
             BytePointer start,
             BytePointer row,
@@ -198,6 +248,7 @@ public final class CudaKernels implements AutoCloseable {
             BytePointer out,
             int hidden,
             int tokens,
+            DType dtype,
             CUstream_st stream) {
         if (tokens > 0) {
             launch(
@@ -210,18 +261,20 @@ public final class CudaKernels implements AutoCloseable {
                     addr(weight),
                     addr(out),
                     arg(hidden),
-                    arg(tokens));
+                    arg(tokens),
+                    arg(code(dtype)));
         }
     }
 
-    /** Source side of combine: each token's returned bf16 rows summed into fp32. */
-    public void accumulateBf16(
+    /** Source side of combine: each token's returned rows (in {@code dtype}) summed into fp32. */
+    public void accumulate(
             BytePointer rows,
             BytePointer start,
             BytePointer index,
             BytePointer out,
             int hidden,
             int tokens,
+            DType dtype,
             CUstream_st stream) {
         if (tokens > 0) {
             launch(
@@ -233,7 +286,8 @@ public final class CudaKernels implements AutoCloseable {
                     addr(index),
                     addr(out),
                     arg(hidden),
-                    arg(tokens));
+                    arg(tokens),
+                    arg(code(dtype)));
         }
     }
 
@@ -277,13 +331,21 @@ public final class CudaKernels implements AutoCloseable {
                 addr(received));
     }
 
-    /** {@code out = bf16(silu(gate) * up)} over {@code n} elements. */
-    public void siluMulBf16(
-            BytePointer gate, BytePointer up, BytePointer out, long n, CUstream_st stream) {
+    /**
+     * {@code out = silu(gate) * up} over {@code n} fp32 elements, {@code out} rounded to bf16 for
+     * bf16 GEMMs or fp32 for the others ({@code activation}).
+     */
+    public void siluMul(
+            BytePointer gate,
+            BytePointer up,
+            BytePointer out,
+            long n,
+            DType activation,
+            CUstream_st stream) {
         if (n > 0) {
             int blocks = (int) ((n + THREADS - 1) / THREADS);
             launch(
-                    siluMul,
+                    activation == DType.BF16 ? siluMul : siluMulFp32,
                     blocks,
                     stream,
                     addr(gate),

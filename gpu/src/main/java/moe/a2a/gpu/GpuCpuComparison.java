@@ -8,14 +8,11 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.FloatBuffer;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.SplittableRandom;
-import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchDType;
-import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ReferenceMoeLayer;
@@ -33,11 +30,11 @@ import org.bytedeco.javacpp.BytePointer;
  * reference (FP8 tolerance).
  */
 final class GpuCpuComparison {
-    private static final int TOKENS = 256;
-    private static final int HIDDEN = 512;
-    private static final int FFN = 1024;
-    private static final int EXPERTS = 8;
-    private static final int TOP_K = 2;
+    static final int TOKENS = 256;
+    static final int HIDDEN = 512;
+    static final int FFN = 1024;
+    static final int EXPERTS = 8;
+    static final int TOP_K = 2;
 
     private GpuCpuComparison() {}
 
@@ -66,30 +63,9 @@ final class GpuCpuComparison {
         }
         Placement placement = Placement.contiguous(EXPERTS, 1);
 
-        // CPU path: in-process group of one, identity experts.
-        Dispatcher cpu =
-                new Dispatcher(new LocalGroup(1).communicator(0), placement, HIDDEN, TOP_K);
-        DispatchResult cpuResult = cpu.dispatch(tokens, TOKENS, DType.BF16, ids, weights);
-        int numRecv = cpuResult.numRecvTokens();
-        ByteBuffer cpuRecv =
-                ByteBuffer.allocateDirect(numRecv * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
-        for (int j = 0; j < numRecv; j++) {
-            cpuResult.copyRecvToken(j, cpuRecv, j * rowBytes);
-        }
-        FloatBuffer identity =
-                ByteBuffer.allocateDirect(cpuResult.numExpertRows() * HIDDEN * Float.BYTES)
-                        .order(ByteOrder.nativeOrder())
-                        .asFloatBuffer();
-        int at = 0;
-        for (int slot = 0; slot < cpuResult.handle().localExperts(); slot++) {
-            cpuResult.gather(slot, identity, at * HIDDEN);
-            at += cpuResult.handle().recvTokensPerLocalExpert(slot);
-        }
-        FloatBuffer cpuOut =
-                ByteBuffer.allocateDirect(TOKENS * HIDDEN * Float.BYTES)
-                        .order(ByteOrder.nativeOrder())
-                        .asFloatBuffer();
-        cpu.combine(identity, cpuResult.handle(), cpuOut);
+        CpuIdentityLayer cpu =
+                CpuIdentityLayer.run(
+                        tokens, TOKENS, HIDDEN, DType.BF16, ids, weights, TOP_K, placement);
 
         // GPU path on the same inputs.
         CUstream_st stream = comm.stream();
@@ -103,6 +79,7 @@ final class GpuCpuComparison {
                                 0,
                                 placement,
                                 0,
+                                false,
                                 kernels)) {
             CudaCheck.check(
                     cudaMemcpy(
@@ -111,15 +88,16 @@ final class GpuCpuComparison {
                             (long) TOKENS * rowBytes,
                             cudaMemcpyHostToDevice),
                     "cudaMemcpy(tokens)");
-            CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, ids, weights);
+            CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, DType.BF16, ids, weights);
             sync(stream);
             ByteBuffer gpuRecv = download(gpu.received(), (long) gpu.numReceived() * rowBytes);
-            boolean exchangeExact = gpu.numReceived() == numRecv && gpuRecv.equals(cpuRecv);
+            boolean exchangeExact =
+                    gpu.numReceived() == cpu.rows() && gpuRecv.equals(cpu.received());
             table.row(
                     "dispatch rows vs CPU (world size 1)",
                     (exchangeExact ? "bit-exact" : "DIFFERENT")
                             + ", "
-                            + numRecv
+                            + cpu.rows()
                             + " rows of "
                             + rowBytes
                             + " B",
@@ -130,13 +108,7 @@ final class GpuCpuComparison {
             kernels.bf16ToFp32(grouped.at(0), expertOut.at(0), (long) groupedRows * HIDDEN, stream);
             gpu.combine(expertOut, out);
             float[] gpuOut = downloadFloats(out, TOKENS * HIDDEN);
-            int differing = 0;
-            for (int i = 0; i < gpuOut.length; i++) {
-                differing +=
-                        Float.floatToRawIntBits(gpuOut[i]) == Float.floatToRawIntBits(cpuOut.get(i))
-                                ? 0
-                                : 1;
-            }
+            long differing = cpu.differing(gpuOut);
             table.row(
                     "combine, identity experts, vs CPU",
                     differing == 0
@@ -162,6 +134,7 @@ final class GpuCpuComparison {
                     worst <= 1);
             sharedExpert(comm, kernels, table, deviceTokens, out, x, ids, weights);
             fp8(comm, kernels, table, deviceTokens, tokens, x, ids, weights, placement);
+            GpuDTypeComparison.run(comm, kernels, table, x, ids, weights, placement);
         }
     }
 
@@ -193,9 +166,9 @@ final class GpuCpuComparison {
         if (shared == null) {
             throw new IllegalStateException("the check's weights lost their shared expert");
         }
-        try (GpuSharedExpert onDevice = new GpuSharedExpert(shared, kernels)) {
-            onDevice.start(deviceTokens, TOKENS, comm.stream());
-            onDevice.addTo(out, deviceTokens, TOKENS, comm.stream());
+        try (GpuSharedExpert onDevice = new GpuSharedExpert(shared, false, kernels)) {
+            onDevice.start(deviceTokens, TOKENS, DType.BF16, comm.stream());
+            onDevice.addTo(out, deviceTokens, TOKENS, DType.BF16, comm.stream());
             sync(comm.stream());
             float[] layer = downloadFloats(out, TOKENS * HIDDEN);
             float[] reference =
@@ -233,8 +206,8 @@ final class GpuCpuComparison {
                 GpuDispatcher gpu =
                         new GpuDispatcher(
                                 comm, placement, HIDDEN, TOP_K, DispatchDType.FP8, kernels);
-                GpuExperts experts = new GpuExperts(bf16, 0, placement, 0, kernels)) {
-            CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, ids, weights);
+                GpuExperts experts = new GpuExperts(bf16, 0, placement, 0, false, kernels)) {
+            CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, DType.BF16, ids, weights);
             sync(stream);
             int fp8Bytes = gpu.sentRowBytes();
             int rows = gpu.numReceived();
@@ -278,7 +251,8 @@ final class GpuCpuComparison {
         }
     }
 
-    private static double worstOfTolerance(float[] actual, float[] expected) {
+    /** The worst error of {@code actual} in units of 2^-6 of each row's largest magnitude. */
+    static double worstOfTolerance(float[] actual, float[] expected) {
         double worst = 0;
         for (int t = 0; t < TOKENS; t++) {
             double rowMax = 0;
@@ -297,7 +271,7 @@ final class GpuCpuComparison {
         return worst;
     }
 
-    private static ByteBuffer download(CudaMemory memory, long bytes) {
+    static ByteBuffer download(CudaMemory memory, long bytes) {
         ByteBuffer host = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
         if (bytes > 0) {
             CudaCheck.check(
@@ -307,7 +281,7 @@ final class GpuCpuComparison {
         return host;
     }
 
-    private static float[] downloadFloats(CudaMemory memory, int n) {
+    static float[] downloadFloats(CudaMemory memory, int n) {
         ByteBuffer host = download(memory, (long) n * Float.BYTES);
         float[] out = new float[n];
         host.asFloatBuffer().get(out);
@@ -318,7 +292,7 @@ final class GpuCpuComparison {
      * Waits for {@code stream}: it is non-blocking, so the synchronous copies (on the default
      * stream) do not wait for it by themselves.
      */
-    private static void sync(CUstream_st stream) {
+    static void sync(CUstream_st stream) {
         CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     }
 }

@@ -9,18 +9,20 @@ import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.kernels.DType;
 import moe.a2a.kernels.Fp8RowLayout;
 import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
- * One rank's dispatch and combine with token rows in device memory (bf16), over NCCL. The layout is
- * computed on the host (as the CPU {@code Dispatcher} does) and the rows move only on the device:
- * packed by a gather kernel, exchanged by {@link NcclCommunicator#allToAllVDevice}, grouped by
- * local expert by the same kernel (with FP8 dispatch, the pack quantizes and the grouping
- * dequantizes to bf16). Combine weights and sums each received token's expert rows (one bf16 row
- * per token goes back) and sums the returned rows at the source. The routing (local slot and weight
- * per choice) travels in a small host-staged exchange beside the rows; {@link RoutePlan} turns it
- * into the kernels' index lists.
+ * One rank's dispatch and combine with token rows in device memory, over NCCL. The layout is
+ * computed on the host (as the CPU {@code Dispatcher} does) and the rows move only on the device,
+ * in the step's dtype as on the CPU path: packed by a gather kernel, exchanged by {@link
+ * NcclCommunicator#allToAllVDevice}, grouped by local expert, as bf16 rows for a bf16 step's bf16
+ * GEMMs and as fp32 rows for the fp32 GEMMs of fp16 and fp32 steps (with FP8 dispatch, the pack
+ * quantizes and the grouping dequantizes). Combine weights and sums each received token's expert
+ * rows (one row per token goes back, in the step's dtype) and sums the returned rows at the source.
+ * The routing (local slot and weight per choice) travels in a small host-staged exchange beside the
+ * rows; {@link RoutePlan} turns it into the kernels' index lists.
  *
  * <p>The sums run in the CPU path's order without fused multiply-adds, so with the same inputs the
  * results are bit-identical to {@code Dispatcher}'s. Owned by the rank's thread.
@@ -31,11 +33,6 @@ public final class GpuDispatcher implements AutoCloseable {
     private final int hidden;
     private final int topK;
     private final int worldSize;
-    private final int rowBytes;
-
-    /** Bytes of a row as dispatch moves it: bf16, or FP8 codes and block scales. */
-    private final int sentRowBytes;
-
     private final boolean fp8;
     private final DispatchLayout layout;
     private final RoutePlan plan;
@@ -51,6 +48,15 @@ public final class GpuDispatcher implements AutoCloseable {
     private final IndexUpload indexes = new IndexUpload();
     private ByteBuffer routes = ByteBuffer.allocateDirect(0).order(ByteOrder.LITTLE_ENDIAN);
     private int numTokens;
+
+    /**
+     * The last dispatch's dtype, and its rows' bytes: as the tokens came, and as dispatch sent
+     * them.
+     */
+    private DType dtype = DType.BF16;
+
+    private int rowBytes;
+    private int sentRowBytes;
     private long weightedStart;
     private long weightedRow;
     private long weightedWeight;
@@ -79,9 +85,7 @@ public final class GpuDispatcher implements AutoCloseable {
         this.hidden = hidden;
         this.topK = topK;
         this.worldSize = comm.size();
-        this.rowBytes = hidden * Short.BYTES;
         this.fp8 = dispatchDType == DispatchDType.FP8;
-        this.sentRowBytes = fp8 ? Fp8RowLayout.rowBytes(hidden) : rowBytes;
         this.layout = new DispatchLayout(placement, comm.rank());
         this.plan = new RoutePlan(placement, comm.rank(), topK);
         this.sendRows = new long[worldSize];
@@ -99,14 +103,19 @@ public final class GpuDispatcher implements AutoCloseable {
     }
 
     /**
-     * Dispatches {@code numTokens} bf16 rows of {@code tokens} ({@code [T, H]} on the device)
-     * routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}). Returns the received rows
-     * grouped by local expert ({@link #rowsPerSlot()} of each), valid until the next dispatch.
-     * Every rank calls it in the same step.
+     * Dispatches {@code numTokens} rows of {@code tokens} ({@code [T, H]} in {@code dtype} on the
+     * device) routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}). Returns the received
+     * rows grouped by local expert ({@link #rowsPerSlot()} of each; bf16 for a bf16 step, fp32
+     * otherwise: {@link #expertDType}), valid until the next dispatch. Every rank calls it in the
+     * same step with the same dtype.
      */
     public CudaMemory dispatch(
-            CudaMemory tokens, int numTokens, int[] topkIds, float[] topkWeights) {
+            CudaMemory tokens, int numTokens, DType dtype, int[] topkIds, float[] topkWeights) {
         this.numTokens = numTokens;
+        this.dtype = dtype;
+        this.rowBytes = hidden * dtype.sizeBytes();
+        this.sentRowBytes = fp8 ? Fp8RowLayout.rowBytes(hidden) : rowBytes;
+        DType grouping = expertDType(dtype);
         long s = step++;
         layout.compute(topkIds, numTokens, topK);
         for (int r = 0; r < worldSize; r++) {
@@ -152,7 +161,7 @@ public final class GpuDispatcher implements AutoCloseable {
 
         send.ensure(Math.max(1, (long) totalSend * sentRowBytes));
         recv.ensure(Math.max(1, (long) numRecv * sentRowBytes));
-        grouped.ensure(Math.max(1, (long) numGrouped * rowBytes));
+        grouped.ensure(Math.max(1, (long) numGrouped * hidden * grouping.sizeBytes()));
         if (fp8) {
             kernels.quantizeFp8Rows(
                     tokens.at(0),
@@ -160,6 +169,7 @@ public final class GpuDispatcher implements AutoCloseable {
                     send.at(0),
                     hidden,
                     totalSend,
+                    dtype,
                     comm.stream());
         } else {
             kernels.gatherRows(
@@ -182,6 +192,16 @@ public final class GpuDispatcher implements AutoCloseable {
                     grouped.at(0),
                     hidden,
                     numGrouped,
+                    grouping,
+                    comm.stream());
+        } else if (grouping != dtype) {
+            kernels.widenRows(
+                    recv.at(0),
+                    indexes.at(groupIndex),
+                    grouped.at(0),
+                    hidden,
+                    numGrouped,
+                    dtype,
                     comm.stream());
         } else {
             kernels.gatherRows(
@@ -193,6 +213,14 @@ public final class GpuDispatcher implements AutoCloseable {
                     comm.stream());
         }
         return grouped;
+    }
+
+    /**
+     * The rows the experts take for a step in {@code dtype}: bf16 for bf16 GEMMs, else fp32, as
+     * fp32 GEMMs keep an fp16 or fp32 step's precision.
+     */
+    public static DType expertDType(DType dtype) {
+        return dtype == DType.BF16 ? DType.BF16 : DType.FP32;
     }
 
     /** Rows per local expert slot of the last dispatch, in the grouped order. */
@@ -223,7 +251,10 @@ public final class GpuDispatcher implements AutoCloseable {
         return recvRows[rank];
     }
 
-    /** Bytes of a row as dispatch moves it: bf16, or an FP8 row with its block scales. */
+    /**
+     * Bytes of a row as the last dispatch moved it: in the step's dtype, or an FP8 row with its
+     * block scales.
+     */
     public int sentRowBytes() {
         return sentRowBytes;
     }
@@ -238,17 +269,23 @@ public final class GpuDispatcher implements AutoCloseable {
         return plan.numReceived();
     }
 
+    /** Bytes of a row combine moves back: the token in the last dispatch's dtype. */
+    public int combineRowBytes() {
+        return rowBytes;
+    }
+
     /**
      * Combines: {@code expertOut} holds fp32 rows in the grouped order of the last dispatch; on
      * return (the stream synchronized) {@code out} holds each of this rank's tokens' weighted sums
-     * over all its experts, fp32 {@code [T, H]} on the device.
+     * over all its experts, fp32 {@code [T, H]} on the device, its rows having travelled in the
+     * step's dtype.
      */
     public void combine(CudaMemory expertOut, CudaMemory out) {
         int numRecv = plan.numReceived();
         combineSend.ensure(Math.max(1, (long) numRecv * rowBytes));
         combineRecv.ensure(Math.max(1, (long) layout.rankOffsets(worldSize) * rowBytes));
         out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
-        kernels.weightedSumBf16(
+        kernels.weightedSum(
                 expertOut.at(0),
                 indexes.at(weightedStart),
                 indexes.at(weightedRow),
@@ -256,6 +293,7 @@ public final class GpuDispatcher implements AutoCloseable {
                 combineSend.at(0),
                 hidden,
                 numRecv,
+                dtype,
                 comm.stream());
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = recvRows[r] * rowBytes;
@@ -263,13 +301,14 @@ public final class GpuDispatcher implements AutoCloseable {
         }
         comm.allToAllVDevice(
                 step - 1, ExchangePhase.COMBINE, combineSend, sendBytes, combineRecv, recvBytes);
-        kernels.accumulateBf16(
+        kernels.accumulate(
                 combineRecv.at(0),
                 indexes.at(accumulateStart),
                 indexes.at(accumulateIndex),
                 out.at(0),
                 hidden,
                 numTokens,
+                dtype,
                 comm.stream());
         CudaCheck.check(cudaStreamSynchronize(comm.stream()), "cudaStreamSynchronize");
     }

@@ -1,6 +1,5 @@
 package moe.a2a.gpu;
 
-import static org.bytedeco.cuda.global.cublas.CUBLAS_COMPUTE_32F;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_GEMM_DEFAULT;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_N;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_T;
@@ -11,14 +10,15 @@ import static org.bytedeco.cuda.global.cublas.cublasDestroy_v2;
 import static org.bytedeco.cuda.global.cublas.cublasGemmEx;
 import static org.bytedeco.cuda.global.cublas.cublasGetStatusString;
 import static org.bytedeco.cuda.global.cublas.cublasSetStream_v2;
-import static org.bytedeco.cuda.global.cudart.CUDA_R_16BF;
 import static org.bytedeco.cuda.global.cudart.CUDA_R_32F;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 
 import java.nio.FloatBuffer;
-import java.util.IdentityHashMap;
+import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ExpertWeights;
@@ -33,12 +33,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One rank's SwiGLU experts on the GPU: weights in bf16 device memory, each projection of every
- * local expert as one {@code cublasGemmGroupedBatchedEx} call ({@link GroupedGemms}: bf16 in, fp32
+ * One rank's SwiGLU experts on the GPU: weights held once, in bf16 device memory, each projection
+ * of every local expert as one {@code cublasGemmGroupedBatchedEx} call ({@link GroupedGemms}, fp32
  * accumulate and out) and the activation as one kernel over all rows; where the loaded cuBLAS does
- * not support those types in a grouped call, three {@code cublasGemmEx} a slot. Row-major {@code
- * [n, H]} activations are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM with
- * {@code W} transposed. Owned by one thread; runs on the stream passed to {@link #forward}.
+ * not support those types in a grouped call, three {@code cublasGemmEx} a slot. bf16 rows run bf16
+ * GEMMs; fp32 rows (fp16 and fp32 steps) run fp32 GEMMs ({@link ExpertMath}) on each projection's
+ * weights widened to fp32 in scratch just before its call, so no fp32 copy is held. Row-major
+ * {@code [n, H]} activations are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM
+ * with {@code W} transposed. Owned by one thread; runs on the stream passed to {@link #forward}.
  */
 public final class GpuExperts implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuExperts.class);
@@ -56,25 +58,39 @@ public final class GpuExperts implements AutoCloseable {
     private final FloatPointer one = new FloatPointer(1).put(1f);
     private final FloatPointer zero = new FloatPointer(1).put(0f);
 
-    /** Whether the loaded cuBLAS runs the grouped calls (else a GEMM a slot). */
-    private boolean grouped = true;
+    /** The math of fp32 rows: fp32, or TF32 when the worker allows it. */
+    private final ExpertMath fp32Math;
+
+    /** The maths the loaded cuBLAS does not run as grouped calls (a GEMM a slot instead). */
+    private final Set<ExpertMath> ungrouped = EnumSet.noneOf(ExpertMath.class);
 
     private final Scratch scratch = new Scratch();
 
     /** Loads {@code layer}'s experts of {@code rank} under {@code placement}, by local slot. */
     public GpuExperts(
-            WeightSource weights, int layer, Placement placement, int rank, CudaKernels kernels) {
-        this(slots(weights, layer, placement, rank), weights.hidden(), weights.ffn(), kernels);
+            WeightSource weights,
+            int layer,
+            Placement placement,
+            int rank,
+            boolean tf32,
+            CudaKernels kernels) {
+        this(
+                slots(weights, layer, placement, rank),
+                weights.hidden(),
+                weights.ffn(),
+                tf32,
+                kernels);
     }
 
     /**
      * Loads the experts {@code slots} holds, one a slot, each {@code [ffn, hidden]} (a layer's
-     * shared expert alone, say, of its own width).
+     * shared expert alone, say, of its own width); fp32 rows run TF32 GEMMs when {@code tf32}.
      */
-    GpuExperts(ExpertWeights[] slots, int hidden, int ffn, CudaKernels kernels) {
+    GpuExperts(ExpertWeights[] slots, int hidden, int ffn, boolean tf32, CudaKernels kernels) {
         this.kernels = kernels;
         this.hidden = hidden;
         this.ffn = ffn;
+        this.fp32Math = tf32 ? ExpertMath.TF32 : ExpertMath.FP32;
         check(cublasCreate_v2(handle), "cublasCreate");
         int count = slots.length;
         w1 = new CudaMemory[count];
@@ -100,13 +116,21 @@ public final class GpuExperts implements AutoCloseable {
         private final CudaMemory gate = CudaMemory.device();
         private final CudaMemory up = CudaMemory.device();
         private final CudaMemory act = CudaMemory.device();
-        private final Map<GpuExperts, GroupedGemms> calls = new IdentityHashMap<>();
+
+        /** fp32 GEMMs: one projection of every slot, widened from bf16. */
+        private final CudaMemory weights = CudaMemory.device();
+
+        private final Map<Calls, GroupedGemms> calls = new HashMap<>();
+
+        /** The grouped calls of one layer's experts in one math (identity of the experts). */
+        private record Calls(GpuExperts experts, ExpertMath math) {}
 
         @Override
         public void close() {
             gate.close();
             up.close();
             act.close();
+            weights.close();
             for (GroupedGemms g : calls.values()) {
                 g.close();
             }
@@ -119,19 +143,34 @@ public final class GpuExperts implements AutoCloseable {
      * [n, H]}.
      */
     public void forward(CudaMemory rows, int[] rowsPerSlot, CudaMemory out, CUstream_st stream) {
-        forward(rows, rowsPerSlot, out, stream, scratch);
+        forward(rows, DType.BF16, rowsPerSlot, out, stream, scratch);
     }
 
     /**
-     * As {@link #forward(CudaMemory, int[], CudaMemory, CUstream_st)}, in {@code scratch}: one
-     * grouped GEMM call a projection for every slot with rows, and one activation over all rows.
+     * As {@link #forward(CudaMemory, int[], CudaMemory, CUstream_st)}, for rows in {@code dtype}.
+     */
+    public void forward(
+            CudaMemory rows, DType dtype, int[] rowsPerSlot, CudaMemory out, CUstream_st stream) {
+        forward(rows, dtype, rowsPerSlot, out, stream, scratch);
+    }
+
+    /**
+     * As {@link #forward(CudaMemory, int[], CudaMemory, CUstream_st)}, for rows in {@code dtype}
+     * (bf16, or fp32 for the fp32 GEMMs), in {@code scratch}: one grouped GEMM call a projection
+     * for every slot with rows, and one activation over all rows.
      */
     public void forward(
             CudaMemory rows,
+            DType dtype,
             int[] rowsPerSlot,
             CudaMemory out,
             CUstream_st stream,
             Scratch scratch) {
+        if (dtype == DType.FP16) {
+            throw new IllegalArgumentException(
+                    "rows.dtype: FP16 (expected: BF16, or FP32 for the fp32 GEMMs)");
+        }
+        ExpertMath math = dtype == DType.BF16 ? ExpertMath.BF16 : fp32Math;
         long total = 0;
         for (int n : rowsPerSlot) {
             total += n;
@@ -142,70 +181,143 @@ public final class GpuExperts implements AutoCloseable {
         check(cublasSetStream_v2(handle, stream), "cublasSetStream");
         scratch.gate.ensure(total * ffn * Float.BYTES);
         scratch.up.ensure(total * ffn * Float.BYTES);
-        scratch.act.ensure(total * ffn * Short.BYTES);
-        if (grouped && grouped(rows, rowsPerSlot, out, stream, scratch, total)) {
+        scratch.act.ensure(total * ffn * math.inputBytes());
+        if (math != ExpertMath.BF16) {
+            scratch.weights.ensure((long) w1.length * hidden * ffn * Float.BYTES);
+        }
+        if (!ungrouped.contains(math)
+                && grouped(rows, math, rowsPerSlot, out, stream, scratch, total)) {
             return;
         }
+        int bytes = math.inputBytes();
         long offset = 0;
         for (int s = 0; s < rowsPerSlot.length; s++) {
             int n = rowsPerSlot[s];
             if (n == 0) {
                 continue;
             }
-            BytePointer x = rows.at(offset * hidden * Short.BYTES);
+            BytePointer x = rows.at(offset * hidden * bytes);
             BytePointer gate = scratch.gate.at(offset * ffn * Float.BYTES);
             BytePointer up = scratch.up.at(offset * ffn * Float.BYTES);
-            BytePointer act = scratch.act.at(offset * ffn * Short.BYTES);
-            gemm(ffn, n, hidden, w1[s].at(0), x, gate);
-            gemm(ffn, n, hidden, w3[s].at(0), x, up);
-            kernels.siluMulBf16(gate, up, act, (long) n * ffn, stream);
-            gemm(hidden, n, ffn, w2[s].at(0), act, out.at(offset * hidden * Float.BYTES));
+            BytePointer act = scratch.act.at(offset * ffn * bytes);
+            gemm(math, ffn, n, hidden, weights(math, w1, s, scratch, stream), x, gate);
+            gemm(math, ffn, n, hidden, weights(math, w3, s, scratch, stream), x, up);
+            kernels.siluMul(gate, up, act, (long) n * ffn, math.elements(), stream);
+            gemm(
+                    math,
+                    hidden,
+                    n,
+                    ffn,
+                    weights(math, w2, s, scratch, stream),
+                    act,
+                    out.at(offset * hidden * Float.BYTES));
             offset += n;
         }
     }
 
     /**
      * The three grouped calls; false, having run nothing, when the loaded cuBLAS does not support
-     * them for these types, after which this layer runs a GEMM a slot.
+     * them for these types, after which this layer runs a GEMM a slot in that math.
      */
     private boolean grouped(
             CudaMemory rows,
+            ExpertMath math,
             int[] rowsPerSlot,
             CudaMemory out,
             CUstream_st stream,
             Scratch scratch,
             long total) {
         GroupedGemms calls =
-                scratch.calls.computeIfAbsent(this, e -> new GroupedGemms(hidden, ffn, w1.length));
+                scratch.calls.computeIfAbsent(
+                        new Scratch.Calls(this, math),
+                        c -> new GroupedGemms(hidden, ffn, w1.length, math));
+        // fp32 GEMMs read every projection from the same widened slots, rewritten before each call
+        boolean held = math == ExpertMath.BF16;
+        long[] widened = held ? w1Addresses : slotAddresses(scratch.weights);
         calls.plan(
                 rowsPerSlot,
-                w1Addresses,
-                w3Addresses,
-                w2Addresses,
+                held ? w1Addresses : widened,
+                held ? w3Addresses : widened,
+                held ? w2Addresses : widened,
                 address(rows),
                 address(scratch.gate),
                 address(scratch.up),
                 address(scratch.act),
                 address(out));
         calls.upload(stream);
+        widen(math, w1, rowsPerSlot, scratch, stream);
         int status = calls.run(handle, GroupedGemms.GATE);
         if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
-            grouped = false;
+            ungrouped.add(math);
             LOG.info(
-                    "cublasGemmGroupedBatchedEx does not support bf16 in, fp32 out here: experts"
-                            + " run a GEMM a local expert");
+                    "cublasGemmGroupedBatchedEx does not support {} GEMMs here: experts run a GEMM"
+                            + " a local expert",
+                    math);
             return false;
         }
         check(status, "cublasGemmGroupedBatchedEx(gate)");
+        widen(math, w3, rowsPerSlot, scratch, stream);
         check(calls.run(handle, GroupedGemms.UP), "cublasGemmGroupedBatchedEx(up)");
-        kernels.siluMulBf16(
-                scratch.gate.at(0), scratch.up.at(0), scratch.act.at(0), total * ffn, stream);
+        kernels.siluMul(
+                scratch.gate.at(0),
+                scratch.up.at(0),
+                scratch.act.at(0),
+                total * ffn,
+                math.elements(),
+                stream);
+        widen(math, w2, rowsPerSlot, scratch, stream);
         check(calls.run(handle, GroupedGemms.DOWN), "cublasGemmGroupedBatchedEx(down)");
         return true;
     }
 
-    /** C[m, n] (column-major, fp32) = Wᵀ · B with W column-major [k, m] and B [k, n], both bf16. */
-    private void gemm(int m, int n, int k, BytePointer w, BytePointer b, BytePointer c) {
+    /**
+     * Widens one projection of every slot with rows into the scratch's weights, at its slot's
+     * place, for fp32 GEMMs; nothing for bf16 ones. On the stream, so the previous call has read
+     * what it overwrites.
+     */
+    private void widen(
+            ExpertMath math,
+            CudaMemory[] projection,
+            int[] rowsPerSlot,
+            Scratch scratch,
+            CUstream_st stream) {
+        for (int s = 0; math != ExpertMath.BF16 && s < rowsPerSlot.length; s++) {
+            if (rowsPerSlot[s] > 0) {
+                weights(math, projection, s, scratch, stream);
+            }
+        }
+    }
+
+    /**
+     * Slot {@code s}'s weights of {@code projection} as {@code math} takes them: the bf16 ones
+     * held, or widened into the scratch at the slot's place.
+     */
+    private BytePointer weights(
+            ExpertMath math, CudaMemory[] projection, int s, Scratch scratch, CUstream_st stream) {
+        if (math == ExpertMath.BF16) {
+            return projection[s].at(0);
+        }
+        long elements = (long) hidden * ffn;
+        BytePointer at = scratch.weights.at(s * elements * Float.BYTES);
+        kernels.bf16ToFp32(projection[s].at(0), at, elements, stream);
+        return at;
+    }
+
+    /** Where each slot's widened weights sit in {@code weights}. */
+    private long[] slotAddresses(CudaMemory weights) {
+        long[] out = new long[w1.length];
+        for (int s = 0; s < out.length; s++) {
+            out[s] = address(weights) + (long) s * hidden * ffn * Float.BYTES;
+        }
+        return out;
+    }
+
+    /**
+     * C[m, n] (column-major, fp32) = Wᵀ · B with W column-major [k, m] and B [k, n], both in the
+     * math's input type.
+     */
+    private void gemm(
+            ExpertMath math, int m, int n, int k, BytePointer w, BytePointer b, BytePointer c) {
         check(
                 cublasGemmEx(
                         handle,
@@ -216,16 +328,16 @@ public final class GpuExperts implements AutoCloseable {
                         k,
                         one,
                         w,
-                        CUDA_R_16BF,
+                        math.inputType,
                         k,
                         b,
-                        CUDA_R_16BF,
+                        math.inputType,
                         k,
                         zero,
                         c,
                         CUDA_R_32F,
                         m,
-                        CUBLAS_COMPUTE_32F,
+                        math.computeType,
                         CUBLAS_GEMM_DEFAULT),
                 "cublasGemmEx");
     }

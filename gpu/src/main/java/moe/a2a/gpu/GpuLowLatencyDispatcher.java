@@ -10,6 +10,7 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
@@ -199,7 +200,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
      */
     public void enqueueCombine(long step, CudaMemory expertOut) {
         CUstream_st stream = comm.stream();
-        kernels.weightedSumBf16(
+        kernels.weightedSum(
                 expertOut.at(0),
                 lists.at(startAt),
                 lists.at(entryRowAt),
@@ -207,16 +208,18 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 combineSend.at(0),
                 hidden,
                 rows,
+                DType.BF16,
                 stream);
         comm.enqueueAllToAllDevice(
                 step, ExchangePhase.COMBINE, combineSend, combineRecv, (long) bound * rowBytes);
-        kernels.accumulateBf16(
+        kernels.accumulate(
                 combineRecv.at(0),
                 indexes.at(returnedStartAt),
                 indexes.at(returnedAt),
                 out.at(0),
                 hidden,
                 bound,
+                DType.BF16,
                 stream);
         long outBytes = (long) bound * hidden * Float.BYTES;
         CudaCheck.check(

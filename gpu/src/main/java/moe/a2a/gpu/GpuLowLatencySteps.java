@@ -155,7 +155,8 @@ final class GpuLowLatencySteps implements AutoCloseable {
             groupedRows += n;
         }
         fixed.expertOut.ensure(Math.max(1, groupedRows * model.hidden() * Float.BYTES));
-        experts[layer].forward(grouped, rowsPerSlot, fixed.expertOut, comm.stream(), fixed.scratch);
+        experts[layer].forward(
+                grouped, DType.BF16, rowsPerSlot, fixed.expertOut, comm.stream(), fixed.scratch);
         fixed.dispatcher.enqueueCombine(s, fixed.expertOut);
     }
 

@@ -37,16 +37,17 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One rank on a GPU: {@link RankStep}'s skeleton, as on the CPU, with a device compute: bf16 steps
- * run with their rows in device memory ({@link GpuDispatcher}, {@link GpuExperts}), tokens and
- * outputs crossing the host boundary through pinned memory, stage times from CUDA events;
- * low-latency steps run with fixed sizes, replayed as CUDA graphs ({@link GpuLowLatencySteps}).
- * Steps with an expert capacity run on the device too: the filter runs on the host with the
- * routing, and the pairs it drops are in no index list; so do layers with a shared expert, its MLP
- * on a stream of its own beside the exchange ({@link GpuSharedExpert}). Steps in another dtype run
- * on the CPU {@link CpuRankRuntime} over the same NCCL communicator (host-staged), so fp32 and fp16
- * answers keep their CPU precision. Routing (gate, top-k) runs on the host in both cases. Owned by
- * the rank's thread.
+ * One rank on a GPU: {@link RankStep}'s skeleton, as on the CPU, with a device compute: steps run
+ * with their rows in device memory ({@link GpuDispatcher}, {@link GpuExperts}), in the step's dtype
+ * as on the CPU path (bf16 GEMMs for bf16 steps, fp32 GEMMs on the widened bf16 weights for fp16
+ * and fp32 ones), tokens and outputs crossing the host boundary through pinned memory, stage times
+ * from CUDA events; bf16 low-latency steps run with fixed sizes, replayed as CUDA graphs ({@link
+ * GpuLowLatencySteps}). Steps with an expert capacity run on the device too: the filter runs on the
+ * host with the routing, and the pairs it drops are in no index list; so do layers with a shared
+ * expert, its MLP on a stream of its own beside the exchange ({@link GpuSharedExpert}). The
+ * low-latency steps the fixed-size path does not take (fp16 and fp32, FP8 dispatch, a shared
+ * expert, an odd hidden size) run on the CPU {@link CpuRankRuntime} over the same NCCL communicator
+ * (host-staged). Routing (gate, top-k) runs on the host in every case. Owned by the rank's thread.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
@@ -78,11 +79,17 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
     /**
-     * Loads {@code rank}'s experts on {@code device} (bf16, every layer) and on the host (for other
-     * dtypes).
+     * Loads {@code rank}'s experts on {@code device} (bf16, every layer) and on the host (for the
+     * low-latency steps that run there); fp16 and fp32 steps run TF32 GEMMs when {@code tf32}, else
+     * fp32 ones.
      */
     public GpuRankRuntime(
-            ModelConfig model, WeightSource weights, Placement placement, int rank, int device) {
+            ModelConfig model,
+            WeightSource weights,
+            Placement placement,
+            int rank,
+            int device,
+            boolean tf32) {
         if (model.microBatches() != 1) {
             throw new IllegalArgumentException(
                     "micro-batches: "
@@ -102,9 +109,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         this.experts = new GpuExperts[model.layers()];
         this.shared = new GpuSharedExpert[model.layers()];
         for (int layer = 0; layer < experts.length; layer++) {
-            experts[layer] = new GpuExperts(weights, layer, placement, rank, kernels);
+            experts[layer] = new GpuExperts(weights, layer, placement, rank, tf32, kernels);
             SharedExpert s = weights.sharedExpert(layer);
-            shared[layer] = s == null ? null : new GpuSharedExpert(s, kernels);
+            shared[layer] = s == null ? null : new GpuSharedExpert(s, tf32, kernels);
         }
         for (int i = 0; i < events.length; i++) {
             events[i] = new CUevent_st();
@@ -113,8 +120,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         WeightMemory memory = weightMemory();
         LOG.info(
                 "rank {} on GPU {}: {} local experts a layer over {} layers, {} MiB each on the"
-                        + " device (bf16) and {} MiB each on the host (fp32, for the steps that"
-                        + " take the host path)",
+                        + " device (bf16) and {} MiB each on the host (fp32, for the low-latency"
+                        + " steps that take the host path)",
                 rank,
                 device,
                 placement.localExperts(rank),
@@ -212,11 +219,11 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             int lowLatencyTokens) {
         GpuDispatcher gpu = dispatcher;
         GpuLowLatencySteps fixed = lowLatency;
-        if (dtype != DType.BF16
-                || gpu == null
+        if (gpu == null
                 || fixed == null
                 || lowLatencyTokens > 0
-                        && (model.hidden() % 2 != 0
+                        && (dtype != DType.BF16
+                                || model.hidden() % 2 != 0
                                 || model.dispatchDType() == DispatchDType.FP8
                                 || shared[layer] != null)) {
             return cpu.step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
@@ -243,7 +250,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             int layer, DType dtype, ByteBuffer input, int numTokens, int[] ids, float[] weights) {
         GpuDispatcher gpu = dispatcher;
         final int hidden = model.hidden();
-        final long inBytes = (long) numTokens * hidden * Short.BYTES;
+        final long inBytes = (long) numTokens * hidden * dtype.sizeBytes();
         CUstream_st stream = gpu.stream();
         pinned.ensure(Math.max(inBytes, (long) numTokens * hidden * Float.BYTES));
         pinned.hostView().put(0, input, 0, (int) inBytes);
@@ -257,10 +264,10 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         GpuSharedExpert sharedExpert = shared[layer];
         if (sharedExpert != null) {
-            sharedExpert.start(tokens, numTokens, stream);
+            sharedExpert.start(tokens, numTokens, dtype, stream);
         }
         gpu.use(placements[layer]);
-        CudaMemory grouped = gpu.dispatch(tokens, numTokens, ids, weights);
+        CudaMemory grouped = gpu.dispatch(tokens, numTokens, dtype, ids, weights);
         CudaCheck.check(cudaEventRecord(events[1], stream), "cudaEventRecord");
         int[] rowsPerSlot = gpu.rowsPerSlot();
         long groupedRows = 0;
@@ -268,11 +275,12 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             groupedRows += n;
         }
         expertOut.ensure(Math.max(1, groupedRows * hidden * Float.BYTES));
-        experts[layer].forward(grouped, rowsPerSlot, expertOut, stream);
+        experts[layer].forward(
+                grouped, GpuDispatcher.expertDType(dtype), rowsPerSlot, expertOut, stream);
         CudaCheck.check(cudaEventRecord(events[2], stream), "cudaEventRecord");
         gpu.combine(expertOut, combined);
         if (sharedExpert != null) {
-            sharedExpert.addTo(combined, tokens, numTokens, stream);
+            sharedExpert.addTo(combined, tokens, numTokens, dtype, stream);
         }
         long outBytes = (long) numTokens * hidden * Float.BYTES;
         if (outBytes > 0) {
@@ -296,8 +304,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         for (int r = 0; r < recvRowsFrom.length; r++) {
             recvRowsFrom[r] = gpu.receivedFrom(r);
         }
-        int rowBytes = hidden * Short.BYTES;
-        // dispatch sends each row with its routes; combine returns bf16 rows only
+        // dispatch sends each row with its routes; combine returns the rows only
         return new RankStep.Computed(
                 output,
                 gpu.layout().tokensPerRankCopy(),
@@ -307,7 +314,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                 recvRowsFrom,
                 gpu.numReceived(),
                 gpu.sentRowBytes() + gpu.routeRowBytes(),
-                rowBytes,
+                gpu.combineRowBytes(),
                 elapsedNs(events[0], events[1]),
                 elapsedNs(events[1], events[2]),
                 elapsedNs(events[2], events[3]));

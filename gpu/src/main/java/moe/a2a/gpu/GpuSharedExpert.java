@@ -13,6 +13,7 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamWaitEvent;
 
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.SharedExpert;
+import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.FloatPointer;
@@ -31,6 +32,9 @@ final class GpuSharedExpert implements AutoCloseable {
     private final @Nullable CudaMemory gate;
     private final CudaMemory out = CudaMemory.device();
 
+    /** An fp16 step's tokens widened to fp32 for the fp32 GEMMs. */
+    private final CudaMemory widened = CudaMemory.device();
+
     /** The MLP's one slot's rows, the step's tokens: kept to allocate nothing a step. */
     private final int[] rows = new int[1];
 
@@ -38,11 +42,15 @@ final class GpuSharedExpert implements AutoCloseable {
     private final CUevent_st tokensReady = new CUevent_st();
     private final CUevent_st done = new CUevent_st();
 
-    GpuSharedExpert(SharedExpert shared, CudaKernels kernels) {
+    GpuSharedExpert(SharedExpert shared, boolean tf32, CudaKernels kernels) {
         ExpertWeights weights = shared.mlp();
         this.mlp =
                 new GpuExperts(
-                        new ExpertWeights[] {weights}, weights.hidden(), weights.ffn(), kernels);
+                        new ExpertWeights[] {weights},
+                        weights.hidden(),
+                        weights.ffn(),
+                        tf32,
+                        kernels);
         this.kernels = kernels;
         this.hidden = weights.hidden();
         float[] g = shared.gate();
@@ -69,23 +77,31 @@ final class GpuSharedExpert implements AutoCloseable {
     }
 
     /**
-     * Starts the MLP on {@code tokens} (bf16 {@code [T, H]} on the device, written on {@code main}
-     * up to here) on the side stream.
+     * Starts the MLP on {@code tokens} ({@code [T, H]} in {@code dtype} on the device, written on
+     * {@code main} up to here) on the side stream: bf16 GEMMs for bf16 tokens, fp32 ones for the
+     * others (fp16 tokens widened first).
      */
-    void start(CudaMemory tokens, int numTokens, CUstream_st main) {
+    void start(CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
         out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
         CudaCheck.check(cudaEventRecord(tokensReady, main), "cudaEventRecord");
         CudaCheck.check(cudaStreamWaitEvent(side, tokensReady, 0), "cudaStreamWaitEvent");
         rows[0] = numTokens;
-        mlp.forward(tokens, rows, out, side);
+        CudaMemory x = tokens;
+        if (dtype == DType.FP16) {
+            widened.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
+            kernels.widenRows(tokens.at(0), null, widened.at(0), hidden, numTokens, dtype, side);
+            x = widened;
+        }
+        mlp.forward(x, GpuDispatcher.expertDType(dtype), rows, out, side);
         CudaCheck.check(cudaEventRecord(done, side), "cudaEventRecord");
     }
 
     /**
      * Enqueues on {@code main}, after the MLP: {@code combined} (fp32 {@code [T, H]}) += the shared
-     * rows, gated by {@code tokens} where the layer has a gate.
+     * rows, gated by {@code tokens} (in {@code dtype}) where the layer has a gate.
      */
-    void addTo(CudaMemory combined, CudaMemory tokens, int numTokens, CUstream_st main) {
+    void addTo(
+            CudaMemory combined, CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
         CudaCheck.check(cudaStreamWaitEvent(main, done, 0), "cudaStreamWaitEvent");
         CudaMemory g = gate;
         kernels.addShared(
@@ -95,6 +111,7 @@ final class GpuSharedExpert implements AutoCloseable {
                 combined.at(0),
                 hidden,
                 numTokens,
+                dtype,
                 main);
     }
 
@@ -102,6 +119,7 @@ final class GpuSharedExpert implements AutoCloseable {
     public void close() {
         mlp.close();
         out.close();
+        widened.close();
         if (gate != null) {
             gate.close();
         }

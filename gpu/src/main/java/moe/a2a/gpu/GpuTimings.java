@@ -17,6 +17,7 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
+import moe.a2a.kernels.DType;
 import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import org.bytedeco.cuda.cudart.CUevent_st;
@@ -114,13 +115,14 @@ final class GpuTimings {
                     medianMs(
                             stream,
                             () ->
-                                    kernels.accumulateBf16(
+                                    kernels.accumulate(
                                             dst.at(0),
                                             index.at(startAt),
                                             index.at(returnedAt),
                                             sums.at(0),
                                             prefill.hidden(),
                                             prefill.tokens(),
+                                            DType.BF16,
                                             stream));
             table.row("combine sum at source, prefill rank 0", timing(sumMs, bytes, copy), true);
             long[] counts = {bytes};

@@ -1,10 +1,8 @@
 package moe.a2a.gpu;
 
-import static org.bytedeco.cuda.global.cublas.CUBLAS_COMPUTE_32F;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_N;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_T;
 import static org.bytedeco.cuda.global.cublas.cublasGemmGroupedBatchedEx;
-import static org.bytedeco.cuda.global.cudart.CUDA_R_16BF;
 import static org.bytedeco.cuda.global.cudart.CUDA_R_32F;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
@@ -21,11 +19,12 @@ import org.jspecify.annotations.Nullable;
  * A layer's three expert projections as three {@code cublasGemmGroupedBatchedEx} calls, one GEMM a
  * local expert with rows in each, instead of three calls a slot. In cuBLAS's column-major terms
  * every GEMM is {@code C[m, n] = Wᵀ · B} with {@code W} stored {@code [k, m]} and the rows {@code
- * B} {@code [k, n]}: gate and up ({@code m = ffn, k = hidden}) from the grouped bf16 rows, down
- * ({@code m = hidden, k = ffn}) from the activations, into fp32. {@link #plan} lays out the
- * arguments on the host (pure Java, checked without a GPU); {@link #run} copies the pointer lists
- * to the device and enqueues a call. Owned by one thread; its memory belongs to one caller, so a
- * step captured as a CUDA graph replays its own lists.
+ * B} {@code [k, n]}: gate and up ({@code m = ffn, k = hidden}) from the grouped rows, down ({@code
+ * m = hidden, k = ffn}) from the activations, into fp32; rows, weights and activations in bf16 or
+ * fp32 ({@link ExpertMath}). {@link #plan} lays out the arguments on the host (pure Java, checked
+ * without a GPU); {@link #run} copies the pointer lists to the device and enqueues a call. Owned by
+ * one thread; its memory belongs to one caller, so a step captured as a CUDA graph replays its own
+ * lists.
  */
 final class GroupedGemms implements AutoCloseable {
     static final int GATE = 0;
@@ -34,6 +33,7 @@ final class GroupedGemms implements AutoCloseable {
 
     private final int hidden;
     private final int ffn;
+    private final ExpertMath math;
     private final int[] transA;
     private final int[] transB;
     private final int[] n;
@@ -61,9 +61,10 @@ final class GroupedGemms implements AutoCloseable {
         }
     }
 
-    GroupedGemms(int hidden, int ffn, int slots) {
+    GroupedGemms(int hidden, int ffn, int slots, ExpertMath math) {
         this.hidden = hidden;
         this.ffn = ffn;
+        this.math = math;
         this.transA = new int[slots];
         this.transB = new int[slots];
         this.n = new int[slots];
@@ -83,9 +84,10 @@ final class GroupedGemms implements AutoCloseable {
     /**
      * Plans the calls for {@code rowsPerSlot} rows of each slot, in order: slot {@code s}'s weights
      * at {@code w1[s]}, {@code w3[s]}, {@code w2[s]}; its rows, gate, up, activations and outputs
-     * from the start of its rows in {@code rows} (bf16 {@code [n, H]}), {@code gate} and {@code up}
-     * (fp32 {@code [n, F]}), {@code act} (bf16 {@code [n, F]}) and {@code out} (fp32 {@code [n,
-     * H]}); all device addresses. Slots without rows get no GEMM. Returns the GEMMs a call holds.
+     * from the start of its rows in {@code rows} ({@code [n, H]} in the math's input type), {@code
+     * gate} and {@code up} (fp32 {@code [n, F]}), {@code act} ({@code [n, F]}, input type) and
+     * {@code out} (fp32 {@code [n, H]}); all device addresses. Slots without rows get no GEMM.
+     * Returns the GEMMs a call holds.
      */
     int plan(
             int[] rowsPerSlot,
@@ -98,6 +100,7 @@ final class GroupedGemms implements AutoCloseable {
             long act,
             long out) {
         int slots = n.length;
+        int inputBytes = math.inputBytes();
         groups = 0;
         long offset = 0;
         for (int s = 0; s < rowsPerSlot.length; s++) {
@@ -105,14 +108,14 @@ final class GroupedGemms implements AutoCloseable {
             if (rowsOfSlot > 0) {
                 int g = groups++;
                 n[g] = rowsOfSlot;
-                long x = rows + offset * hidden * Short.BYTES;
+                long x = rows + offset * hidden * inputBytes;
                 set(GATE, g, w1[s], x, gate + offset * ffn * Float.BYTES, slots);
                 set(UP, g, w3[s], x, up + offset * ffn * Float.BYTES, slots);
                 set(
                         DOWN,
                         g,
                         w2[s],
-                        act + offset * ffn * Short.BYTES,
+                        act + offset * ffn * inputBytes,
                         out + offset * hidden * Float.BYTES,
                         slots);
                 offset += rowsOfSlot;
@@ -198,10 +201,10 @@ final class GroupedGemms implements AutoCloseable {
                 k[projection],
                 d.one(),
                 a,
-                CUDA_R_16BF,
+                math.inputType,
                 k[projection],
                 b,
-                CUDA_R_16BF,
+                math.inputType,
                 k[projection],
                 d.zero(),
                 c,
@@ -209,7 +212,7 @@ final class GroupedGemms implements AutoCloseable {
                 m[projection],
                 groups,
                 groupSize,
-                CUBLAS_COMPUTE_32F);
+                math.computeType);
     }
 
     @Override

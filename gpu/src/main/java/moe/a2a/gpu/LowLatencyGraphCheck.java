@@ -37,7 +37,7 @@ final class LowLatencyGraphCheck {
         ModelConfig model = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1);
         WeightSource weights = new Bf16Weights(new SeededWeights(11, EXPERTS, HIDDEN, FFN, 1));
         Placement placement = PLACEMENT;
-        GpuExperts[] experts = {new GpuExperts(weights, 0, placement, 0, kernels)};
+        GpuExperts[] experts = {new GpuExperts(weights, 0, placement, 0, false, kernels)};
         ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
         SplittableRandom random = new SplittableRandom(5);
         try (GpuLowLatencySteps graphs =

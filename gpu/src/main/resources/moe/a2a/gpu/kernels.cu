@@ -15,6 +15,65 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
     return (unsigned short) ((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
+// fp16 as raw 16-bit patterns, as the CPU path's DType.floatToHalf / halfToFloat: nearest even,
+// magnitudes from 65520 up (infinities too) to infinity, a NaN made quiet with its payload's top
+// bits.
+__device__ __forceinline__ unsigned short float_to_fp16(float f) {
+    unsigned int bits = __float_as_uint(f);
+    unsigned int sign = (bits >> 16) & 0x8000u;
+    unsigned int a = bits & 0x7fffffffu;
+    if (a > 0x7f800000u) {
+        return (unsigned short) (sign | 0x7e00u | ((a & 0x7fffffu) >> 13));
+    }
+    if (a >= 0x477ff000u) {
+        return (unsigned short) (sign | 0x7c00u);
+    }
+    if (a < 0x38800000u) {
+        // subnormal codes are multiples of 2^-24: the product is exact, rintf rounds half even
+        return (unsigned short) (sign | (unsigned int) rintf(__fmul_rn(__uint_as_float(a), 16777216.0f)));
+    }
+    unsigned int h = ((((a >> 23) - 112u) << 10) | ((a & 0x7fffffu) >> 13));
+    unsigned int rest = a & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) == 1u)) {
+        h++;
+    }
+    return (unsigned short) (sign | h);
+}
+
+__device__ __forceinline__ float fp16_to_float(unsigned short h) {
+    unsigned int sign = ((unsigned int) (h & 0x8000u)) << 16;
+    unsigned int m = h & 0x7fffu;
+    if (m >= 0x7c00u) {
+        return __uint_as_float(sign | (m == 0x7c00u ? 0x7f800000u : 0x7fc00000u | ((m & 0x3ffu) << 13)));
+    }
+    if (m >= 0x400u) {
+        return __uint_as_float(sign | ((m << 13) + 0x38000000u));
+    }
+    // subnormal: m * 2^-24, exact
+    return __uint_as_float(sign | __float_as_uint(__fmul_rn((float) m, 5.9604644775390625e-8f)));
+}
+
+// A token row's element type, as CudaKernels passes it: DType's bf16, fp16 and fp32.
+#define DTYPE_BF16 0
+#define DTYPE_FP16 1
+#define DTYPE_FP32 2
+
+__device__ __forceinline__ float load_elem(const unsigned char* row, long long i, int dtype) {
+    if (dtype == DTYPE_FP32) {
+        return ((const float*) row)[i];
+    }
+    unsigned short b = ((const unsigned short*) row)[i];
+    return dtype == DTYPE_FP16 ? fp16_to_float(b) : bf16_to_float(b);
+}
+
+__device__ __forceinline__ void store_elem(unsigned char* row, long long i, float v, int dtype) {
+    if (dtype == DTYPE_FP32) {
+        ((float*) row)[i] = v;
+    } else {
+        ((unsigned short*) row)[i] = dtype == DTYPE_FP16 ? float_to_fp16(v) : float_to_bf16(v);
+    }
+}
+
 // 16 bytes moved as one (plain C++ alignment, so no CUDA vector-type header is needed).
 struct alignas(16) Chunk16 {
     unsigned int v[4];
@@ -43,11 +102,12 @@ extern "C" __global__ void gather_rows(const unsigned char* __restrict__ src, co
     }
 }
 
-// Combine, expert side: received token j's row = bf16(sum over its entries e in [start[j], start[j+1])
-// of weight[e] * expertOut[row[e]]), entries in the order the CPU path adds them. One block per token.
-extern "C" __global__ void weighted_sum_bf16(const float* __restrict__ expertOut, const int* __restrict__ start,
-        const int* __restrict__ row, const float* __restrict__ weight, unsigned short* __restrict__ out,
-        int hidden, int tokens) {
+// Combine, expert side: received token j's row = the sum over its entries e in [start[j], start[j+1])
+// of weight[e] * expertOut[row[e]], entries in the order the CPU path adds them, written in the
+// step's dtype. One block per token.
+extern "C" __global__ void weighted_sum(const float* __restrict__ expertOut, const int* __restrict__ start,
+        const int* __restrict__ row, const float* __restrict__ weight, unsigned char* __restrict__ out,
+        int hidden, int tokens, int dtype) {
     int j = blockIdx.x;
     if (j >= tokens) {
         return;
@@ -59,14 +119,15 @@ extern "C" __global__ void weighted_sum_bf16(const float* __restrict__ expertOut
         for (int i = b; i < e; i++) {
             acc = __fadd_rn(acc, __fmul_rn(weight[i], expertOut[(long long) row[i] * hidden + c]));
         }
-        out[(long long) j * hidden + c] = float_to_bf16(acc);
+        store_elem(out, (long long) j * hidden + c, acc, dtype);
     }
 }
 
-// Combine, source side: token t's output = the sum of its returned bf16 rows index[start[t]..start[t+1]),
-// in rank order, the first one taken as is (as the CPU path does); 0 when none. One block per token.
-extern "C" __global__ void accumulate_bf16(const unsigned short* __restrict__ rows, const int* __restrict__ start,
-        const int* __restrict__ index, float* __restrict__ out, int hidden, int tokens) {
+// Combine, source side: token t's output = the sum of its returned rows (in the step's dtype)
+// index[start[t]..start[t+1]), in rank order, the first one taken as is (as the CPU path does); 0
+// when none. One block per token.
+extern "C" __global__ void accumulate(const unsigned char* __restrict__ rows, const int* __restrict__ start,
+        const int* __restrict__ index, float* __restrict__ out, int hidden, int tokens, int dtype) {
     int t = blockIdx.x;
     if (t >= tokens) {
         return;
@@ -76,7 +137,7 @@ extern "C" __global__ void accumulate_bf16(const unsigned short* __restrict__ ro
     for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
         float acc = 0.0f;
         for (int i = b; i < e; i++) {
-            float x = bf16_to_float(rows[(long long) index[i] * hidden + c]);
+            float x = load_elem(rows, (long long) index[i] * hidden + c, dtype);
             acc = i == b ? x : __fadd_rn(acc, x);
         }
         out[(long long) t * hidden + c] = acc;
@@ -90,6 +151,30 @@ extern "C" __global__ void silu_mul_bf16(const float* __restrict__ gate, const f
     if (i < n) {
         float g = gate[i];
         out[i] = float_to_bf16(g / (1.0f + __expf(-g)) * up[i]);
+    }
+}
+
+// SwiGLU's middle in fp32, for the fp32 GEMMs of fp16 and fp32 steps.
+extern "C" __global__ void silu_mul_fp32(const float* __restrict__ gate, const float* __restrict__ up,
+        float* __restrict__ out, long long n) {
+    long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x;
+    if (i < n) {
+        float g = gate[i];
+        out[i] = g / (1.0f + __expf(-g)) * up[i];
+    }
+}
+
+// dst row r = fp32 of row index[r] (row r when index is null) of src, rows in the step's dtype: the
+// grouping by local expert of fp16 and fp32 steps, whose experts run fp32 GEMMs. One block per row.
+extern "C" __global__ void widen_rows(const unsigned char* __restrict__ src, const int* __restrict__ index,
+        float* __restrict__ dst, int hidden, int rows, int dtype) {
+    int r = blockIdx.x;
+    if (r >= rows) {
+        return;
+    }
+    long long from = (long long) (index == 0 ? r : index[r]) * hidden;
+    for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
+        dst[(long long) r * hidden + c] = load_elem(src, from + c, dtype);
     }
 }
 
@@ -236,17 +321,18 @@ __device__ __forceinline__ float e4m3_to_float(unsigned char q) {
     return __uint_as_float(__float_as_uint(value) | sign);
 }
 
-// dst row r = the FP8 row of bf16 row index[r] of src: dispatch's pack and quantization in one.
+// dst row r = the FP8 row of row index[r] of src (in the step's dtype): dispatch's pack and
+// quantization in one.
 // One block per row, one scale block of 128 channels at a time; the block's largest finite
 // magnitude (at least 1e-4) gives the multiplier 448 / amax and the scale amax / 448.
-extern "C" __global__ void quantize_fp8_rows(const unsigned short* __restrict__ src,
-        const int* __restrict__ index, unsigned char* __restrict__ dst, int hidden, int rows) {
+extern "C" __global__ void quantize_fp8_rows(const unsigned char* __restrict__ src,
+        const int* __restrict__ index, unsigned char* __restrict__ dst, int hidden, int rows, int dtype) {
     __shared__ float amax[256];
     int r = blockIdx.x;
     if (r >= rows) {
         return;
     }
-    const unsigned short* s = src + (long long) index[r] * hidden;
+    long long s = (long long) index[r] * hidden;
     int blocks = (hidden + 127) / 128;
     unsigned char* d = dst + (long long) r * (hidden + 4 * blocks);
     for (int b = 0; b < blocks; b++) {
@@ -254,7 +340,7 @@ extern "C" __global__ void quantize_fp8_rows(const unsigned short* __restrict__ 
         int len = min(128, hidden - start);
         float m = 0.0f;
         for (int i = threadIdx.x; i < len; i += blockDim.x) {
-            float a = fabsf(bf16_to_float(s[start + i]));
+            float a = fabsf(load_elem(src, s + start + i, dtype));
             if (a > m && a < __int_as_float(0x7f800000)) {
                 m = a;
             }
@@ -271,7 +357,7 @@ extern "C" __global__ void quantize_fp8_rows(const unsigned short* __restrict__ 
         __syncthreads();
         float multiplier = __fdiv_rn(448.0f, blockMax);
         for (int i = threadIdx.x; i < len; i += blockDim.x) {
-            d[start + i] = float_to_e4m3(__fmul_rn(bf16_to_float(s[start + i]), multiplier));
+            d[start + i] = float_to_e4m3(__fmul_rn(load_elem(src, s + start + i, dtype), multiplier));
         }
         if (threadIdx.x == 0) {
             float scale = __fdiv_rn(blockMax, 448.0f);
@@ -285,33 +371,32 @@ extern "C" __global__ void quantize_fp8_rows(const unsigned short* __restrict__ 
     }
 }
 
-// dst row r = bf16 of the FP8 row index[r] of src, each value code * its block's scale (a NaN code
-// its own NaN): the grouping of received FP8 rows by local expert, widened for the bf16 experts.
-// One block per row.
+// dst row r = the FP8 row index[r] of src, each value code * its block's scale (a NaN code its own
+// NaN), in dtype: the grouping of received FP8 rows by local expert, as bf16 for the bf16 experts
+// or fp32 for the fp32 ones. One block per row.
 extern "C" __global__ void dequantize_fp8_rows(const unsigned char* __restrict__ src,
-        const int* __restrict__ index, unsigned short* __restrict__ dst, int hidden, int rows) {
+        const int* __restrict__ index, unsigned char* __restrict__ dst, int hidden, int rows, int dtype) {
     int r = blockIdx.x;
     if (r >= rows) {
         return;
     }
     int blocks = (hidden + 127) / 128;
     const unsigned char* s = src + (long long) index[r] * (hidden + 4 * blocks);
-    unsigned short* d = dst + (long long) r * hidden;
     for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
         const unsigned char* at = s + hidden + 4 * (i / 128);
         float scale = __uint_as_float((unsigned int) at[0] | ((unsigned int) at[1] << 8)
                 | ((unsigned int) at[2] << 16) | ((unsigned int) at[3] << 24));
         unsigned char q = s[i];
         float value = (q & 0x7fu) == 0x7fu ? e4m3_to_float(q) : __fmul_rn(e4m3_to_float(q), scale);
-        d[i] = float_to_bf16(value);
+        store_elem(dst, (long long) r * hidden + i, value, dtype);
     }
 }
 
 // A layer's shared expert into the combined output: out[t] += s[t], or, with a gate (Qwen2-MoE),
-// out[t] += sigmoid(gate · x[t]) * s[t], the dot product over the bf16 token in double. One block
-// per token.
-extern "C" __global__ void add_shared(const float* __restrict__ shared, const unsigned short* __restrict__ x,
-        const float* __restrict__ gate, float* __restrict__ out, int hidden, int tokens) {
+// out[t] += sigmoid(gate · x[t]) * s[t], the dot product over the token (in the step's dtype) in
+// double. One block per token.
+extern "C" __global__ void add_shared(const float* __restrict__ shared, const unsigned char* __restrict__ x,
+        const float* __restrict__ gate, float* __restrict__ out, int hidden, int tokens, int dtype) {
     __shared__ double partial[256];
     int t = blockIdx.x;
     if (t >= tokens) {
@@ -321,7 +406,7 @@ extern "C" __global__ void add_shared(const float* __restrict__ shared, const un
     if (gate != 0) {
         double g = 0.0;
         for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
-            g += (double) gate[c] * (double) bf16_to_float(x[(long long) t * hidden + c]);
+            g += (double) gate[c] * (double) load_elem(x, (long long) t * hidden + c, dtype);
         }
         partial[threadIdx.x] = g;
         __syncthreads();

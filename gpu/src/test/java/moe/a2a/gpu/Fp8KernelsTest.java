@@ -9,6 +9,7 @@ import java.util.SplittableRandom;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.RowKernels;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -16,7 +17,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * quantization must write the CPU quantizer's FP8 rows byte for byte, and the grouping's
  * dequantization the CPU path's values rounded to bf16, bit for bit, on rows full of the cases that
  * break rounding code (NaN, infinities, signed zeros, bf16 subnormals, values past 448 once scaled,
- * an all-zero block, a partial last block).
+ * an all-zero block, a partial last block), from bf16, fp16 and fp32 tokens.
  */
 class Fp8KernelsTest {
     @ParameterizedTest
@@ -70,6 +71,68 @@ class Fp8KernelsTest {
                 assertThat(grouped.getShort((r * hidden + c) * Short.BYTES))
                         .as("grouped row %d channel %d", r, c)
                         .isEqualTo(expected);
+            }
+        }
+    }
+
+    /**
+     * fp16 and fp32 tokens, as the CPU path quantizes them ({@code Fp8Quantizer}: fp32 rows as they
+     * are, fp16 rows widened first) and dequantizes them for its fp32 experts, which the GPU rank's
+     * fp32 GEMMs take too: byte for byte, then bit for bit.
+     */
+    @ParameterizedTest
+    @CsvSource({"300, FP16", "7, FP16", "300, FP32", "128, FP32"})
+    void shouldMatchTheCpuPathForFp16AndFp32Tokens(int hidden, DType dtype) {
+        SplittableRandom random = new SplittableRandom(91 + hidden);
+        int tokens = 12;
+        float[] values = new float[tokens * hidden];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = DType.bf16ToFloat(value(random, i / hidden, i % hidden));
+            if (i % 11 == 0) {
+                // below bf16's precision, and fp32 subnormals
+                values[i] = (float) random.nextGaussian() * (i % 2 == 0 ? 1 : 1e-40f);
+            }
+        }
+        int rowBytes = hidden * dtype.sizeBytes();
+        ByteBuffer src =
+                ByteBuffer.allocateDirect(tokens * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+        dtype.encode(values, 0, values.length, src, 0);
+        int[] index = {3, 0, 11, 3, 7};
+
+        ByteBuffer quantized =
+                KernelReplays.quantizeFp8Rows(src, index, index.length, hidden, dtype);
+        int fp8Bytes = RowKernels.fp8RowBytes(hidden);
+        ByteBuffer row =
+                ByteBuffer.allocateDirect(hidden * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer cpu =
+                ByteBuffer.allocateDirect(index.length * fp8Bytes).order(ByteOrder.LITTLE_ENDIAN);
+        for (int r = 0; r < index.length; r++) {
+            float[] widened = new float[hidden];
+            dtype.decode(src, index[r] * rowBytes, widened, 0, hidden);
+            row.asFloatBuffer().put(0, widened);
+            RowKernels.quantizeFp8(
+                    MemorySegment.ofBuffer(row),
+                    0,
+                    MemorySegment.ofBuffer(cpu),
+                    (long) r * fp8Bytes,
+                    hidden);
+        }
+        assertThat(quantized.slice(0, index.length * fp8Bytes)).isEqualTo(cpu);
+
+        int[] group = {4, 1, 1, 0};
+        ByteBuffer grouped =
+                KernelReplays.dequantizeFp8Rows(quantized, group, group.length, hidden, DType.FP32);
+        for (int r = 0; r < group.length; r++) {
+            RowKernels.dequantizeFp8(
+                    MemorySegment.ofBuffer(cpu),
+                    (long) group[r] * fp8Bytes,
+                    MemorySegment.ofBuffer(row),
+                    0,
+                    hidden);
+            for (int c = 0; c < hidden; c++) {
+                assertThat(Float.floatToRawIntBits(grouped.getFloat((r * hidden + c) * 4)))
+                        .as("grouped row %d channel %d", r, c)
+                        .isEqualTo(Float.floatToRawIntBits(row.getFloat(c * Float.BYTES)));
             }
         }
     }

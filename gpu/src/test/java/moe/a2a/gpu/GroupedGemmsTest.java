@@ -5,7 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The grouped GEMMs' argument lists checked without a GPU: the three calls {@link GroupedGemms}
@@ -63,8 +64,13 @@ class GroupedGemmsTest {
         }
     }
 
-    @Test
-    void shouldComputeEverySlotsSwiGluAsThePerSlotLoopDid() {
+    /**
+     * bf16 GEMMs read the weights held; fp32 ones (fp16 and fp32 steps) read each projection from
+     * one widened region a slot, rewritten before each call, as {@link GpuExperts} does.
+     */
+    @ParameterizedTest
+    @EnumSource(ExpertMath.class)
+    void shouldComputeEverySlotsSwiGluAsThePerSlotLoopDid(ExpertMath math) {
         SplittableRandom random = new SplittableRandom(3);
         int slots = ROWS_PER_SLOT.length;
         int total = 0;
@@ -80,24 +86,44 @@ class GroupedGemmsTest {
             w3[s] = fill(memory, FFN * HIDDEN, Short.BYTES, random);
             w2[s] = fill(memory, HIDDEN * FFN, Short.BYTES, random);
         }
-        long rows = fill(memory, total * HIDDEN, Short.BYTES, random);
+        int bytes = math.inputBytes();
+        long rows = fill(memory, total * HIDDEN, bytes, random);
         long gate = memory.allocate(total * FFN, Float.BYTES);
         long up = memory.allocate(total * FFN, Float.BYTES);
-        long act = memory.allocate(total * FFN, Short.BYTES);
+        long act = memory.allocate(total * FFN, bytes);
         long out = memory.allocate(total * HIDDEN, Float.BYTES);
+        boolean held = math == ExpertMath.BF16;
+        long widened = memory.allocate(slots * FFN * HIDDEN, Float.BYTES);
+        long[] widenedAt = new long[slots];
+        for (int s = 0; s < slots; s++) {
+            widenedAt[s] = widened + (long) s * FFN * HIDDEN * Float.BYTES;
+        }
 
-        GroupedGemms calls = new GroupedGemms(HIDDEN, FFN, slots);
-        int groups = calls.plan(ROWS_PER_SLOT, w1, w3, w2, rows, gate, up, act, out);
+        GroupedGemms calls = new GroupedGemms(HIDDEN, FFN, slots, math);
+        int groups =
+                calls.plan(
+                        ROWS_PER_SLOT,
+                        held ? w1 : widenedAt,
+                        held ? w3 : widenedAt,
+                        held ? w2 : widenedAt,
+                        rows,
+                        gate,
+                        up,
+                        act,
+                        out);
         assertThat(groups).as("one GEMM a slot with rows").isEqualTo(4);
-        replay(calls, GroupedGemms.GATE, memory);
-        replay(calls, GroupedGemms.UP, memory);
+        widen(held, w1, memory, widened);
+        replay(calls, GroupedGemms.GATE, bytes, memory);
+        widen(held, w3, memory, widened);
+        replay(calls, GroupedGemms.UP, bytes, memory);
         float[] g = memory.at(gate);
         float[] u = memory.at(up);
         float[] a = memory.at(act);
         for (int i = 0; i < a.length; i++) {
             a[i] = silu(g[i]) * u[i];
         }
-        replay(calls, GroupedGemms.DOWN, memory);
+        widen(held, w2, memory, widened);
+        replay(calls, GroupedGemms.DOWN, bytes, memory);
 
         int offset = 0;
         for (int s = 0; s < slots; s++) {
@@ -120,11 +146,19 @@ class GroupedGemmsTest {
         }
     }
 
+    /** GpuExperts.widen: each slot's held projection into its place in the widened region. */
+    private static void widen(boolean held, long[] projection, Memory memory, long widened) {
+        for (int s = 0; !held && s < projection.length; s++) {
+            float[] w = memory.at(projection[s]);
+            System.arraycopy(w, 0, memory.at(widened), s * w.length, w.length);
+        }
+    }
+
     /**
      * One grouped call as cuBLAS defines it: for each GEMM, C[j + i·ldc] = Σ A[c + j·lda]·B[c +
-     * i·ldb].
+     * i·ldb], A and B of {@code bytes} an element.
      */
-    private static void replay(GroupedGemms calls, int projection, Memory memory) {
+    private static void replay(GroupedGemms calls, int projection, int bytes, Memory memory) {
         int m = calls.m(projection);
         int k = calls.k(projection);
         for (int g = 0; g < calls.groups(); g++) {
@@ -136,8 +170,8 @@ class GroupedGemmsTest {
                     float acc = 0f;
                     for (int e = 0; e < k; e++) {
                         acc +=
-                                memory.get(a + (long) (e + j * k) * Short.BYTES)
-                                        * memory.get(b + (long) (e + i * k) * Short.BYTES);
+                                memory.get(a + (long) (e + j * k) * bytes)
+                                        * memory.get(b + (long) (e + i * k) * bytes);
                     }
                     memory.set(c + (long) (j + i * m) * Float.BYTES, acc);
                 }

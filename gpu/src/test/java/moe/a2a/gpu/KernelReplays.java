@@ -32,11 +32,39 @@ final class KernelReplays {
         return out;
     }
 
-    /** weighted_sum_bf16: acc = acc + w * x in list order, from 0, rounded to bf16. */
+    /**
+     * widen_rows: {@code dst[r]} = fp32 of row {@code index[r]} of {@code src} (row {@code r} when
+     * {@code index} is null), rows in {@code dtype}.
+     */
+    static float[] widenRows(
+            ByteBuffer src, int @Nullable [] index, int rows, int hidden, DType dtype) {
+        float[] out = new float[rows * hidden];
+        for (int r = 0; r < rows; r++) {
+            int from = (index == null ? r : index[r]) * hidden;
+            for (int c = 0; c < hidden; c++) {
+                out[r * hidden + c] = load(src, from + c, dtype);
+            }
+        }
+        return out;
+    }
+
+    /** weighted_sum_bf16: the bf16 case of {@link #weightedSum}. */
     static ByteBuffer weightedSumBf16(
             float[] expertOut, int[] start, int[] row, float[] weight, int tokens, int hidden) {
+        return weightedSum(expertOut, start, row, weight, tokens, hidden, DType.BF16);
+    }
+
+    /** weighted_sum: acc = acc + w * x in list order, from 0, stored in {@code dtype}. */
+    static ByteBuffer weightedSum(
+            float[] expertOut,
+            int[] start,
+            int[] row,
+            float[] weight,
+            int tokens,
+            int hidden,
+            DType dtype) {
         ByteBuffer out =
-                ByteBuffer.allocateDirect(Math.max(1, tokens * hidden * Short.BYTES))
+                ByteBuffer.allocateDirect(Math.max(1, tokens * hidden * dtype.sizeBytes()))
                         .order(ByteOrder.LITTLE_ENDIAN);
         for (int j = 0; j < tokens; j++) {
             for (int c = 0; c < hidden; c++) {
@@ -44,22 +72,29 @@ final class KernelReplays {
                 for (int e = start[j]; e < start[j + 1]; e++) {
                     acc = acc + weight[e] * expertOut[row[e] * hidden + c];
                 }
-                out.putShort((j * hidden + c) * Short.BYTES, DType.floatToBf16(acc));
+                store(out, j * hidden + c, acc, dtype);
             }
         }
         return out;
     }
 
-    /** accumulate_bf16: the first returned row as is, the others added, 0 when none. */
+    /** accumulate_bf16: the bf16 case of {@link #accumulate}. */
     static float[] accumulateBf16(
             ByteBuffer rows, int[] start, int[] index, int tokens, int hidden) {
+        return accumulate(rows, start, index, tokens, hidden, DType.BF16);
+    }
+
+    /**
+     * accumulate: the first returned row (in {@code dtype}) as is, the others added, 0 when none.
+     */
+    static float[] accumulate(
+            ByteBuffer rows, int[] start, int[] index, int tokens, int hidden, DType dtype) {
         float[] out = new float[tokens * hidden];
         for (int t = 0; t < tokens; t++) {
             for (int c = 0; c < hidden; c++) {
                 float acc = 0f;
                 for (int i = start[t]; i < start[t + 1]; i++) {
-                    float x =
-                            DType.bf16ToFloat(rows.getShort((index[i] * hidden + c) * Short.BYTES));
+                    float x = load(rows, index[i] * hidden + c, dtype);
                     acc = i == start[t] ? x : acc + x;
                 }
                 out[t * hidden + c] = acc;
@@ -83,6 +118,19 @@ final class KernelReplays {
             int hidden,
             int tokens,
             int blockDim) {
+        addShared(shared, x, DType.BF16, gate, out, hidden, tokens, blockDim);
+    }
+
+    /** add_shared with the tokens {@code x} in {@code dtype}. */
+    static void addShared(
+            float[] shared,
+            ByteBuffer x,
+            DType dtype,
+            float @Nullable [] gate,
+            float[] out,
+            int hidden,
+            int tokens,
+            int blockDim) {
         double[] partial = new double[blockDim];
         for (int t = 0; t < tokens; t++) {
             float scale = 1.0f;
@@ -90,7 +138,7 @@ final class KernelReplays {
                 for (int thread = 0; thread < blockDim; thread++) {
                     double g = 0.0;
                     for (int c = thread; c < hidden; c += blockDim) {
-                        g += (double) gate[c] * (double) bf16(x, 0, t * hidden + c);
+                        g += (double) gate[c] * (double) load(x, t * hidden + c, dtype);
                     }
                     partial[thread] = g;
                 }
@@ -118,26 +166,32 @@ final class KernelReplays {
         }
     }
 
-    /**
-     * quantize_fp8_rows: {@code dst[r]} = the FP8 row of bf16 row {@code index[r]}; per block of
-     * 128 channels the largest finite magnitude (at least 1e-4), codes of {@code x * (448 / amax)},
-     * the scale {@code amax / 448} after the codes.
-     */
+    /** quantize_fp8_rows of bf16 rows. */
     static ByteBuffer quantizeFp8Rows(ByteBuffer src, int[] index, int rows, int hidden) {
+        return quantizeFp8Rows(src, index, rows, hidden, DType.BF16);
+    }
+
+    /**
+     * quantize_fp8_rows: {@code dst[r]} = the FP8 row of row {@code index[r]} (in {@code dtype});
+     * per block of 128 channels the largest finite magnitude (at least 1e-4), codes of {@code x *
+     * (448 / amax)}, the scale {@code amax / 448} after the codes.
+     */
+    static ByteBuffer quantizeFp8Rows(
+            ByteBuffer src, int[] index, int rows, int hidden, DType dtype) {
         int blocks = (hidden + 127) / 128;
         int rowBytes = hidden + 4 * blocks;
         ByteBuffer dst =
                 ByteBuffer.allocateDirect(Math.max(1, rows * rowBytes))
                         .order(ByteOrder.LITTLE_ENDIAN);
         for (int r = 0; r < rows; r++) {
-            int s = index[r] * hidden * Short.BYTES;
+            int s = index[r] * hidden;
             int d = r * rowBytes;
             for (int b = 0; b < blocks; b++) {
                 int start = b * 128;
                 int len = Math.min(128, hidden - start);
                 float m = 0f;
                 for (int i = 0; i < len; i++) {
-                    float a = Math.abs(bf16(src, s, start + i));
+                    float a = Math.abs(load(src, s + start + i, dtype));
                     if (a > m && a < Float.POSITIVE_INFINITY) {
                         m = a;
                     }
@@ -145,7 +199,9 @@ final class KernelReplays {
                 float blockMax = Math.max(m, 1e-4f);
                 float multiplier = 448f / blockMax;
                 for (int i = 0; i < len; i++) {
-                    dst.put(d + start + i, floatToE4m3(bf16(src, s, start + i) * multiplier));
+                    dst.put(
+                            d + start + i,
+                            floatToE4m3(load(src, s + start + i, dtype) * multiplier));
                 }
                 dst.putFloat(d + hidden + 4 * b, blockMax / 448f);
             }
@@ -153,15 +209,21 @@ final class KernelReplays {
         return dst;
     }
 
-    /**
-     * dequantize_fp8_rows: {@code dst[r]} = bf16 of FP8 row {@code index[r]}, each code times its
-     * block's scale, a NaN code its own NaN.
-     */
+    /** dequantize_fp8_rows into bf16 rows. */
     static ByteBuffer dequantizeFp8Rows(ByteBuffer src, int[] index, int rows, int hidden) {
+        return dequantizeFp8Rows(src, index, rows, hidden, DType.BF16);
+    }
+
+    /**
+     * dequantize_fp8_rows: {@code dst[r]} = FP8 row {@code index[r]} in {@code dtype}, each code
+     * times its block's scale, a NaN code its own NaN.
+     */
+    static ByteBuffer dequantizeFp8Rows(
+            ByteBuffer src, int[] index, int rows, int hidden, DType dtype) {
         int blocks = (hidden + 127) / 128;
         int rowBytes = hidden + 4 * blocks;
         ByteBuffer dst =
-                ByteBuffer.allocateDirect(Math.max(1, rows * hidden * Short.BYTES))
+                ByteBuffer.allocateDirect(Math.max(1, rows * hidden * dtype.sizeBytes()))
                         .order(ByteOrder.LITTLE_ENDIAN);
         for (int r = 0; r < rows; r++) {
             int s = index[r] * rowBytes;
@@ -169,14 +231,65 @@ final class KernelReplays {
                 float scale = src.getFloat(s + hidden + 4 * (i / 128));
                 byte q = src.get(s + i);
                 float value = (q & 0x7f) == 0x7f ? e4m3ToFloat(q) : e4m3ToFloat(q) * scale;
-                dst.putShort((r * hidden + i) * Short.BYTES, DType.floatToBf16(value));
+                store(dst, r * hidden + i, value, dtype);
             }
         }
         return dst;
     }
 
-    private static float bf16(ByteBuffer src, int rowAt, int channel) {
-        return DType.bf16ToFloat(src.getShort(rowAt + channel * Short.BYTES));
+    /** load_elem: element {@code i} of {@code src} in {@code dtype}, as fp32. */
+    private static float load(ByteBuffer src, int i, DType dtype) {
+        return switch (dtype) {
+            case FP32 -> src.getFloat(i * Float.BYTES);
+            case FP16 -> fp16ToFloat(src.getShort(i * Short.BYTES));
+            case BF16 -> DType.bf16ToFloat(src.getShort(i * Short.BYTES));
+        };
+    }
+
+    /** store_elem: {@code v} as element {@code i} of {@code dst} in {@code dtype}. */
+    private static void store(ByteBuffer dst, int i, float v, DType dtype) {
+        switch (dtype) {
+            case FP32 -> dst.putFloat(i * Float.BYTES, v);
+            case FP16 -> dst.putShort(i * Short.BYTES, floatToFp16(v));
+            case BF16 -> dst.putShort(i * Short.BYTES, DType.floatToBf16(v));
+        }
+    }
+
+    /** float_to_fp16, statement by statement. */
+    static short floatToFp16(float f) {
+        int bits = Float.floatToRawIntBits(f);
+        int sign = (bits >>> 16) & 0x8000;
+        int a = bits & 0x7fffffff;
+        if (a > 0x7f800000) {
+            return (short) (sign | 0x7e00 | ((a & 0x7fffff) >>> 13));
+        }
+        if (a >= 0x477ff000) {
+            return (short) (sign | 0x7c00);
+        }
+        if (a < 0x38800000) {
+            return (short) (sign | (int) Math.rint(Float.intBitsToFloat(a) * 16777216.0f));
+        }
+        int h = ((((a >>> 23) - 112) << 10) | ((a & 0x7fffff) >>> 13));
+        int rest = a & 0x1fff;
+        if (rest > 0x1000 || (rest == 0x1000 && (h & 1) == 1)) {
+            h++;
+        }
+        return (short) (sign | h);
+    }
+
+    /** fp16_to_float, statement by statement. */
+    static float fp16ToFloat(short h) {
+        int sign = (h & 0x8000) << 16;
+        int m = h & 0x7fff;
+        if (m >= 0x7c00) {
+            return Float.intBitsToFloat(
+                    sign | (m == 0x7c00 ? 0x7f800000 : 0x7fc00000 | ((m & 0x3ff) << 13)));
+        }
+        if (m >= 0x400) {
+            return Float.intBitsToFloat(sign | ((m << 13) + 0x38000000));
+        }
+        return Float.intBitsToFloat(
+                sign | Float.floatToRawIntBits((float) m * 5.9604644775390625e-8f));
     }
 
     /** float_to_e4m3, statement by statement. */

@@ -23,7 +23,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * The GPU path's index lists, checked without a GPU: the kernels of {@code kernels.cu} are replayed
  * in Java ({@link KernelReplays}) on {@link RoutePlan}'s lists, over an in-process group, and must
  * reproduce the CPU {@link Dispatcher} bit for bit — the received rows and the combined output with
- * identity experts.
+ * identity experts, for tokens in every dtype (bf16 rows grouped as they came, fp16 and fp32 rows
+ * widened to fp32 for the fp32 GEMMs).
  */
 class RoutePlanTest {
     private static final int TOKENS = 37;
@@ -36,9 +37,20 @@ class RoutePlanTest {
      * CapacityFilter#DROPPED} and token 0 loses all of them, so it goes nowhere and sums to 0.
      */
     @ParameterizedTest
-    @CsvSource({"1, false", "3, false", "4, false", "1, true", "4, true"})
-    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, boolean drops) throws Exception {
-        long seed = 900 + n;
+    @CsvSource({
+        "1, false, BF16",
+        "3, false, BF16",
+        "4, false, BF16",
+        "1, true, BF16",
+        "4, true, BF16",
+        "3, false, FP16",
+        "4, true, FP16",
+        "3, false, FP32",
+        "4, true, FP32"
+    })
+    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, boolean drops, DType dtype)
+            throws Exception {
+        long seed = 900 + n + 10L * dtype.ordinal();
         Placement placement = Placement.contiguous(EXPERTS, n);
         LocalGroup cpuGroup = new LocalGroup(n);
         LocalGroup simGroup = new LocalGroup(n);
@@ -46,15 +58,15 @@ class RoutePlanTest {
                 n,
                 rank -> {
                     SplittableRandom random = new SplittableRandom(seed * 31 + rank);
-                    int rowBytes = HIDDEN * Short.BYTES;
+                    int rowBytes = HIDDEN * dtype.sizeBytes();
                     ByteBuffer tokens =
                             ByteBuffer.allocateDirect(TOKENS * rowBytes)
                                     .order(ByteOrder.LITTLE_ENDIAN);
-                    for (int i = 0; i < TOKENS * HIDDEN; i++) {
-                        tokens.putShort(
-                                i * Short.BYTES,
-                                DType.floatToBf16((float) random.nextDouble(-2, 2)));
+                    float[] values = new float[TOKENS * HIDDEN];
+                    for (int i = 0; i < values.length; i++) {
+                        values[i] = (float) random.nextDouble(-2, 2);
                     }
+                    dtype.encode(values, 0, values.length, tokens, 0);
                     int[] ids = new int[TOKENS * TOP_K];
                     float[] weights = new float[TOKENS * TOP_K];
                     for (int t = 0; t < TOKENS; t++) {
@@ -82,7 +94,7 @@ class RoutePlanTest {
                     // The CPU path, identity experts.
                     Dispatcher cpu =
                             new Dispatcher(cpuGroup.communicator(rank), placement, HIDDEN, TOP_K);
-                    DispatchResult result = cpu.dispatch(tokens, TOKENS, DType.BF16, ids, weights);
+                    DispatchResult result = cpu.dispatch(tokens, TOKENS, dtype, ids, weights);
                     ByteBuffer cpuRecv =
                             ByteBuffer.allocateDirect(
                                     Math.max(1, result.numRecvTokens() * rowBytes));
@@ -147,18 +159,27 @@ class RoutePlanTest {
                             .as("rank %d received rows", rank)
                             .isEqualTo(cpuRecv.slice(0, numRecv * rowBytes));
 
-                    ByteBuffer grouped =
-                            KernelReplays.gatherRows(
-                                    recv, plan.groupedOrder(), numGrouped, rowBytes);
-                    float[] expertOut = KernelReplays.widen(grouped, numGrouped * HIDDEN);
+                    // identity experts: their outputs are the grouped rows, as fp32
+                    float[] expertOut =
+                            dtype == DType.BF16
+                                    ? KernelReplays.widen(
+                                            KernelReplays.gatherRows(
+                                                    recv,
+                                                    plan.groupedOrder(),
+                                                    numGrouped,
+                                                    rowBytes),
+                                            numGrouped * HIDDEN)
+                                    : KernelReplays.widenRows(
+                                            recv, plan.groupedOrder(), numGrouped, HIDDEN, dtype);
                     ByteBuffer combineSend =
-                            KernelReplays.weightedSumBf16(
+                            KernelReplays.weightedSum(
                                     expertOut,
                                     plan.combineStart(),
                                     plan.combineRow(),
                                     plan.combineWeight(),
                                     numRecv,
-                                    HIDDEN);
+                                    HIDDEN,
+                                    dtype);
                     ByteBuffer combineRecv =
                             ByteBuffer.allocateDirect(Math.max(1, layout.rankOffsets(n) * rowBytes))
                                     .order(ByteOrder.LITTLE_ENDIAN);
@@ -171,8 +192,13 @@ class RoutePlanTest {
                             scaled(sendRows, rowBytes));
                     int[] returned = plan.returnedRows(layout);
                     float[] out =
-                            KernelReplays.accumulateBf16(
-                                    combineRecv, plan.returnedStart(), returned, TOKENS, HIDDEN);
+                            KernelReplays.accumulate(
+                                    combineRecv,
+                                    plan.returnedStart(),
+                                    returned,
+                                    TOKENS,
+                                    HIDDEN,
+                                    dtype);
                     float[] expected = new float[out.length];
                     cpuOut.get(0, expected);
                     KernelReplays.assertSameBits(

@@ -20,9 +20,9 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * {@code add_shared} replayed in Java ({@link KernelReplays#addShared}) with the block size {@link
  * CudaKernels} launches, against the CPU path's shared expert ({@link ExpertBank#forwardShared}
- * then {@link ExpertBank#addShared}) on the same bf16 tokens, gate, shared rows and combined
- * output: DeepSeek's ungated shared expert and Qwen2-MoE's gated one, for hidden sizes below, above
- * and not a multiple of the block size.
+ * then {@link ExpertBank#addShared}) on the same tokens (bf16, and fp16 and fp32 where the gate's
+ * dot is exact), gate, shared rows and combined output: DeepSeek's ungated shared expert and
+ * Qwen2-MoE's gated one, for hidden sizes below, above and not a multiple of the block size.
  */
 class SharedExpertRowsTest {
     private static final int FFN = 16;
@@ -33,27 +33,35 @@ class SharedExpertRowsTest {
         long seed = 500 + hidden;
         SplittableRandom random = new SplittableRandom(seed);
         Layer layer =
-                Layer.run(seed, random, bf16Tokens(random, hidden, tokens), null, hidden, tokens);
+                Layer.run(
+                        seed,
+                        random,
+                        bf16Tokens(random, hidden, tokens),
+                        DType.BF16,
+                        null,
+                        hidden,
+                        tokens);
 
         KernelReplays.assertSameBits("seed=" + seed, layer.replay(), layer.cpu(), tokens * hidden);
     }
 
     /**
-     * Gate and tokens on grids ({@code k·2⁻¹²} and {@code k·2⁻⁶}, {@code |k| < 256}, both bf16), so
-     * every product and every partial sum is exact in double: the CPU path's sequential sum and the
-     * kernel's strided tree give the same dot.
+     * Gate and tokens on grids ({@code k·2⁻¹²} and {@code k·2⁻⁶}, {@code |k| < 256}, exact in every
+     * dtype), so every product and every partial sum is exact in double: the CPU path's sequential
+     * sum and the kernel's strided tree give the same dot.
      */
     @ParameterizedTest
-    @CsvSource({"300, 5", "100, 3", "512, 4"})
-    void shouldMatchTheCpuPathBitForBitWhenGatedAndTheGateDotIsExact(int hidden, int tokens) {
+    @CsvSource({"300, 5, BF16", "100, 3, BF16", "512, 4, BF16", "300, 5, FP16", "100, 3, FP32"})
+    void shouldMatchTheCpuPathBitForBitWhenGatedAndTheGateDotIsExact(
+            int hidden, int tokens, DType dtype) {
         long seed = 700 + hidden;
         SplittableRandom random = new SplittableRandom(seed);
-        ByteBuffer x = bf16(tokens * hidden, i -> random.nextInt(-255, 256) * 0x1p-6f);
+        ByteBuffer x = tokens(tokens * hidden, i -> random.nextInt(-255, 256) * 0x1p-6f, dtype);
         float[] gate = new float[hidden];
         for (int c = 0; c < hidden; c++) {
             gate[c] = random.nextInt(-255, 256) * 0x1p-12f;
         }
-        Layer layer = Layer.run(seed, random, x, gate, hidden, tokens);
+        Layer layer = Layer.run(seed, random, x, dtype, gate, hidden, tokens);
 
         KernelReplays.assertSameBits("seed=" + seed, layer.replay(), layer.cpu(), tokens * hidden);
     }
@@ -68,7 +76,7 @@ class SharedExpertRowsTest {
         for (int c = 0; c < hidden; c++) {
             gate[c] = (float) (random.nextGaussian() * 2 / Math.sqrt(hidden));
         }
-        Layer layer = Layer.run(seed, random, x, gate, hidden, tokens);
+        Layer layer = Layer.run(seed, random, x, DType.BF16, gate, hidden, tokens);
 
         float[] xs = KernelReplays.widen(x, tokens * hidden);
         for (int t = 0; t < tokens; t++) {
@@ -107,12 +115,15 @@ class SharedExpertRowsTest {
                 long seed,
                 SplittableRandom random,
                 ByteBuffer x,
+                DType dtype,
                 float @Nullable [] gate,
                 int hidden,
                 int tokens) {
             int n = tokens * hidden;
             SeededWeights weights = new SeededWeights(seed, 1, hidden, FFN, 1);
-            FloatBuffer xs = Buffers.floats(n).put(0, KernelReplays.widen(x, n));
+            float[] decoded = new float[n];
+            dtype.decode(x, 0, decoded, 0, n);
+            FloatBuffer xs = Buffers.floats(n).put(0, decoded);
             float[] rows = cpu(weights, null, xs, tokens, new float[n]);
             float[] before = new float[n];
             for (int i = 0; i < n; i++) {
@@ -120,7 +131,8 @@ class SharedExpertRowsTest {
             }
             float[] cpu = cpu(weights, gate, xs, tokens, before.clone());
             float[] replay = before.clone();
-            KernelReplays.addShared(rows, x, gate, replay, hidden, tokens, CudaKernels.THREADS);
+            KernelReplays.addShared(
+                    rows, x, dtype, gate, replay, hidden, tokens, CudaKernels.THREADS);
             return new Layer(rows, before, replay, cpu);
         }
 
@@ -145,14 +157,17 @@ class SharedExpertRowsTest {
     }
 
     private static ByteBuffer bf16Tokens(SplittableRandom random, int hidden, int tokens) {
-        return bf16(tokens * hidden, i -> (float) random.nextGaussian());
+        return tokens(tokens * hidden, i -> (float) random.nextGaussian(), DType.BF16);
     }
 
-    private static ByteBuffer bf16(int n, IntToDoubleFunction value) {
-        ByteBuffer x = ByteBuffer.allocateDirect(n * Short.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    private static ByteBuffer tokens(int n, IntToDoubleFunction value, DType dtype) {
+        float[] values = new float[n];
         for (int i = 0; i < n; i++) {
-            x.putShort(i * Short.BYTES, DType.floatToBf16((float) value.applyAsDouble(i)));
+            values[i] = (float) value.applyAsDouble(i);
         }
+        ByteBuffer x =
+                ByteBuffer.allocateDirect(n * dtype.sizeBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        dtype.encode(values, 0, n, x, 0);
         return x;
     }
 }

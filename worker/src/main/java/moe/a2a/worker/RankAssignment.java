@@ -32,6 +32,10 @@ final class RankAssignment {
     private static final Logger LOG = LoggerFactory.getLogger(RankAssignment.class);
 
     private final OfferedDataPlanes planes;
+
+    /** Whether a GPU rank's fp32 GEMMs may run on TF32 tensor cores. */
+    private final boolean tf32;
+
     private final MeterRegistry registry;
     private volatile int rank = -1;
     private int worldSize;
@@ -42,8 +46,9 @@ final class RankAssignment {
      */
     private volatile LoadedRank loaded;
 
-    RankAssignment(OfferedDataPlanes planes, MeterRegistry registry) {
+    RankAssignment(OfferedDataPlanes planes, boolean tf32, MeterRegistry registry) {
         this.planes = planes;
+        this.tf32 = tf32;
         this.registry = registry;
         new WeightMemoryMetrics(new LoadedWeights()).bindTo(registry);
     }
@@ -159,7 +164,7 @@ final class RankAssignment {
     private RankRuntime runtime(
             ModelConfig model, WeightSource weights, Placement placement, int device) {
         return device >= 0
-                ? new GpuRankRuntime(model, weights, placement, rank, device)
+                ? new GpuRankRuntime(model, weights, placement, rank, device, tf32)
                 : new CpuRankRuntime(model, weights, placement, rank);
     }
 

@@ -44,6 +44,8 @@ public final class WorkerAgent implements AutoCloseable {
      * @param rejoinTimeout how long to keep trying to reach the control plane before giving up
      * @param gpuProbe the GPU probe's one line, sent along so a refusal can quote it
      * @param host this host's name, sent along for the control plane's messages
+     * @param tf32 whether a GPU rank's fp32 GEMMs (fp16 and fp32 steps) may run on TF32 tensor
+     *     cores; fp32 math otherwise
      */
     public record Settings(
             String workerId,
@@ -52,8 +54,9 @@ public final class WorkerAgent implements AutoCloseable {
             Duration rejoinTimeout,
             Duration heartbeatInterval,
             String gpuProbe,
-            String host) {
-        /** Settings without a host name. */
+            String host,
+            boolean tf32) {
+        /** Settings without a host name, fp32 math in fp32 GEMMs. */
         public Settings(
                 String workerId,
                 int preferredRank,
@@ -68,7 +71,8 @@ public final class WorkerAgent implements AutoCloseable {
                     rejoinTimeout,
                     heartbeatInterval,
                     gpuProbe,
-                    "");
+                    "",
+                    false);
         }
     }
 
@@ -94,7 +98,7 @@ public final class WorkerAgent implements AutoCloseable {
             MeterRegistry registry) {
         this.settings = settings;
         OfferedDataPlanes planes = new OfferedDataPlanes(dataPlanes);
-        this.assignment = new RankAssignment(planes, registry);
+        this.assignment = new RankAssignment(planes, settings.tf32(), registry);
         this.epochs = new GroupEpochs(planes, assignment);
         this.staging = new PlacementStaging(assignment);
         ControlMessageHandler handler = new ControlMessageHandler(assignment, epochs, staging);
