@@ -137,15 +137,6 @@ final class ControlPlaneCommand implements Callable<Integer> {
                             + transport
                             + "; micro-batches run on tcp)");
         }
-        if (onDevices && server.rebalanceEvery != 0) {
-            throw new IllegalArgumentException(
-                    "--rebalance-every: "
-                            + server.rebalanceEvery
-                            + " (expected: 0 with --transport "
-                            + transport
-                            + "; GPU ranks keep the placement they start with, live rebalancing"
-                            + " runs on tcp)");
-        }
         StragglerWatch.Settings stragglers =
                 new StragglerWatch.Settings(
                         stragglerFactor,

@@ -14,7 +14,7 @@ public record WeightMemory(long deviceBytesPerExpert, long hostBytesPerExpert, l
     /**
      * The distinct experts {@code runtime}'s rank holds over {@code layers} layers, as placed now.
      */
-    static long localExperts(RankRuntime runtime, int rank, int layers) {
+    public static long localExperts(RankRuntime runtime, int rank, int layers) {
         long experts = 0;
         for (int layer = 0; layer < layers; layer++) {
             experts += Arrays.stream(runtime.placement(layer).expertsOf(rank)).distinct().count();

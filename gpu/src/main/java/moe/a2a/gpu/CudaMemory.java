@@ -1,5 +1,6 @@
 package moe.a2a.gpu;
 
+import static org.bytedeco.cuda.global.cudart.cudaErrorMemoryAllocation;
 import static org.bytedeco.cuda.global.cudart.cudaFree;
 import static org.bytedeco.cuda.global.cudart.cudaFreeHost;
 import static org.bytedeco.cuda.global.cudart.cudaMalloc;
@@ -43,9 +44,11 @@ public final class CudaMemory implements AutoCloseable {
         close();
         long size = Math.max(bytes, capacity * 2);
         Pointer p = new Pointer();
-        CudaCheck.check(
-                host ? cudaMallocHost(p, size) : cudaMalloc(p, size),
-                (host ? "cudaMallocHost(" : "cudaMalloc(") + size + ")");
+        int error = host ? cudaMallocHost(p, size) : cudaMalloc(p, size);
+        if (!host && error == cudaErrorMemoryAllocation) {
+            throw new OutOfDeviceMemoryException("cudaMalloc(" + size + "): out of device memory");
+        }
+        CudaCheck.check(error, (host ? "cudaMallocHost(" : "cudaMalloc(") + size + ")");
         memory = p;
         capacity = size;
         if (host) {

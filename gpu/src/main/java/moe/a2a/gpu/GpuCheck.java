@@ -80,6 +80,7 @@ public final class GpuCheck {
                 CudaKernels kernels = CudaKernels.load(device)) {
             System.out.println("kernels compiled for " + kernels.arch());
             GpuCpuComparison.run(comm, kernels, table);
+            RestagingCheck.run(comm, kernels, table);
             LowLatencyGraphCheck.run(comm, kernels, table);
             GpuTimings.run(comm, kernels, table);
             NcclCollectivesCheck.run(new NcclCommunicator[] {comm}, table);

@@ -69,7 +69,7 @@ final class GpuCpuComparison {
 
         // GPU path on the same inputs.
         CUstream_st stream = comm.stream();
-        try (CudaMemory deviceTokens = CudaMemory.device().ensure((long) TOKENS * rowBytes);
+        try (CudaMemory deviceTokens = upload(tokens);
                 CudaMemory expertOut = CudaMemory.device();
                 CudaMemory out = CudaMemory.device();
                 GpuDispatcher gpu = new GpuDispatcher(comm, placement, HIDDEN, TOP_K, kernels);
@@ -81,13 +81,6 @@ final class GpuCpuComparison {
                                 0,
                                 false,
                                 kernels)) {
-            CudaCheck.check(
-                    cudaMemcpy(
-                            deviceTokens.at(0),
-                            new BytePointer(tokens),
-                            (long) TOKENS * rowBytes,
-                            cudaMemcpyHostToDevice),
-                    "cudaMemcpy(tokens)");
             CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, DType.BF16, ids, weights);
             sync(stream);
             ByteBuffer gpuRecv = download(gpu.received(), (long) gpu.numReceived() * rowBytes);
@@ -269,6 +262,19 @@ final class GpuCpuComparison {
             }
         }
         return worst;
+    }
+
+    /** {@code host}'s bytes copied to new device memory. */
+    static CudaMemory upload(ByteBuffer host) {
+        CudaMemory device = CudaMemory.device().ensure(Math.max(1, host.capacity()));
+        CudaCheck.check(
+                cudaMemcpy(
+                        device.at(0),
+                        new BytePointer(host),
+                        host.capacity(),
+                        cudaMemcpyHostToDevice),
+                "cudaMemcpy(tokens)");
+        return device;
     }
 
     static ByteBuffer download(CudaMemory memory, long bytes) {

@@ -5,8 +5,6 @@ import static moe.a2a.gpu.GpuCpuComparison.FFN;
 import static moe.a2a.gpu.GpuCpuComparison.HIDDEN;
 import static moe.a2a.gpu.GpuCpuComparison.TOKENS;
 import static moe.a2a.gpu.GpuCpuComparison.TOP_K;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -18,7 +16,6 @@ import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.kernels.DType;
-import org.bytedeco.javacpp.BytePointer;
 
 /**
  * {@link GpuCheck}'s fp16 and fp32 steps on the device, at world size 1, on {@link
@@ -65,18 +62,11 @@ final class GpuDTypeComparison {
 
         Bf16Weights held = new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1));
         String name = dtype.name().toLowerCase(Locale.ROOT);
-        try (CudaMemory deviceTokens = CudaMemory.device().ensure((long) TOKENS * rowBytes);
+        try (CudaMemory deviceTokens = GpuCpuComparison.upload(tokens);
                 CudaMemory expertOut = CudaMemory.device();
                 CudaMemory out = CudaMemory.device();
                 GpuDispatcher gpu = new GpuDispatcher(comm, placement, HIDDEN, TOP_K, kernels);
                 GpuExperts experts = new GpuExperts(held, 0, placement, 0, false, kernels)) {
-            CudaCheck.check(
-                    cudaMemcpy(
-                            deviceTokens.at(0),
-                            new BytePointer(tokens),
-                            (long) TOKENS * rowBytes,
-                            cudaMemcpyHostToDevice),
-                    "cudaMemcpy(tokens)");
             CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, dtype, ids, weights);
             GpuCpuComparison.sync(comm.stream());
             ByteBuffer gpuRecv =

@@ -12,13 +12,19 @@ import static org.bytedeco.cuda.global.cublas.cublasGetStatusString;
 import static org.bytedeco.cuda.global.cublas.cublasSetStream_v2;
 import static org.bytedeco.cuda.global.cudart.CUDA_R_32F;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.nio.FloatBuffer;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.IntFunction;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ExpertWeights;
@@ -29,6 +35,7 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.ShortPointer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -52,6 +59,17 @@ public final class GpuExperts implements AutoCloseable {
     private final CudaMemory[] w1;
     private final CudaMemory[] w3;
     private final CudaMemory[] w2;
+
+    /** The expert each slot holds, -1 where the slots came without ids (a shared expert). */
+    private final int[] expertIds;
+
+    /**
+     * Bytes uploaded to build this: the weights shared with the experts it was restaged from count
+     * nothing.
+     */
+    private final long loadedBytes;
+
+    private final boolean tf32;
     private final long[] w1Addresses;
     private final long[] w3Addresses;
     private final long[] w2Addresses;
@@ -75,7 +93,8 @@ public final class GpuExperts implements AutoCloseable {
             boolean tf32,
             CudaKernels kernels) {
         this(
-                slots(weights, layer, placement, rank),
+                placement.expertsOf(rank),
+                e -> weights.expert(layer, e),
                 weights.hidden(),
                 weights.ffn(),
                 tf32,
@@ -87,24 +106,137 @@ public final class GpuExperts implements AutoCloseable {
      * shared expert alone, say, of its own width); fp32 rows run TF32 GEMMs when {@code tf32}.
      */
     GpuExperts(ExpertWeights[] slots, int hidden, int ffn, boolean tf32, CudaKernels kernels) {
+        this(unknown(slots.length), s -> slots[s], hidden, ffn, tf32, kernels);
+    }
+
+    private GpuExperts(
+            int[] expertIds,
+            IntFunction<ExpertWeights> load,
+            int hidden,
+            int ffn,
+            boolean tf32,
+            CudaKernels kernels) {
+        this(expertIds, new CudaMemory[expertIds.length][], load, null, hidden, ffn, tf32, kernels);
+    }
+
+    /** {@code n} slots of unknown experts. */
+    private static int[] unknown(int n) {
+        int[] ids = new int[n];
+        Arrays.fill(ids, -1);
+        return ids;
+    }
+
+    /**
+     * Slot {@code s} holds expert {@code expertIds[s]}: its projections {@code held[s]} when given
+     * (shared with the experts this is restaged from), else loaded by {@code load} (by expert id,
+     * or by slot where the ids are unknown) and uploaded, in order on {@code stream} when given.
+     */
+    private GpuExperts(
+            int[] expertIds,
+            CudaMemory[][] held,
+            IntFunction<ExpertWeights> load,
+            @Nullable CUstream_st stream,
+            int hidden,
+            int ffn,
+            boolean tf32,
+            CudaKernels kernels) {
         this.kernels = kernels;
         this.hidden = hidden;
         this.ffn = ffn;
+        this.tf32 = tf32;
         this.fp32Math = tf32 ? ExpertMath.TF32 : ExpertMath.FP32;
-        check(cublasCreate_v2(handle), "cublasCreate");
-        int count = slots.length;
+        this.expertIds = expertIds.clone();
+        int count = expertIds.length;
         w1 = new CudaMemory[count];
         w3 = new CudaMemory[count];
         w2 = new CudaMemory[count];
-        for (int s = 0; s < count; s++) {
-            ExpertWeights e = slots[s];
-            w1[s] = upload(e.w1());
-            w3[s] = upload(e.w3());
-            w2[s] = upload(e.w2());
+        long loaded = 0;
+        try {
+            for (int s = 0; s < count; s++) {
+                CudaMemory[] h = held[s];
+                for (int before = 0; h == null && before < s; before++) {
+                    if (expertIds[s] >= 0 && expertIds[before] == expertIds[s]) {
+                        // two slots of one expert: its weights once
+                        h = new CudaMemory[] {w1[before], w3[before], w2[before]};
+                    }
+                }
+                if (h != null) {
+                    w1[s] = h[0];
+                    w3[s] = h[1];
+                    w2[s] = h[2];
+                    continue;
+                }
+                ExpertWeights e = load.apply(expertIds[s] >= 0 ? expertIds[s] : s);
+                w1[s] = upload(e.w1(), stream);
+                w3[s] = upload(e.w3(), stream);
+                w2[s] = upload(e.w2(), stream);
+                loaded += 3L * hidden * ffn * Short.BYTES;
+            }
+            check(cublasCreate_v2(handle), "cublasCreate");
+        } catch (RuntimeException e) {
+            Set<CudaMemory> shared = Collections.newSetFromMap(new IdentityHashMap<>());
+            for (CudaMemory[] h : held) {
+                if (h != null) {
+                    shared.addAll(Arrays.asList(h));
+                }
+            }
+            for (CudaMemory[] ws : new CudaMemory[][] {w1, w3, w2}) {
+                for (CudaMemory w : ws) {
+                    if (w != null && !shared.contains(w)) {
+                        w.close();
+                    }
+                }
+            }
+            throw e;
         }
+        this.loadedBytes = loaded;
         this.w1Addresses = addresses(w1);
         this.w3Addresses = addresses(w3);
         this.w2Addresses = addresses(w2);
+    }
+
+    /**
+     * These experts as the slots {@code next} (expert ids) of another placement need them: the
+     * projections of experts held here are shared, the others loaded by {@code load} and uploaded
+     * in order on {@code stream}, which this waits for. Until one of the two is {@link #retire}d,
+     * both serve. Any thread whose current device is this one's.
+     */
+    GpuExperts restaged(int[] next, IntFunction<ExpertWeights> load, CUstream_st stream) {
+        CudaMemory[][] held = new CudaMemory[next.length][];
+        for (int s = 0; s < next.length; s++) {
+            for (int h = 0; h < expertIds.length && held[s] == null; h++) {
+                if (expertIds[h] == next[s]) {
+                    held[s] = new CudaMemory[] {w1[h], w3[h], w2[h]};
+                }
+            }
+        }
+        GpuExperts restaged = new GpuExperts(next, held, load, stream, hidden, ffn, tf32, kernels);
+        CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(weights)");
+        return restaged;
+    }
+
+    /**
+     * Frees what {@code successor} does not share: the projections of experts it no longer holds,
+     * this one's cuBLAS handle and scratch. Between steps; this one is not used again.
+     */
+    void retire(GpuExperts successor) {
+        Set<CudaMemory> kept = Collections.newSetFromMap(new IdentityHashMap<>());
+        kept.addAll(Arrays.asList(successor.w1));
+        kept.addAll(Arrays.asList(successor.w3));
+        kept.addAll(Arrays.asList(successor.w2));
+        for (CudaMemory[] ws : new CudaMemory[][] {w1, w3, w2}) {
+            for (CudaMemory w : ws) {
+                if (!kept.contains(w)) {
+                    w.close();
+                }
+            }
+        }
+        release();
+    }
+
+    /** Bytes uploaded to build these experts; those shared with the ones restaged from count 0. */
+    long loadedBytes() {
+        return loadedBytes;
     }
 
     /**
@@ -124,6 +256,19 @@ public final class GpuExperts implements AutoCloseable {
 
         /** The grouped calls of one layer's experts in one math (identity of the experts). */
         private record Calls(GpuExperts experts, ExpertMath math) {}
+
+        /** Frees the argument lists planned for {@code experts}, which are retired. */
+        void forget(GpuExperts experts) {
+            calls.entrySet()
+                    .removeIf(
+                            e -> {
+                                if (e.getKey().experts() != experts) {
+                                    return false;
+                                }
+                                e.getValue().close();
+                                return true;
+                            });
+        }
 
         @Override
         public void close() {
@@ -342,15 +487,6 @@ public final class GpuExperts implements AutoCloseable {
                 "cublasGemmEx");
     }
 
-    private static ExpertWeights[] slots(
-            WeightSource weights, int layer, Placement placement, int rank) {
-        ExpertWeights[] slots = new ExpertWeights[placement.localExperts(rank)];
-        for (int s = 0; s < slots.length; s++) {
-            slots[s] = weights.expert(layer, placement.expertAt(rank, s));
-        }
-        return slots;
-    }
-
     private static long address(CudaMemory memory) {
         return memory.at(0).address();
     }
@@ -363,18 +499,32 @@ public final class GpuExperts implements AutoCloseable {
         return out;
     }
 
-    /** fp32 weights rounded to bf16 (as DType does) and copied to the device once. */
-    private static CudaMemory upload(FloatBuffer weights) {
+    /**
+     * fp32 weights rounded to bf16 (as DType does) and copied to the device once, in order on
+     * {@code stream} when given (the caller waits for it), else synchronously.
+     */
+    private static CudaMemory upload(FloatBuffer weights, @Nullable CUstream_st stream) {
         int n = weights.capacity();
-        ShortPointer host = new ShortPointer(n);
-        for (int i = 0; i < n; i++) {
-            host.put(i, DType.floatToBf16(weights.get(i)));
+        long bytes = (long) n * Short.BYTES;
+        CudaMemory device = CudaMemory.device().ensure(bytes);
+        try (ShortPointer host = new ShortPointer(n)) {
+            for (int i = 0; i < n; i++) {
+                host.put(i, DType.floatToBf16(weights.get(i)));
+            }
+            CudaCheck.check(
+                    stream == null
+                            ? cudaMemcpy(device.at(0), host, bytes, cudaMemcpyHostToDevice)
+                            : cudaMemcpyAsync(
+                                    device.at(0), host, bytes, cudaMemcpyHostToDevice, stream),
+                    "cudaMemcpy(weights)");
+            if (stream != null) {
+                // the pageable source is freed on return
+                CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(weights)");
+            }
+        } catch (RuntimeException e) {
+            device.close();
+            throw e;
         }
-        CudaMemory device = CudaMemory.device().ensure((long) n * Short.BYTES);
-        CudaCheck.check(
-                cudaMemcpy(device.at(0), host, (long) n * Short.BYTES, cudaMemcpyHostToDevice),
-                "cudaMemcpy(weights)");
-        host.close();
         return device;
     }
 
@@ -398,6 +548,11 @@ public final class GpuExperts implements AutoCloseable {
                 w.close();
             }
         }
+        release();
+    }
+
+    /** The cuBLAS handle and the scratch; the weights stay. */
+    private void release() {
         scratch.close();
         cublasDestroy_v2(handle);
     }

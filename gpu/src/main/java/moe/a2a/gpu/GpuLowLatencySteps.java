@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.IntFunction;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.Placement;
@@ -58,7 +59,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
     private final NcclCommunicator comm;
     private final ModelConfig model;
     private final CudaKernels kernels;
-    private final GpuExperts[] experts;
+    private final IntFunction<GpuExperts> experts;
     private final boolean capture;
     private final Map<Integer, Fixed> bounds = new HashMap<>();
     private final Map<Long, Replay> replays = new HashMap<>();
@@ -75,7 +76,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
             NcclCommunicator comm,
             ModelConfig model,
             CudaKernels kernels,
-            GpuExperts[] experts,
+            IntFunction<GpuExperts> experts,
             boolean capture) {
         this.comm = comm;
         this.model = model;
@@ -141,6 +142,29 @@ final class GpuLowLatencySteps implements AutoCloseable {
         return computed(dtype, dispatcher, numTokens, from, to);
     }
 
+    /**
+     * Forgets {@code layer}'s graphs, which hold the addresses of its experts {@code retired}, and
+     * their argument lists: a new placement moved experts in or out. Its next step is enqueued call
+     * by call again, and the one after captured anew.
+     */
+    void forget(int layer, GpuExperts retired) {
+        replays.entrySet()
+                .removeIf(
+                        e -> {
+                            if ((int) (e.getKey() >>> 32) != layer) {
+                                return false;
+                            }
+                            CudaGraph graph = e.getValue().graph;
+                            if (graph != null) {
+                                graph.close();
+                            }
+                            return true;
+                        });
+        for (Fixed f : bounds.values()) {
+            f.scratch.forget(retired);
+        }
+    }
+
     /** Whether {@code layer}'s steps of {@code bound} replay a captured graph now. */
     boolean replays(int layer, int bound) {
         Replay replay = replays.get(((long) layer << 32) | bound);
@@ -155,8 +179,14 @@ final class GpuLowLatencySteps implements AutoCloseable {
             groupedRows += n;
         }
         fixed.expertOut.ensure(Math.max(1, groupedRows * model.hidden() * Float.BYTES));
-        experts[layer].forward(
-                grouped, DType.BF16, rowsPerSlot, fixed.expertOut, comm.stream(), fixed.scratch);
+        experts.apply(layer)
+                .forward(
+                        grouped,
+                        DType.BF16,
+                        rowsPerSlot,
+                        fixed.expertOut,
+                        comm.stream(),
+                        fixed.scratch);
         fixed.dispatcher.enqueueCombine(s, fixed.expertOut);
     }
 

@@ -8,18 +8,24 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import static org.bytedeco.cuda.global.cudart.cudaSetDevice;
+import static org.bytedeco.cuda.global.cudart.cudaStreamCreateWithFlags;
+import static org.bytedeco.cuda.global.cudart.cudaStreamDestroy;
+import static org.bytedeco.cuda.global.cudart.cudaStreamNonBlocking;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.CpuRankRuntime;
+import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.LayerSlots;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
@@ -44,10 +50,16 @@ import org.slf4j.LoggerFactory;
  * from CUDA events; bf16 low-latency steps run with fixed sizes, replayed as CUDA graphs ({@link
  * GpuLowLatencySteps}). Steps with an expert capacity run on the device too: the filter runs on the
  * host with the routing, and the pairs it drops are in no index list; so do layers with a shared
- * expert, its MLP on a stream of its own beside the exchange ({@link GpuSharedExpert}). The
- * low-latency steps the fixed-size path does not take (fp16 and fp32, FP8 dispatch, a shared
- * expert, an odd hidden size) run on the CPU {@link CpuRankRuntime} over the same NCCL communicator
- * (host-staged). Routing (gate, top-k) runs on the host in every case. Owned by the rank's thread.
+ * expert, its MLP on a stream of its own beside the exchange ({@link GpuSharedExpert}).
+ *
+ * <p>The experts' weights are held once, in bf16 on the device. The low-latency steps the
+ * fixed-size path does not take (fp16 and fp32, FP8 dispatch, a shared expert, an odd hidden size)
+ * run on the CPU {@link CpuRankRuntime} over the same NCCL communicator (host-staged), which loads
+ * its fp32 copy of the weights on the first such step, saying so in one line. A new placement's
+ * experts are uploaded on a stream of their own while steps go on ({@link #stage}, off the rank's
+ * thread), sharing the weights of the experts the rank keeps, and switched to between steps ({@link
+ * #install}). Routing (gate, top-k) runs on the host in every case. Owned by the rank's thread,
+ * except {@link #stage}.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
@@ -59,11 +71,25 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final Placement[] placements;
 
     private final int rank;
-    private final CpuRankRuntime cpu;
+    private final int device;
+    private final WeightSource weights;
     private final RankStep step;
     private final RankStep.Compute onDevice = this::compute;
     private final CudaKernels kernels;
-    private final GpuExperts[] experts;
+
+    /** Per layer, the experts its steps run: replaced whole by {@link #install}. */
+    private final AtomicReferenceArray<GpuExperts> experts;
+
+    /** Per layer, the experts staged for a coming placement and not yet installed. */
+    private final AtomicReferenceArray<Staged> staged;
+
+    /** Where staged experts' weights are uploaded, beside the steps' streams. */
+    private final CUstream_st uploads = new CUstream_st();
+
+    /** The host path, loaded by the first step that takes it. */
+    private @Nullable CpuRankRuntime host;
+
+    private @Nullable Communicator comm;
 
     /** Per layer: its shared expert on the device, or null when it has none. */
     private final @Nullable GpuSharedExpert[] shared;
@@ -78,10 +104,15 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private float[] out = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
+    /** A coming placement's experts on the device, and on the host path when it was loaded. */
+    private record Staged(Placement placement, GpuExperts device, @Nullable LayerSlots host) {}
+
     /**
-     * Loads {@code rank}'s experts on {@code device} (bf16, every layer) and on the host (for the
-     * low-latency steps that run there); fp16 and fp32 steps run TF32 GEMMs when {@code tf32}, else
-     * fp32 ones.
+     * Loads {@code rank}'s experts on {@code device} (bf16, every layer); fp16 and fp32 steps run
+     * TF32 GEMMs when {@code tf32}, else fp32 ones.
+     *
+     * @throws OutOfDeviceMemoryException when the device cannot hold them, having freed what it
+     *     took
      */
     public GpuRankRuntime(
             ModelConfig model,
@@ -102,32 +133,40 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         this.placements = new Placement[model.layers()];
         Arrays.fill(placements, placement);
         this.rank = rank;
-        this.cpu = new CpuRankRuntime(model, weights, placement, rank);
+        this.device = device;
+        this.weights = weights;
         this.step = new RankStep(weights, model, rank);
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         this.kernels = CudaKernels.load(device);
-        this.experts = new GpuExperts[model.layers()];
+        this.experts = new AtomicReferenceArray<>(model.layers());
+        this.staged = new AtomicReferenceArray<>(model.layers());
         this.shared = new GpuSharedExpert[model.layers()];
-        for (int layer = 0; layer < experts.length; layer++) {
-            experts[layer] = new GpuExperts(weights, layer, placement, rank, tf32, kernels);
-            SharedExpert s = weights.sharedExpert(layer);
-            shared[layer] = s == null ? null : new GpuSharedExpert(s, tf32, kernels);
+        try {
+            for (int layer = 0; layer < model.layers(); layer++) {
+                experts.set(layer, new GpuExperts(weights, layer, placement, rank, tf32, kernels));
+                SharedExpert s = weights.sharedExpert(layer);
+                shared[layer] = s == null ? null : new GpuSharedExpert(s, tf32, kernels);
+            }
+            CudaCheck.check(
+                    cudaStreamCreateWithFlags(uploads, cudaStreamNonBlocking),
+                    "cudaStreamCreateWithFlags");
+            for (int i = 0; i < events.length; i++) {
+                events[i] = new CUevent_st();
+                CudaCheck.check(cudaEventCreate(events[i]), "cudaEventCreate");
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
         }
-        for (int i = 0; i < events.length; i++) {
-            events[i] = new CUevent_st();
-            CudaCheck.check(cudaEventCreate(events[i]), "cudaEventCreate");
-        }
-        WeightMemory memory = weightMemory();
         LOG.info(
-                "rank {} on GPU {}: {} local experts a layer over {} layers, {} MiB each on the"
-                        + " device (bf16) and {} MiB each on the host (fp32, for the low-latency"
-                        + " steps that take the host path)",
+                "rank {} on GPU {}: {} local experts a layer over {} layers, {} MiB each, held once"
+                        + " on the device (bf16)",
                 rank,
                 device,
                 placement.localExperts(rank),
                 model.layers(),
-                String.format(Locale.ROOT, "%.1f", memory.deviceBytesPerExpert() / 1048576.0),
-                String.format(Locale.ROOT, "%.1f", memory.hostBytesPerExpert() / 1048576.0));
+                String.format(
+                        Locale.ROOT, "%.1f", weightMemory().deviceBytesPerExpert() / 1048576.0));
     }
 
     @Override
@@ -136,30 +175,45 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     }
 
     /**
-     * Stages a placement that keeps this rank's experts in their slots and changes only the shares
-     * (as serving without a lost rank, and coming back, do).
+     * Stages {@code next} for {@code layer}: the experts it brings to this rank uploaded in bf16 on
+     * a stream of their own (steps go on), the ones it keeps shared, and the host path's fp32 slots
+     * when that path is loaded. A staging not installed is dropped by the next one. Any thread; one
+     * staging per layer at a time.
      *
-     * @throws A2aException when {@code next} moves an expert into or out of this rank: the device
-     *     weights are loaded once, at start
+     * @throws A2aException when {@code next} gives this rank another number of slots: the device
+     *     dispatchers are sized by it
      */
     @Override
     public LayerSlots stage(int layer, Placement next) {
-        Placement now = placements[layer];
-        int slots = now.localExperts(rank);
-        boolean same = next.localExperts(rank) == slots;
-        for (int s = 0; same && s < slots; s++) {
-            same = next.expertAt(rank, s) == now.expertAt(rank, s);
-        }
-        if (!same) {
+        int slots = placement.localExperts(rank);
+        if (next.localExperts(rank) != slots) {
             throw new A2aException(
                     "rank "
                             + rank
                             + ", layer "
                             + layer
-                            + ": the placement moves experts into or out of this GPU rank, whose"
-                            + " device weights are loaded once; only shares may change here");
+                            + ": the placement gives this GPU rank "
+                            + next.localExperts(rank)
+                            + " slots (expected: "
+                            + slots
+                            + ", as it started with)");
         }
-        return cpu.stage(layer, next);
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        Staged dropped = staged.getAndSet(layer, null);
+        GpuExperts now = experts.get(layer);
+        if (dropped != null) {
+            dropped.device().retire(now);
+        }
+        GpuExperts onDevice =
+                now.restaged(next.expertsOf(rank), e -> weights.expert(layer, e), uploads);
+        CpuRankRuntime h = host;
+        LayerSlots onHost = h == null ? null : h.stage(layer, next);
+        staged.set(layer, new Staged(next, onDevice, onHost));
+        return new LayerSlots(
+                layer,
+                next,
+                onHost == null ? new ExpertWeights[0] : onHost.weights(),
+                onDevice.loadedBytes() + (onHost == null ? 0 : onHost.loadedBytes()));
     }
 
     @Override
@@ -167,25 +221,83 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         step.recordRouting();
     }
 
-    /** bf16 projections on the device, and the host path's fp32 copy beside them. */
+    /**
+     * bf16 projections on the device; on the host, the fp32 copy of the host path once a step
+     * loaded it.
+     */
     @Override
     public WeightMemory weightMemory() {
-        WeightMemory host = cpu.weightMemory();
+        CpuRankRuntime h = host;
         return new WeightMemory(
                 3L * model.hidden() * model.ffn() * Short.BYTES,
-                host.hostBytesPerExpert(),
-                host.localExperts());
+                h == null ? 0 : h.weightMemory().hostBytesPerExpert(),
+                WeightMemory.localExperts(this, rank, model.layers()));
     }
 
+    /**
+     * Switches {@code slots}' layer to its staged experts (staging them now if they were not),
+     * frees the weights of the experts it left, and forgets the layer's captured graphs when
+     * experts moved. Between steps.
+     */
     @Override
-    public void install(LayerSlots staged) {
-        cpu.install(staged);
-        placements[staged.layer()] = staged.placement();
+    public void install(LayerSlots slots) {
+        int layer = slots.layer();
+        Staged s = staged.get(layer);
+        if (s == null || s.placement() != slots.placement()) {
+            stage(layer, slots.placement());
+            s = staged.get(layer);
+        }
+        staged.set(layer, null);
+        GpuExperts before = experts.getAndSet(layer, s.device());
+        if (s.device().loadedBytes() > 0 && lowLatency != null) {
+            lowLatency.forget(layer, before);
+        }
+        before.retire(s.device());
+        placements[layer] = s.placement();
+        CpuRankRuntime h = host;
+        if (h != null) {
+            h.install(s.host() != null ? s.host() : h.stage(layer, s.placement()));
+        }
+    }
+
+    /**
+     * The host path, for the low-latency steps the device path does not take: loaded the first
+     * time, with every layer's current placement.
+     */
+    private CpuRankRuntime host(String why) {
+        CpuRankRuntime h = host;
+        if (h != null) {
+            return h;
+        }
+        long start = System.nanoTime();
+        h = new CpuRankRuntime(model, weights, placement, rank);
+        for (int layer = 0; layer < model.layers(); layer++) {
+            if (placements[layer] != placement) {
+                h.install(h.stage(layer, placements[layer]));
+            }
+        }
+        Communicator c = comm;
+        if (c != null) {
+            h.rebind(c);
+        }
+        host = h;
+        LOG.info(
+                "rank {}: {} take the host path: loaded its fp32 copy of the experts, {} MiB each,"
+                        + " in {} ms",
+                rank,
+                why,
+                String.format(
+                        Locale.ROOT, "%.1f", h.weightMemory().hostBytesPerExpert() / 1048576.0),
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+        return h;
     }
 
     @Override
     public void rebind(Communicator comm) {
-        cpu.rebind(comm);
+        this.comm = comm;
+        if (host != null) {
+            host.rebind(comm);
+        }
         if (dispatcher != null) {
             dispatcher.close();
             dispatcher = null;
@@ -204,7 +316,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             model.topK(),
                             model.dispatchDType(),
                             kernels);
-            lowLatency = new GpuLowLatencySteps(nccl, model, kernels, experts, true);
+            lowLatency = new GpuLowLatencySteps(nccl, model, kernels, experts::get, true);
         }
     }
 
@@ -219,14 +331,13 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             int lowLatencyTokens) {
         GpuDispatcher gpu = dispatcher;
         GpuLowLatencySteps fixed = lowLatency;
-        if (gpu == null
-                || fixed == null
-                || lowLatencyTokens > 0
-                        && (dtype != DType.BF16
-                                || model.hidden() % 2 != 0
-                                || model.dispatchDType() == DispatchDType.FP8
-                                || shared[layer] != null)) {
-            return cpu.step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
+        String hostPath =
+                gpu == null || fixed == null
+                        ? "steps of a group without every rank (serving without a lost one)"
+                        : lowLatencyTokens > 0 ? hostPathReason(layer, dtype) : null;
+        if (hostPath != null) {
+            return host(hostPath)
+                    .step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
         }
         if (lowLatencyTokens > 0) {
             return step.run(
@@ -240,6 +351,23 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             fixed.run(l, d, in, n, ids, w, lowLatencyTokens, placements[l]));
         }
         return step.run(layer, dtype, input, numTokens, routing, capacity, onDevice);
+    }
+
+    /**
+     * Why a low-latency step of {@code layer} in {@code dtype} cannot take the fixed-size device
+     * path, or null when it can.
+     */
+    private @Nullable String hostPathReason(int layer, DType dtype) {
+        if (dtype != DType.BF16) {
+            return "low-latency steps of " + dtype + " tokens";
+        }
+        if (model.hidden() % 2 != 0) {
+            return "low-latency steps of an odd hidden size";
+        }
+        if (model.dispatchDType() == DispatchDType.FP8) {
+            return "low-latency steps with FP8 dispatch";
+        }
+        return shared[layer] != null ? "low-latency steps of layers with a shared expert" : null;
     }
 
     /**
@@ -275,8 +403,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             groupedRows += n;
         }
         expertOut.ensure(Math.max(1, groupedRows * hidden * Float.BYTES));
-        experts[layer].forward(
-                grouped, GpuDispatcher.expertDType(dtype), rowsPerSlot, expertOut, stream);
+        experts.get(layer)
+                .forward(grouped, GpuDispatcher.expertDType(dtype), rowsPerSlot, expertOut, stream);
         CudaCheck.check(cudaEventRecord(events[2], stream), "cudaEventRecord");
         gpu.combine(expertOut, combined);
         if (sharedExpert != null) {
@@ -328,15 +456,24 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
 
     @Override
     public void close() {
-        cpu.close();
+        if (host != null) {
+            host.close();
+        }
         if (dispatcher != null) {
             dispatcher.close();
         }
         if (lowLatency != null) {
             lowLatency.close();
         }
-        for (GpuExperts e : experts) {
-            e.close();
+        for (int layer = 0; layer < experts.length(); layer++) {
+            GpuExperts e = experts.get(layer);
+            Staged s = staged.getAndSet(layer, null);
+            if (s != null && e != null) {
+                s.device().retire(e);
+            }
+            if (e != null) {
+                e.close();
+            }
         }
         for (GpuSharedExpert s : shared) {
             if (s != null) {
@@ -344,8 +481,11 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             }
         }
         for (CUevent_st e : events) {
-            cudaEventDestroy(e);
+            if (e != null) {
+                cudaEventDestroy(e);
+            }
         }
+        cudaStreamDestroy(uploads);
         pinned.close();
         tokens.close();
         expertOut.close();

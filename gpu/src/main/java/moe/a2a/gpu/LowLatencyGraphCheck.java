@@ -41,9 +41,9 @@ final class LowLatencyGraphCheck {
         ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
         SplittableRandom random = new SplittableRandom(5);
         try (GpuLowLatencySteps graphs =
-                        new GpuLowLatencySteps(comm, model, kernels, experts, true);
+                        new GpuLowLatencySteps(comm, model, kernels, l -> experts[l], true);
                 GpuLowLatencySteps enqueued =
-                        new GpuLowLatencySteps(comm, model, kernels, experts, false)) {
+                        new GpuLowLatencySteps(comm, model, kernels, l -> experts[l], false)) {
             int differing = 0;
             double worst = 0;
             for (int i = 0; i < STEPS; i++) {

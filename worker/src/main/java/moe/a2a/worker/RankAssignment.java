@@ -13,6 +13,7 @@ import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.WeightMemory;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.gpu.GpuRankRuntime;
+import moe.a2a.gpu.OutOfDeviceMemoryException;
 import moe.a2a.metrics.StepMetrics;
 import moe.a2a.metrics.WeightMemoryMetrics;
 import moe.a2a.protocol.PlacementCodec;
@@ -163,9 +164,19 @@ final class RankAssignment {
      */
     private RankRuntime runtime(
             ModelConfig model, WeightSource weights, Placement placement, int device) {
-        return device >= 0
-                ? new GpuRankRuntime(model, weights, placement, rank, device, tf32)
-                : new CpuRankRuntime(model, weights, placement, rank);
+        if (device >= 0) {
+            try {
+                return new GpuRankRuntime(model, weights, placement, rank, device, tf32);
+            } catch (OutOfDeviceMemoryException e) {
+                LOG.warn(
+                        "rank {}: GPU {} has no room for its experts ({}): the rank runs on the"
+                                + " host path over NCCL, its weights in fp32 on the host",
+                        rank,
+                        device,
+                        e.getMessage());
+            }
+        }
+        return new CpuRankRuntime(model, weights, placement, rank);
     }
 
     /**
