@@ -1,16 +1,11 @@
 package moe.a2a.gpu;
 
-import static org.bytedeco.cuda.global.cublas.CUBLAS_GEMM_DEFAULT;
-import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_N;
-import static org.bytedeco.cuda.global.cublas.CUBLAS_OP_T;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_STATUS_NOT_SUPPORTED;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_STATUS_SUCCESS;
 import static org.bytedeco.cuda.global.cublas.cublasCreate_v2;
 import static org.bytedeco.cuda.global.cublas.cublasDestroy_v2;
-import static org.bytedeco.cuda.global.cublas.cublasGemmEx;
 import static org.bytedeco.cuda.global.cublas.cublasGetStatusString;
 import static org.bytedeco.cuda.global.cublas.cublasSetStream_v2;
-import static org.bytedeco.cuda.global.cudart.CUDA_R_32F;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
@@ -22,6 +17,7 @@ import java.util.Collections;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.IntFunction;
@@ -43,11 +39,12 @@ import org.slf4j.LoggerFactory;
  * One rank's SwiGLU experts on the GPU: weights held once, in bf16 device memory, each projection
  * of every local expert as one {@code cublasGemmGroupedBatchedEx} call ({@link GroupedGemms}, fp32
  * accumulate and out) and the activation as one kernel over all rows; where the loaded cuBLAS does
- * not support those types in a grouped call, three {@code cublasGemmEx} a slot. bf16 rows run bf16
- * GEMMs; fp32 rows (fp16 and fp32 steps) run fp32 GEMMs ({@link ExpertMath}) on each projection's
- * weights widened to fp32 in scratch just before its call, so no fp32 copy is held. Row-major
- * {@code [n, H]} activations are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM
- * with {@code W} transposed. Owned by one thread; runs on the stream passed to {@link #forward}.
+ * not support those types in a grouped call, one {@code cublasGemmBatchedEx} a projection over rows
+ * padded to the fullest slot ({@link PaddedGemms}). bf16 rows run bf16 GEMMs; fp32 rows (fp16 and
+ * fp32 steps) run fp32 GEMMs ({@link ExpertMath}) on each projection's weights widened to fp32 in
+ * scratch just before its call, so no fp32 copy is held. Row-major {@code [n, H]} activations are
+ * column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM with {@code W} transposed.
+ * Owned by one thread; runs on the stream passed to {@link #forward}.
  */
 public final class GpuExperts implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuExperts.class);
@@ -254,20 +251,36 @@ public final class GpuExperts implements AutoCloseable {
 
         private final Map<Calls, GroupedGemms> calls = new HashMap<>();
 
+        /** Where no grouped call runs: the rows and outputs padded for a batched call. */
+        private final CudaMemory paddedRows = CudaMemory.device();
+
+        private final CudaMemory paddedOut = CudaMemory.device();
+        private final Map<Calls, PaddedGemms> padded = new HashMap<>();
+
         /** The grouped calls of one layer's experts in one math (identity of the experts). */
         private record Calls(GpuExperts experts, ExpertMath math) {}
 
         /** Frees the argument lists planned for {@code experts}, which are retired. */
         void forget(GpuExperts experts) {
-            calls.entrySet()
-                    .removeIf(
-                            e -> {
-                                if (e.getKey().experts() != experts) {
-                                    return false;
-                                }
-                                e.getValue().close();
-                                return true;
-                            });
+            for (Map<Calls, ? extends AutoCloseable> lists : List.of(calls, padded)) {
+                lists.entrySet()
+                        .removeIf(
+                                e -> {
+                                    if (e.getKey().experts() != experts) {
+                                        return false;
+                                    }
+                                    close(e.getValue());
+                                    return true;
+                                });
+            }
+        }
+
+        private static void close(AutoCloseable lists) {
+            try {
+                lists.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("closing GEMM argument lists", e);
+            }
         }
 
         @Override
@@ -276,7 +289,12 @@ public final class GpuExperts implements AutoCloseable {
             up.close();
             act.close();
             weights.close();
+            paddedRows.close();
+            paddedOut.close();
             for (GroupedGemms g : calls.values()) {
+                g.close();
+            }
+            for (PaddedGemms g : padded.values()) {
                 g.close();
             }
         }
@@ -334,30 +352,51 @@ public final class GpuExperts implements AutoCloseable {
                 && grouped(rows, math, rowsPerSlot, out, stream, scratch, total)) {
             return;
         }
-        int bytes = math.inputBytes();
-        long offset = 0;
-        for (int s = 0; s < rowsPerSlot.length; s++) {
-            int n = rowsPerSlot[s];
-            if (n == 0) {
-                continue;
-            }
-            BytePointer x = rows.at(offset * hidden * bytes);
-            BytePointer gate = scratch.gate.at(offset * ffn * Float.BYTES);
-            BytePointer up = scratch.up.at(offset * ffn * Float.BYTES);
-            BytePointer act = scratch.act.at(offset * ffn * bytes);
-            gemm(math, ffn, n, hidden, weights(math, w1, s, scratch, stream), x, gate);
-            gemm(math, ffn, n, hidden, weights(math, w3, s, scratch, stream), x, up);
-            kernels.siluMul(gate, up, act, (long) n * ffn, math.elements(), stream);
-            gemm(
-                    math,
-                    hidden,
-                    n,
-                    ffn,
-                    weights(math, w2, s, scratch, stream),
-                    act,
-                    out.at(offset * hidden * Float.BYTES));
-            offset += n;
+        padded(rows, math, rowsPerSlot, out, stream, scratch);
+    }
+
+    /**
+     * The three batched calls over the padded layout ({@link PaddedGemms}), where the loaded cuBLAS
+     * runs no grouped call in this math.
+     */
+    private void padded(
+            CudaMemory rows,
+            ExpertMath math,
+            int[] rowsPerSlot,
+            CudaMemory out,
+            CUstream_st stream,
+            Scratch scratch) {
+        PaddedGemms calls =
+                scratch.padded.computeIfAbsent(
+                        new Scratch.Calls(this, math),
+                        c -> new PaddedGemms(hidden, ffn, w1.length, math));
+        long p = PaddedGemms.paddedRows(rowsPerSlot);
+        scratch.paddedRows.ensure(p * hidden * math.inputBytes());
+        scratch.gate.ensure(p * ffn * Float.BYTES);
+        scratch.up.ensure(p * ffn * Float.BYTES);
+        scratch.act.ensure(p * ffn * math.inputBytes());
+        scratch.paddedOut.ensure(p * hidden * Float.BYTES);
+        boolean held = math == ExpertMath.BF16;
+        long[] widened = held ? w1Addresses : slotAddresses(scratch.weights);
+        calls.plan(
+                rowsPerSlot,
+                held ? w1Addresses : widened,
+                held ? w3Addresses : widened,
+                held ? w2Addresses : widened,
+                address(scratch.paddedRows),
+                address(scratch.gate),
+                address(scratch.up),
+                address(scratch.act),
+                address(scratch.paddedOut));
+        calls.upload(stream);
+        calls.pad(kernels, rows, scratch.paddedRows, stream);
+        if (!project(calls::run, "cublasGemmBatchedEx", math, rowsPerSlot, p, scratch, stream)) {
+            throw new A2aException(
+                    "cublas: neither cublasGemmGroupedBatchedEx nor cublasGemmBatchedEx supports "
+                            + math
+                            + " GEMMs here");
         }
+        calls.unpad(kernels, scratch.paddedOut, out, stream);
     }
 
     /**
@@ -390,28 +429,59 @@ public final class GpuExperts implements AutoCloseable {
                 address(scratch.act),
                 address(out));
         calls.upload(stream);
-        widen(math, w1, rowsPerSlot, scratch, stream);
-        int status = calls.run(handle, GroupedGemms.GATE);
-        if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+        if (!project(
+                calls::run,
+                "cublasGemmGroupedBatchedEx",
+                math,
+                rowsPerSlot,
+                total,
+                scratch,
+                stream)) {
             ungrouped.add(math);
             LOG.info(
-                    "cublasGemmGroupedBatchedEx does not support {} GEMMs here: experts run a GEMM"
-                            + " a local expert",
+                    "cublasGemmGroupedBatchedEx does not support {} GEMMs here: experts run"
+                            + " batched GEMMs over rows padded to the fullest slot",
                     math);
             return false;
         }
-        check(status, "cublasGemmGroupedBatchedEx(gate)");
+        return true;
+    }
+
+    /** One projection's call for every slot with rows; returns cuBLAS's status. */
+    private interface Projection {
+        int run(cublasContext handle, int projection);
+    }
+
+    /**
+     * Gate and up, the activation over {@code rows} rows, down, each projection's weights widened
+     * first for fp32 GEMMs; false, having run nothing else, when cuBLAS does not support the first
+     * call.
+     */
+    private boolean project(
+            Projection calls,
+            String call,
+            ExpertMath math,
+            int[] rowsPerSlot,
+            long rows,
+            Scratch scratch,
+            CUstream_st stream) {
+        widen(math, w1, rowsPerSlot, scratch, stream);
+        int status = calls.run(handle, GroupedGemms.GATE);
+        if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+            return false;
+        }
+        check(status, call + "(gate)");
         widen(math, w3, rowsPerSlot, scratch, stream);
-        check(calls.run(handle, GroupedGemms.UP), "cublasGemmGroupedBatchedEx(up)");
+        check(calls.run(handle, GroupedGemms.UP), call + "(up)");
         kernels.siluMul(
                 scratch.gate.at(0),
                 scratch.up.at(0),
                 scratch.act.at(0),
-                total * ffn,
+                rows * ffn,
                 math.elements(),
                 stream);
         widen(math, w2, rowsPerSlot, scratch, stream);
-        check(calls.run(handle, GroupedGemms.DOWN), "cublasGemmGroupedBatchedEx(down)");
+        check(calls.run(handle, GroupedGemms.DOWN), call + "(down)");
         return true;
     }
 
@@ -455,36 +525,6 @@ public final class GpuExperts implements AutoCloseable {
             out[s] = address(weights) + (long) s * hidden * ffn * Float.BYTES;
         }
         return out;
-    }
-
-    /**
-     * C[m, n] (column-major, fp32) = Wᵀ · B with W column-major [k, m] and B [k, n], both in the
-     * math's input type.
-     */
-    private void gemm(
-            ExpertMath math, int m, int n, int k, BytePointer w, BytePointer b, BytePointer c) {
-        check(
-                cublasGemmEx(
-                        handle,
-                        CUBLAS_OP_T,
-                        CUBLAS_OP_N,
-                        m,
-                        n,
-                        k,
-                        one,
-                        w,
-                        math.inputType,
-                        k,
-                        b,
-                        math.inputType,
-                        k,
-                        zero,
-                        c,
-                        CUDA_R_32F,
-                        m,
-                        math.computeType,
-                        CUBLAS_GEMM_DEFAULT),
-                "cublasGemmEx");
     }
 
     private static long address(CudaMemory memory) {

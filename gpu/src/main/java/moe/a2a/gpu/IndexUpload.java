@@ -42,6 +42,16 @@ final class IndexUpload implements AutoCloseable {
         return at;
     }
 
+    /** Appends {@code values[0, n)} (device addresses, say); returns their byte offset. */
+    long longs(long[] values, int n) {
+        long at = reserve((long) n * Long.BYTES);
+        ByteBuffer b = host.hostView();
+        for (int i = 0; i < n; i++) {
+            b.putLong((int) (at + (long) i * Long.BYTES), values[i]);
+        }
+        return at;
+    }
+
     /** Copies everything appended to the device, in order on {@code stream}. */
     void upload(CUstream_st stream) {
         device.ensure(Math.max(used, 16));
