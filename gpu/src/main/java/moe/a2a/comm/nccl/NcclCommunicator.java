@@ -391,25 +391,29 @@ public final class NcclCommunicator implements Communicator {
         keptByPlane = true;
     }
 
-    /**
-     * Frees the communicator with {@code ncclCommAbort}, which waits for no peer: a communicator
-     * kept after its group was dropped may have lost some of its ranks.
-     */
+    /** Frees a communicator its data plane kept, as {@link #close} frees any other. */
     void release() {
-        backend.abort();
-        backend.close();
+        free();
     }
 
     /**
      * Frees the communicator; one its data plane keeps ({@link #keepForPlane}) only loses its
-     * staging memory, until the plane releases it. One aborted while idle is aborted in NCCL now.
+     * staging memory, until the plane releases it.
      */
     @Override
     public void close() {
         if (keptByPlane) {
             backend.retire();
-            return;
+        } else {
+            free();
         }
+    }
+
+    /**
+     * One aborted while idle (its group dropped) is aborted in NCCL now: {@code ncclCommAbort}
+     * waits for no peer, and some may be gone; any other is finalized and destroyed.
+     */
+    private void free() {
         if (launcher.failed()) {
             backend.abort();
         }
