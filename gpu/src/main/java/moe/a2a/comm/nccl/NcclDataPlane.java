@@ -142,7 +142,7 @@ public final class NcclDataPlane implements DataPlane {
             throw new IllegalStateException(
                     "form.nccl_shrink: parent epoch "
                             + shrink.parentEpoch()
-                            + " (expected: none, this worker holds no parent)");
+                            + " (expected: unset, this worker holds no parent)");
         }
         return from.shrink(shrink, rank, worldSize, timeoutNs, nccl);
     }
