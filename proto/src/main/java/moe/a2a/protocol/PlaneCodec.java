@@ -4,9 +4,12 @@ import com.google.protobuf.ByteString;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.GroupEpoch;
 import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.GroupShrink;
+import moe.a2a.comm.ParentGroup;
 import moe.a2a.comm.PlaneBinding;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.NcclParent;
 import moe.a2a.v1.PrepareGroup;
 
 /**
@@ -29,16 +32,35 @@ public final class PlaneCodec {
 
     /** The Bound of {@code epoch} that tells the control plane {@code binding}. */
     public static Bound bound(long epoch, PlaneBinding binding) {
-        return Bound.newBuilder()
-                .setEpoch(epoch)
-                .setDataAddress(binding.address())
-                .setNcclUniqueId(ByteString.copyFrom(binding.groupToken()))
-                .build();
+        Bound.Builder bound =
+                Bound.newBuilder()
+                        .setEpoch(epoch)
+                        .setDataAddress(binding.address())
+                        .setNcclUniqueId(ByteString.copyFrom(binding.groupToken()));
+        ParentGroup parent = binding.parent();
+        if (parent != null) {
+            bound.setNcclParent(
+                    NcclParent.newBuilder()
+                            .setEpoch(parent.epoch())
+                            .setGroupId(parent.groupId())
+                            .setRank(parent.rank())
+                            .setSize(parent.size()));
+        }
+        return bound.build();
     }
 
-    /** The peers {@code form} gives: their addresses and the group's token. */
+    /** The peers {@code form} gives: their addresses, the group's token or the parent to shrink. */
     public static GroupPeers peers(FormGroup form) {
         return new GroupPeers(
-                form.getEpoch(), form.getPeersList(), form.getNcclUniqueId().toByteArray());
+                form.getEpoch(),
+                form.getPeersList(),
+                form.getNcclUniqueId().toByteArray(),
+                form.hasNcclShrink()
+                        ? new GroupShrink(
+                                form.getNcclShrink().getParentEpoch(),
+                                form.getNcclShrink().getExcludedRanksList().stream()
+                                        .mapToInt(r -> r)
+                                        .toArray())
+                        : null);
     }
 }

@@ -12,18 +12,26 @@ import moe.a2a.v1.AbortGroup;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ControlMessage;
 import moe.a2a.v1.FormGroup;
+import moe.a2a.v1.NcclParent;
+import moe.a2a.v1.NcclShrink;
 import moe.a2a.v1.PrepareGroup;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The control plane's side of forming the rank group, one epoch at a time: PrepareGroup goes to
  * every member (every rank, or those left after a loss or a cut link) naming the epoch's transport,
- * each answers Bound with its data address (over NCCL, rank 0's also carries the group's unique id;
- * over shm it carries nothing: the group id names the files), FormGroup goes out once every member
- * is bound, and each answers GroupReady once connected. A new epoch starts over; answers that name
- * another epoch are stale and ignored. Not thread-safe: guarded by {@link RemoteCluster}'s lock.
+ * each answers Bound with its data address (over NCCL, rank 0's also carries the group's unique id,
+ * and each member's the parent communicator it could shrink; over shm it carries nothing: the group
+ * id names the files), FormGroup goes out once every member is bound (over NCCL with the unique id,
+ * or the shrink {@link NcclShrinkDecision} allows), and each answers GroupReady once connected. A
+ * new epoch starts over; answers that name another epoch are stale and ignored. Not thread-safe:
+ * guarded by {@link RemoteCluster}'s lock.
  */
 final class GroupFormation {
+    private static final Logger LOG = LoggerFactory.getLogger(GroupFormation.class);
+
     /** {@code NCCL_UNIQUE_ID_BYTES}. */
     static final int NCCL_UNIQUE_ID_BYTES = 128;
 
@@ -31,6 +39,7 @@ final class GroupFormation {
     private final long exchangeTimeoutNs;
     private final SecureRandom random = new SecureRandom();
     private final @Nullable String[] bound;
+    private final @Nullable NcclParent[] parents;
     private final boolean[] ready;
 
     /** The ranks in this epoch's group, ascending. */
@@ -51,6 +60,7 @@ final class GroupFormation {
         this.members = members;
         this.exchangeTimeoutNs = exchangeTimeoutNs;
         this.bound = new String[worldSize];
+        this.parents = new NcclParent[worldSize];
         this.ready = new boolean[worldSize];
     }
 
@@ -78,6 +88,7 @@ final class GroupFormation {
         this.plan = plan;
         groupRanks = ranks.clone();
         Arrays.fill(bound, null);
+        Arrays.fill(parents, null);
         ncclUniqueId = null;
         boundCount = 0;
         Arrays.fill(ready, false);
@@ -122,17 +133,36 @@ final class GroupFormation {
             ncclUniqueId = b.getNcclUniqueId();
         }
         bound[rank] = b.getDataAddress();
+        parents[rank] = b.hasNcclParent() ? b.getNcclParent() : null;
         if (++boundCount == groupRanks.length) {
             FormGroup.Builder form = FormGroup.newBuilder().setEpoch(epoch);
             for (int member : groupRanks) {
                 form.addPeers(bound[member]);
             }
             if (ncclUniqueId != null) {
-                form.setNcclUniqueId(ncclUniqueId);
+                setNcclGroup(form, ncclUniqueId);
             }
             members.sendTo(groupRanks, ControlMessage.newBuilder().setForm(form).build());
         }
         return null;
+    }
+
+    /** Over NCCL: the shrink of the members' common parent where it can be, else the unique id. */
+    private void setNcclGroup(FormGroup.Builder form, ByteString uniqueId) {
+        List<@Nullable NcclParent> memberParents =
+                Arrays.stream(groupRanks).mapToObj(r -> parents[r]).toList();
+        NcclShrink shrink = NcclShrinkDecision.decide(memberParents);
+        if (shrink == null) {
+            form.setNcclUniqueId(uniqueId);
+            return;
+        }
+        LOG.info(
+                "group epoch {}: ranks {} shrink epoch {}'s NCCL communicator without its ranks {}",
+                epoch,
+                Arrays.toString(groupRanks),
+                shrink.getParentEpoch(),
+                shrink.getExcludedRanksList());
+        form.setNcclShrink(shrink);
     }
 
     /**

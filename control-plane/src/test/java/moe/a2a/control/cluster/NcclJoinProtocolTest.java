@@ -4,21 +4,26 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import io.grpc.Status;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.control.cluster.ClusterMembershipTest.Session;
 import moe.a2a.v1.Bound;
 import moe.a2a.v1.ControlMessage;
+import moe.a2a.v1.FormGroup;
 import moe.a2a.v1.Join;
+import moe.a2a.v1.NcclParent;
 import moe.a2a.v1.WorkerMessage;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * The NCCL side of the join protocol, without a GPU: workers must offer nccl, rank 0's unique id
- * travels in its Bound and reaches every rank unchanged in FormGroup, a malformed id breaks the
+ * travels in its Bound and reaches every rank unchanged in FormGroup, unless every member holds a
+ * common parent to shrink (then FormGroup carries the shrink instead), a malformed id breaks the
  * epoch instead of reaching ncclCommInitRank.
  */
 class NcclJoinProtocolTest {
@@ -70,13 +75,58 @@ class NcclJoinProtocolTest {
     }
 
     @Test
-    void shouldBreakEpochWhenUniqueIdIsMalformed() throws Exception {
+    void shouldSendTheShrinkOfTheMembersCommonParentInsteadOfTheId() throws Exception {
+        for (FormGroup form : formed(new byte[128], parent(0), parent(2))) {
+            assertThat(form.getNcclUniqueId().isEmpty()).as("no id with a shrink").isTrue();
+            assertThat(form.getNcclShrink().getParentEpoch()).isEqualTo(5);
+            assertThat(form.getNcclShrink().getExcludedRanksList()).containsExactly(1);
+        }
+    }
+
+    @Test
+    void shouldSendTheIdWhenOneMemberHoldsNoParent() throws Exception {
+        byte[] id = new byte[128];
+        new SplittableRandom(9).nextBytes(id);
+        for (FormGroup form : formed(id, parent(0), null)) {
+            assertThat(form.hasNcclShrink()).isFalse();
+            assertThat(form.getNcclUniqueId().toByteArray()).isEqualTo(id);
+        }
+    }
+
+    /**
+     * The FormGroup each of two workers gets once rank 0 bound with {@code id} and each reported
+     * its parent (null: none).
+     */
+    private List<FormGroup> formed(
+            byte[] id, @Nullable NcclParent parent0, @Nullable NcclParent parent1)
+            throws Exception {
         Session a = join("a", 0, true, "");
         Session b = join("b", 1, true, "");
+        long epoch = prepared(a, b);
+        a.requests.onNext(bound(epoch, id, parent0));
+        b.requests.onNext(bound(epoch, new byte[0], parent1));
+        return List.of(a.next().getForm(), b.next().getForm());
+    }
+
+    /** Takes {@code a}'s and {@code b}'s Accepted and PrepareGroup; the epoch prepared. */
+    private static long prepared(Session a, Session b) throws Exception {
         a.next();
         b.next();
         long epoch = a.next().getPrepare().getEpoch();
         b.next();
+        return epoch;
+    }
+
+    /** Rank {@code rank} of a 3-rank epoch-5 communicator. */
+    private static NcclParent parent(int rank) {
+        return NcclParent.newBuilder().setEpoch(5).setGroupId(9).setRank(rank).setSize(3).build();
+    }
+
+    @Test
+    void shouldBreakEpochWhenUniqueIdIsMalformed() throws Exception {
+        Session a = join("a", 0, true, "");
+        Session b = join("b", 1, true, "");
+        long epoch = prepared(a, b);
         a.requests.onNext(bound(epoch, new byte[127]));
         b.requests.onNext(bound(epoch, new byte[0]));
         ControlMessage abort = b.next();
@@ -127,6 +177,15 @@ class NcclJoinProtocolTest {
                 .setBound(
                         Bound.newBuilder().setEpoch(epoch).setNcclUniqueId(ByteString.copyFrom(id)))
                 .build();
+    }
+
+    private static WorkerMessage bound(long epoch, byte[] id, @Nullable NcclParent parent) {
+        Bound.Builder bound =
+                Bound.newBuilder().setEpoch(epoch).setNcclUniqueId(ByteString.copyFrom(id));
+        if (parent != null) {
+            bound.setNcclParent(parent);
+        }
+        return WorkerMessage.newBuilder().setBound(bound).build();
     }
 
     private Session join(String id, int rank, boolean nccl, String probe) {

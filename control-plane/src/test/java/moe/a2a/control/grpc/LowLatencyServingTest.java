@@ -22,6 +22,7 @@ import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.Transport;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
+import moe.a2a.comm.nccl.SimulatedNccl;
 import moe.a2a.comm.tcp.TcpDataPlane;
 import moe.a2a.comm.tcp.TcpTransport;
 import moe.a2a.comm.tcp.TcpTransportProvider;

@@ -13,6 +13,7 @@ import moe.a2a.comm.Transport;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.comm.nccl.NcclUniqueId;
+import moe.a2a.comm.nccl.SimulatedNccl;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;

@@ -5,12 +5,16 @@ import static moe.a2a.control.grpc.NcclClusterTest.H;
 import static moe.a2a.control.grpc.NcclClusterTest.I;
 import static moe.a2a.control.grpc.NcclClusterTest.K;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.grpc.Status.Code;
+import io.grpc.StatusRuntimeException;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
+import moe.a2a.comm.nccl.SimulatedNccl;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
@@ -25,43 +29,24 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Serving without a lost rank over NCCL (simulated: host-path ranks): every expert has a replica on
- * another rank, so when rank 0's worker goes the three left form a communicator of their own, from
- * a unique id the first of them (rank 1) makes, and answer right; when a worker takes rank 0 again
- * the group forms whole.
+ * another rank, so when rank 0's worker goes between steps the three left shrink the communicator
+ * they share ({@code ncclCommShrink}) into one of their own and answer right; when a worker takes
+ * rank 0 again the group forms whole from a fresh unique id. After a failure mid-exchange NCCL has
+ * aborted every communicator, and the group forms again from a fresh unique id.
  */
 @Timeout(120)
 class NcclDegradedServingTest {
     static final int WORLD = 4;
 
     final SeededWeights weights = new SeededWeights(13, E, H, I, 1);
+    final ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
 
     @Test
-    void shouldServeWithoutALostRankAndFormWholeAgain() throws Exception {
-        // rank r hosts experts 2r, 2r+1 and the next rank's two: each expert on two ranks
-        int[][] rankExperts = new int[WORLD][];
-        for (int r = 0; r < WORLD; r++) {
-            int next = (r + 1) % WORLD;
-            rankExperts[r] = new int[] {2 * r, 2 * r + 1, 2 * next, 2 * next + 1};
-        }
-        RemoteCluster cluster =
-                new RemoteCluster(
-                        new ModelConfig(E, H, I, K, 1),
-                        NcclClusterTest.spec(13),
-                        "test",
-                        Placement.of(Placement.FIRST_VERSION, E, rankExperts),
-                        NcclTransportProvider.NCCL,
-                        TimeUnit.SECONDS.toNanos(10),
-                        TimeUnit.SECONDS.toNanos(30),
-                        new QuietListener());
+    void shouldShrinkIntoTheRanksLeftAndFormWholeAgain() throws Exception {
+        RemoteCluster cluster = replicatedCluster();
         SimulatedNccl nccl = new SimulatedNccl();
-        ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
         SplittableRandom random = new SplittableRandom(9);
-        try (ServedCluster served =
-                ServedCluster.start(
-                        cluster, weights, WORLD, (tcp, r) -> List.of(new NcclDataPlane(nccl)))) {
-            served.agents.awaitFormed(cluster, "four ranks over the simulated NCCL");
-            answerRight(served, reference, random, "whole");
-
+        try (ServedCluster served = servedWhole(cluster, nccl, random)) {
             served.agents.stop(0);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while ((cluster.degradedRanks() != 1 || cluster.healthy() != WORLD - 1)
@@ -70,10 +55,12 @@ class NcclDegradedServingTest {
             }
             assertThat(cluster.degradedRanks()).as("ranks served without").isEqualTo(1);
             assertThat(cluster.healthy()).as("ranks serving").isEqualTo(WORLD - 1);
-            assertThat(nccl.groupIds())
-                    .as("the whole group's id, and the one rank 1 made for the three left")
-                    .hasSize(2);
-            answerRight(served, reference, random, "degraded");
+            assertThat(nccl.shrinks())
+                    .as("each of the three left shrank the whole group's without rank 0")
+                    .containsExactly(List.of(0), List.of(0), List.of(0));
+            assertThat(nccl.groupIds()).as("no fresh init for the three left").hasSize(1);
+            assertThat(nccl.joinedTransports()).as("joined the whole group only").hasSize(WORLD);
+            answerRight(served, random, "degraded");
 
             served.agents.add(
                     served.toCluster, "worker-0-again", 0, List.of(new NcclDataPlane(nccl)));
@@ -84,15 +71,74 @@ class NcclDegradedServingTest {
             }
             assertThat(cluster.degradedRanks()).as("ranks served without, once whole").isZero();
             assertThat(cluster.healthy()).as("ranks serving, once whole").isEqualTo(WORLD);
-            answerRight(served, reference, random, "whole again");
+            assertThat(nccl.groupIds()).as("a fresh init for the group that grew").hasSize(2);
+            assertThat(nccl.shrinks()).hasSize(WORLD - 1);
+            answerRight(served, random, "whole again");
         }
     }
 
-    private static void answerRight(
-            ServedCluster served,
-            ReferenceMoeLayer reference,
-            SplittableRandom random,
-            String how) {
+    @Test
+    void shouldInitAfreshWhenAnExchangeFailedAndNcclAbortedTheParents() throws Exception {
+        RemoteCluster cluster = replicatedCluster();
+        SimulatedNccl nccl = new SimulatedNccl();
+        SplittableRandom random = new SplittableRandom(10);
+        try (ServedCluster served = servedWhole(cluster, nccl, random)) {
+            nccl.failJoinedGroups("test: a connection reset mid-exchange");
+            ForwardRequest request =
+                    MoeGrpcServiceTest.request(random, 0, 7, DType.FP32, Routing.TOPK);
+            assertThatThrownBy(() -> served.stub.forward(request))
+                    .isInstanceOfSatisfying(
+                            StatusRuntimeException.class,
+                            e -> assertThat(e.getStatus().getCode()).isEqualTo(Code.UNAVAILABLE));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while ((nccl.groupIds().size() != 2 || cluster.healthy() != WORLD)
+                    && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(nccl.groupIds()).as("a fresh init after the abort").hasSize(2);
+            assertThat(cluster.healthy()).as("ranks serving again").isEqualTo(WORLD);
+            assertThat(nccl.shrinks()).as("no shrink of an aborted parent").isEmpty();
+            answerRight(served, random, "after the failure");
+        }
+    }
+
+    /**
+     * {@code cluster} served by {@link #WORLD} workers over {@code nccl}, formed, answering right.
+     */
+    private ServedCluster servedWhole(
+            RemoteCluster cluster, SimulatedNccl nccl, SplittableRandom random) throws Exception {
+        ServedCluster served =
+                ServedCluster.start(
+                        cluster, weights, WORLD, (tcp, r) -> List.of(new NcclDataPlane(nccl)));
+        try {
+            served.agents.awaitFormed(cluster, "four ranks over the simulated NCCL");
+            answerRight(served, random, "whole");
+            return served;
+        } catch (Exception | Error e) {
+            served.close();
+            throw e;
+        }
+    }
+
+    /** Rank r hosts experts 2r, 2r+1 and the next rank's two: each expert on two ranks. */
+    private static RemoteCluster replicatedCluster() {
+        int[][] rankExperts = new int[WORLD][];
+        for (int r = 0; r < WORLD; r++) {
+            int next = (r + 1) % WORLD;
+            rankExperts[r] = new int[] {2 * r, 2 * r + 1, 2 * next, 2 * next + 1};
+        }
+        return new RemoteCluster(
+                new ModelConfig(E, H, I, K, 1),
+                NcclClusterTest.spec(13),
+                "test",
+                Placement.of(Placement.FIRST_VERSION, E, rankExperts),
+                NcclTransportProvider.NCCL,
+                TimeUnit.SECONDS.toNanos(10),
+                TimeUnit.SECONDS.toNanos(30),
+                new QuietListener());
+    }
+
+    private void answerRight(ServedCluster served, SplittableRandom random, String how) {
         for (int i = 0; i < 3; i++) {
             ForwardRequest request =
                     MoeGrpcServiceTest.request(random, 0, 6 + 5 * i, DType.FP32, Routing.TOPK);

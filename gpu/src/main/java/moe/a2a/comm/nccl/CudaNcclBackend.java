@@ -7,6 +7,7 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamDestroy;
 import static org.bytedeco.cuda.global.cudart.cudaStreamNonBlocking;
 import static org.bytedeco.cuda.global.cudart.cudaStreamQuery;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
+import static org.bytedeco.cuda.global.nccl.NCCL_SHRINK_DEFAULT;
 import static org.bytedeco.cuda.global.nccl.NCCL_VERSION_CODE;
 import static org.bytedeco.cuda.global.nccl.ncclAllGather;
 import static org.bytedeco.cuda.global.nccl.ncclAllReduce;
@@ -17,6 +18,7 @@ import static org.bytedeco.cuda.global.nccl.ncclCommDestroy;
 import static org.bytedeco.cuda.global.nccl.ncclCommFinalize;
 import static org.bytedeco.cuda.global.nccl.ncclCommGetAsyncError;
 import static org.bytedeco.cuda.global.nccl.ncclCommInitRankConfig;
+import static org.bytedeco.cuda.global.nccl.ncclCommShrink;
 import static org.bytedeco.cuda.global.nccl.ncclFloat16;
 import static org.bytedeco.cuda.global.nccl.ncclFloat32;
 import static org.bytedeco.cuda.global.nccl.ncclGetLastError;
@@ -33,6 +35,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.GroupShrink;
 import moe.a2a.gpu.CudaCheck;
 import moe.a2a.gpu.CudaMemory;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -50,8 +53,10 @@ import org.bytedeco.javacpp.BytePointer;
  * <p>Only CUDA 13.0 runtime calls and NCCL calls present since 2.14 are made ({@link
  * moe.a2a.gpu.GpuProbe#MIN_NCCL_VERSION}); the non-blocking {@code ncclCommInitRankConfig} is used
  * only when the loaded NCCL is at least the presets' header version, whose {@code ncclConfig_t}
- * layout this code fills. Native calls are serialized on {@code this}, so {@link #abort} may come
- * from another thread without racing a poll on a freed communicator.
+ * layout this code fills. {@code ncclCommShrink} (NCCL 2.27) is used under the same condition, with
+ * the same non-blocking config: an older NCCL made the parent blocking, and its shrink could not be
+ * bounded. Native calls are serialized on {@code this}, so {@link #abort} may come from another
+ * thread without racing a poll on a freed communicator.
  */
 final class CudaNcclBackend implements NcclBackend {
     private static final int LAST_ERROR_SINCE = 21300;
@@ -90,10 +95,7 @@ final class CudaNcclBackend implements NcclBackend {
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         int[] v = new int[1];
         check(ncclGetVersion(v), "ncclGetVersion", rank);
-        CUstream_st stream = new CUstream_st();
-        CudaCheck.check(
-                cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking),
-                "cudaStreamCreateWithFlags");
+        CUstream_st stream = newStream();
         ncclUniqueId uid = new ncclUniqueId();
         uid.internal().put(id.toByteArray());
         ncclComm comm = new ncclComm();
@@ -102,20 +104,91 @@ final class CudaNcclBackend implements NcclBackend {
                     ncclCommInitRankConfig(comm, size, uid, rank, NcclInit.nonBlockingConfig()),
                     "ncclCommInitRankConfig",
                     rank);
-            CudaNcclBackend backend = new CudaNcclBackend(rank, size, device, v[0], comm, stream);
-            // The non-blocking init runs in the background until the async error leaves
-            // ncclInProgress.
+            return awaitInit(
+                    new CudaNcclBackend(rank, size, device, v[0], comm, stream),
+                    timeoutNs,
+                    watchdog,
+                    "ncclCommInitRankConfig");
+        }
+        NcclInit.blocking(comm, size, uid, rank, device, timeoutNs);
+        return new CudaNcclBackend(rank, size, device, v[0], comm, stream);
+    }
+
+    @Override
+    public synchronized boolean canShrink() {
+        return version >= NCCL_VERSION_CODE && !aborted && !closed;
+    }
+
+    @Override
+    public NcclBackend shrink(int[] excludedRanks, long timeoutNs, NcclWatchdog watchdog) {
+        ncclComm child = new ncclComm();
+        synchronized (this) {
+            if (!canShrink()) {
+                throw new IllegalStateException(
+                        "ncclCommShrink: rank "
+                                + rank
+                                + "'s communicator cannot shrink (aborted="
+                                + aborted
+                                + ", closed="
+                                + closed
+                                + ", nccl="
+                                + version
+                                + ", expected: at least "
+                                + NCCL_VERSION_CODE
+                                + ")");
+            }
+            CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+            check(
+                    ncclCommShrink(
+                            comm,
+                            excludedRanks.clone(),
+                            excludedRanks.length,
+                            child,
+                            NcclInit.nonBlockingConfig(),
+                            NCCL_SHRINK_DEFAULT),
+                    "ncclCommShrink",
+                    rank);
+        }
+        return awaitInit(
+                new CudaNcclBackend(
+                        GroupShrink.survivorRank(rank, excludedRanks),
+                        size - excludedRanks.length,
+                        device,
+                        version,
+                        child,
+                        newStream()),
+                timeoutNs,
+                watchdog,
+                "ncclCommShrink");
+    }
+
+    private static CUstream_st newStream() {
+        CUstream_st stream = new CUstream_st();
+        CudaCheck.check(
+                cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking),
+                "cudaStreamCreateWithFlags");
+        return stream;
+    }
+
+    /**
+     * Waits out a non-blocking init or shrink: it runs in the background until the async error
+     * leaves ncclInProgress. A failure aborts the new communicator, which is then freed.
+     */
+    private static CudaNcclBackend awaitInit(
+            CudaNcclBackend backend, long timeoutNs, NcclWatchdog watchdog, String call) {
+        try {
             watchdog.await(
                     backend.initProgress(),
                     timeoutNs,
                     -1,
                     ExchangePhase.BARRIER,
-                    rank,
-                    "ncclCommInitRankConfig");
+                    backend.rank,
+                    call);
             return backend;
+        } catch (RuntimeException e) {
+            backend.close();
+            throw e;
         }
-        NcclInit.blocking(comm, size, uid, rank, device, timeoutNs);
-        return new CudaNcclBackend(rank, size, device, v[0], comm, stream);
     }
 
     static NcclUniqueId newUniqueId() {
@@ -361,6 +434,17 @@ final class CudaNcclBackend implements NcclBackend {
             aborted = true;
             ncclCommAbort(comm);
         }
+    }
+
+    @Override
+    public synchronized void retire() {
+        if (closed) {
+            return;
+        }
+        if (!aborted) {
+            cudaStreamSynchronize(stream);
+        }
+        staging.close();
     }
 
     @Override

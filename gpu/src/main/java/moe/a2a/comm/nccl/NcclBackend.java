@@ -85,6 +85,26 @@ interface NcclBackend extends NcclWatchdog.Progress, AutoCloseable {
     /** The rank's CUDA stream, for kernels that must run in order with the exchanges. */
     CUstream_st stream();
 
+    /**
+     * Whether {@link #shrink} can run: the loaded NCCL has {@code ncclCommShrink} and this
+     * communicator was never aborted nor closed.
+     */
+    boolean canShrink();
+
+    /**
+     * {@code ncclCommShrink}: this rank's communicator of the ranks left once {@code excludedRanks}
+     * (ascending, without this rank) leave this one; the survivors keep their order, numbered from
+     * 0, and each calls it with the same list. Waits through {@code watchdog} at most {@code
+     * timeoutNs} for the others. This communicator is unchanged and still the caller's to close.
+     */
+    NcclBackend shrink(int[] excludedRanks, long timeoutNs, NcclWatchdog watchdog);
+
+    /**
+     * Frees the staging memory of a communicator kept only to be shrunk; the communicator and its
+     * stream stay until {@link #close}.
+     */
+    void retire();
+
     /** Destroys the communicator (after an abort, only frees memory). */
     @Override
     void close();

@@ -44,6 +44,7 @@ public final class NcclCommunicator implements Communicator {
     private static final int UNKNOWN_PEER = ExchangeTimeoutException.UNKNOWN_PEER;
 
     private final NcclBackend backend;
+    private final NcclWatchdog watchdog;
     private final NcclLauncher launcher;
     private final NcclExchange exchange;
     private final int rank;
@@ -52,8 +53,12 @@ public final class NcclCommunicator implements Communicator {
     private final long[] barrierReceived;
     private final long[] equalCounts;
 
+    /** Set by the data plane that formed it: {@link #close} then leaves it to that plane. */
+    private boolean keptByPlane;
+
     NcclCommunicator(NcclBackend backend, NcclWatchdog watchdog, long timeoutNs) {
         this.backend = backend;
+        this.watchdog = watchdog;
         this.launcher = new NcclLauncher(backend, watchdog, timeoutNs);
         this.exchange = new NcclExchange(backend, launcher);
         this.rank = backend.rank();
@@ -360,8 +365,58 @@ public final class NcclCommunicator implements Communicator {
         launcher.abort(cause);
     }
 
+    /**
+     * Whether {@link #shrink} can run: the loaded NCCL has {@code ncclCommShrink} and this
+     * communicator was never aborted by NCCL (an abort while idle leaves it intact).
+     */
+    public boolean canShrink() {
+        return backend.canShrink();
+    }
+
+    /**
+     * {@code ncclCommShrink}: this rank's communicator of the ranks left once {@code excludedRanks}
+     * (ascending, without this rank) leave this one, in the same order, numbered from 0. Every
+     * survivor calls it with the same list; waits at most {@code timeoutNs} for them, the timeout
+     * of the communicator made. This one is unchanged and still to be freed.
+     */
+    public NcclCommunicator shrink(int[] excludedRanks, long timeoutNs) {
+        return new NcclCommunicator(
+                backend.shrink(excludedRanks, timeoutNs, watchdog), watchdog, timeoutNs);
+    }
+
+    /**
+     * Makes {@link #close} leave this communicator to its data plane, which {@link #release}s it.
+     */
+    void keepForPlane() {
+        keptByPlane = true;
+    }
+
+    /** Frees a communicator its data plane kept, as {@link #close} frees any other. */
+    void release() {
+        free();
+    }
+
+    /**
+     * Frees the communicator; one its data plane keeps ({@link #keepForPlane}) only loses its
+     * staging memory, until the plane releases it.
+     */
     @Override
     public void close() {
+        if (keptByPlane) {
+            backend.retire();
+        } else {
+            free();
+        }
+    }
+
+    /**
+     * One aborted while idle (its group dropped) is aborted in NCCL now: {@code ncclCommAbort}
+     * waits for no peer, and some may be gone; any other is finalized and destroyed.
+     */
+    private void free() {
+        if (launcher.failed()) {
+            backend.abort();
+        }
         backend.close();
     }
 }

@@ -4,14 +4,22 @@ import moe.a2a.comm.Communicator;
 import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.GroupEpoch;
 import moe.a2a.comm.GroupPeers;
+import moe.a2a.comm.GroupShrink;
+import moe.a2a.comm.ParentGroup;
 import moe.a2a.comm.PlaneBinding;
 import moe.a2a.comm.Transport;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Over NCCL: on bind, rank 0 makes the group's {@code ncclUniqueId} and reports it as the group's
  * token (the control plane hands it to every rank); form joins the NCCL group with it. Where the
  * NCCL pieces come from is a {@link NcclProvider}: {@link #onDevice} for a real GPU (the rank then
  * runs on it: {@link #device}), a simulation in tests.
+ *
+ * <p>The communicator formed last stays with this plane after its group closes it ({@link
+ * NcclParent}): each bind reports it while it can shrink, and when the control plane answers with a
+ * shrink of it, form calls {@code ncclCommShrink} instead of joining a fresh group. Form frees it
+ * either way, as does {@link #close}; a bound epoch dropped unformed keeps it, for the epoch after.
  */
 public final class NcclDataPlane implements DataPlane {
     /** Where an NCCL rank's pieces come from. */
@@ -23,7 +31,15 @@ public final class NcclDataPlane implements DataPlane {
          * Joins the group {@code id} as {@code rank} of {@code worldSize}, waiting at most {@code
          * timeoutNs}.
          */
-        Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs);
+        NcclCommunicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs);
+
+        /**
+         * Shrinks {@code parent} without {@code excludedRanks} ({@link NcclCommunicator#shrink}).
+         */
+        default NcclCommunicator shrink(
+                NcclCommunicator parent, int[] excludedRanks, long timeoutNs) {
+            return parent.shrink(excludedRanks, timeoutNs);
+        }
 
         /** The CUDA device the rank's rows stay on, or -1 when the rank runs on the host. */
         int device();
@@ -34,6 +50,8 @@ public final class NcclDataPlane implements DataPlane {
     private int worldSize;
     private long timeoutNs;
     private long epoch = -1;
+    private long groupId;
+    private @Nullable NcclParent parent;
 
     public NcclDataPlane(NcclProvider nccl) {
         this.nccl = nccl;
@@ -52,7 +70,7 @@ public final class NcclDataPlane implements DataPlane {
                     }
 
                     @Override
-                    public Communicator join(
+                    public NcclCommunicator join(
                             NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
                         return NcclCommunicator.create(id, rank, worldSize, device, timeoutNs);
                     }
@@ -80,9 +98,10 @@ public final class NcclDataPlane implements DataPlane {
         this.worldSize = group.worldSize();
         this.timeoutNs = group.exchangeTimeoutNs();
         this.epoch = group.epoch();
-        return rank == 0
-                ? new PlaneBinding("", nccl.newUniqueId().toByteArray())
-                : PlaneBinding.NONE;
+        this.groupId = group.groupId();
+        // rank 0 makes an id even when a shrink may follow: the control plane decides that later
+        byte[] id = rank == 0 ? nccl.newUniqueId().toByteArray() : new byte[0];
+        return new PlaneBinding("", id, parent == null ? null : parent.offer());
     }
 
     @Override
@@ -95,9 +114,37 @@ public final class NcclDataPlane implements DataPlane {
                             + epoch
                             + ", the epoch this worker bound)");
         }
-        NcclUniqueId id = NcclUniqueId.of(peers.groupToken(), "form.nccl_unique_id");
+        long formed = epoch;
         epoch = -1;
-        return nccl.join(id, rank, worldSize, timeoutNs);
+        NcclParent from = parent;
+        parent = null;
+        try {
+            GroupShrink shrink = peers.shrink();
+            NcclCommunicator comm =
+                    shrink != null
+                            ? shrinkFrom(from, shrink)
+                            : nccl.join(
+                                    NcclUniqueId.of(peers.groupToken(), "form.nccl_unique_id"),
+                                    rank,
+                                    worldSize,
+                                    timeoutNs);
+            parent = new NcclParent(comm, new ParentGroup(formed, groupId, rank, worldSize));
+            return comm;
+        } finally {
+            if (from != null) {
+                from.release();
+            }
+        }
+    }
+
+    private NcclCommunicator shrinkFrom(@Nullable NcclParent from, GroupShrink shrink) {
+        if (from == null) {
+            throw new IllegalStateException(
+                    "form.nccl_shrink: parent epoch "
+                            + shrink.parentEpoch()
+                            + " (expected: unset, this worker holds no parent)");
+        }
+        return from.shrink(shrink, rank, worldSize, timeoutNs, nccl);
     }
 
     @Override
@@ -105,8 +152,13 @@ public final class NcclDataPlane implements DataPlane {
         epoch = -1;
     }
 
+    /** Drops the bound epoch and frees the communicator kept. */
     @Override
     public void close() {
         drop();
+        if (parent != null) {
+            parent.release();
+            parent = null;
+        }
     }
 }

@@ -1,5 +1,7 @@
 package moe.a2a.comm.nccl;
 
+import static org.bytedeco.cuda.global.nccl.ncclSuccess;
+
 import java.util.function.IntSupplier;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
@@ -92,14 +94,36 @@ final class NcclLauncher {
         watchdog.awaitLaunched(backend, timeoutNs, step, phase, rank, what);
     }
 
-    /** Records {@code cause} as the group's failure, unless there is one, and aborts NCCL. */
+    /**
+     * Records {@code cause} as the group's failure, unless there is one, and aborts NCCL if work is
+     * in flight. An idle communicator is left intact (every later call fails here), so that its
+     * data plane may still shrink it into the next epoch's group; {@link #failed} tells who frees
+     * it to abort it then.
+     */
     void abort(Throwable cause) {
         if (failure == null) {
             failure =
                     cause instanceof A2aException a
                             ? a
                             : new A2aException("aborted: " + cause, cause);
-            backend.abort();
+            if (!quiescent()) {
+                backend.abort();
+            }
+        }
+    }
+
+    /** Whether the group has failed or was aborted. */
+    boolean failed() {
+        return failure != null;
+    }
+
+    /** Nothing enqueued is left to run and NCCL reports no error. */
+    private boolean quiescent() {
+        try {
+            return backend.asyncError() == ncclSuccess && backend.isIdle();
+        } catch (A2aException e) {
+            // a CUDA error polling the stream: not known to be idle
+            return false;
         }
     }
 

@@ -3,6 +3,8 @@ package moe.a2a.comm.nccl;
 import static org.bytedeco.cuda.global.nccl.ncclBfloat16;
 import static org.bytedeco.cuda.global.nccl.ncclFloat16;
 import static org.bytedeco.cuda.global.nccl.ncclFloat32;
+import static org.bytedeco.cuda.global.nccl.ncclInProgress;
+import static org.bytedeco.cuda.global.nccl.ncclInvalidArgument;
 import static org.bytedeco.cuda.global.nccl.ncclInvalidUsage;
 import static org.bytedeco.cuda.global.nccl.ncclMax;
 import static org.bytedeco.cuda.global.nccl.ncclMin;
@@ -13,13 +15,19 @@ import static org.bytedeco.cuda.global.nccl.ncclSystemError;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Function;
+import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.GroupShrink;
 import moe.a2a.gpu.CudaMemory;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
@@ -41,6 +49,11 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  * corrupt memory), a message of another length than its receiver expects, or ranks that disagree on
  * a collective, show up as an asynchronous error on the ranks involved, naming both sides. An abort
  * is local to its rank, as {@code ncclCommAbort} is.
+ *
+ * <p>{@code ncclCommShrink} is stricter than NCCL promises: the survivors meet in one group of
+ * their own, renumbered in order; an excluded rank that calls it, or an aborted or closed parent,
+ * fails at once; a survivor whose exclusion list differs from the first caller's fails every
+ * survivor; and a parent that was shrunk refuses any later call.
  */
 public final class FakeNcclGroup {
     private static final int POSTED = 0;
@@ -50,13 +63,28 @@ public final class FakeNcclGroup {
     private final int size;
     private final ConcurrentHashMap<String, Message> mailboxes = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, Round> rounds = new ConcurrentHashMap<>();
+    private final AtomicReference<Shrink> shrink = new AtomicReference<>();
+    private final List<Rank> ranks = new CopyOnWriteArrayList<>();
 
     public FakeNcclGroup(int size) {
         this.size = size;
     }
 
     NcclBackend backend(int rank) {
-        return new Rank(rank);
+        Rank r = new Rank(rank);
+        ranks.add(r);
+        return r;
+    }
+
+    /**
+     * Fails every rank of this group with an asynchronous error, as NCCL reports a broken
+     * connection: each rank's next wait aborts its communicator.
+     */
+    public void fail(String text) {
+        for (Rank r : ranks) {
+            r.errorText = text;
+            r.error = ncclSystemError;
+        }
     }
 
     /** A fresh simulated group of {@code size} ranks: its communicators, in rank order. */
@@ -95,6 +123,27 @@ public final class FakeNcclGroup {
         final AtomicInteger unread = new AtomicInteger(size);
     }
 
+    /** The one shrink of this group: the first caller's exclusion list, and the group it makes. */
+    private final class Shrink {
+        final int[] excluded;
+        final FakeNcclGroup child;
+        final AtomicInteger arrived = new AtomicInteger();
+        volatile String mismatch = "";
+
+        Shrink(int[] excluded) {
+            this.excluded = excluded;
+            this.child = new FakeNcclGroup(size - excluded.length);
+        }
+
+        /** ncclSuccess once every survivor called, an error if lists differ, else in progress. */
+        int state() {
+            if (!mismatch.isEmpty()) {
+                return ncclInvalidUsage;
+            }
+            return arrived.get() == child.size ? ncclSuccess : ncclInProgress;
+        }
+    }
+
     /** A rank's collective in flight: its round, what it called, how it computes its result. */
     private record Pending(long seq, Round round, String call, Function<byte[][], byte[]> result) {}
 
@@ -112,6 +161,7 @@ public final class FakeNcclGroup {
         private volatile String errorText = "";
         private volatile boolean aborted;
         private boolean closed;
+        private boolean shrunk;
 
         Rank(int rank) {
             this.rank = rank;
@@ -273,7 +323,80 @@ public final class FakeNcclGroup {
             if (closed) {
                 throw new IllegalStateException("exchange after close");
             }
+            if (shrunk) {
+                throw new IllegalStateException("fake: exchange on a parent after ncclCommShrink");
+            }
             return !aborted;
+        }
+
+        @Override
+        public synchronized boolean canShrink() {
+            return !aborted && !closed && !shrunk;
+        }
+
+        @Override
+        public NcclBackend shrink(int[] excludedRanks, long timeoutNs, NcclWatchdog watchdog) {
+            int[] excluded = excludedRanks.clone();
+            synchronized (this) {
+                if (!canShrink()) {
+                    throw new A2aException(
+                            "fake: ncclCommShrink on rank "
+                                    + rank
+                                    + "'s parent: aborted="
+                                    + aborted
+                                    + ", closed="
+                                    + closed
+                                    + ", shrunk="
+                                    + shrunk);
+                }
+                if (Arrays.binarySearch(excluded, rank) >= 0) {
+                    throw NcclResults.failure(
+                            ncclInvalidArgument,
+                            "ncclCommShrink(excluded=" + Arrays.toString(excluded) + ")",
+                            rank,
+                            "fake: an excluded rank called ncclCommShrink");
+                }
+                shrunk = true;
+            }
+            Shrink round =
+                    FakeNcclGroup.this.shrink.updateAndGet(
+                            s -> s != null ? s : new Shrink(excluded));
+            if (!Arrays.equals(round.excluded, excluded)) {
+                round.mismatch =
+                        "fake: rank "
+                                + rank
+                                + " excluded "
+                                + Arrays.toString(excluded)
+                                + ", the first survivor "
+                                + Arrays.toString(round.excluded);
+            }
+            round.arrived.incrementAndGet();
+            watchdog.await(
+                    new NcclWatchdog.Progress() {
+                        @Override
+                        public int asyncError() {
+                            return round.state();
+                        }
+
+                        @Override
+                        public boolean isIdle() {
+                            return round.state() == ncclSuccess;
+                        }
+
+                        @Override
+                        public void abort() {}
+
+                        @Override
+                        public String lastError() {
+                            return round.mismatch;
+                        }
+                    },
+                    timeoutNs,
+                    -1,
+                    ExchangePhase.BARRIER,
+                    rank,
+                    "ncclCommShrink");
+            return round.child.backend(GroupShrink.survivorRank(rank, excluded));
         }
 
         private void post(int dst, long offset, long bytes) {
@@ -402,6 +525,10 @@ public final class FakeNcclGroup {
         public void abort() {
             aborted = true;
         }
+
+        /** Host staging only: nothing to free. */
+        @Override
+        public void retire() {}
 
         @Override
         public synchronized void close() {

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
  */
 class NcclCommunicatorTest extends AbstractCommunicatorTest {
     @Override
-    protected Communicator[] newGroup(int size, long timeoutNs) {
+    protected Communicator[] newGroup(int size, long timeoutNs) throws Exception {
         return FakeNcclGroup.group(size, timeoutNs);
     }
 

@@ -1,26 +1,24 @@
-package moe.a2a.control.grpc;
+package moe.a2a.comm.nccl;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
-import moe.a2a.comm.Communicator;
 import moe.a2a.comm.Transport;
-import moe.a2a.comm.nccl.FakeNcclGroup;
-import moe.a2a.comm.nccl.NcclDataPlane;
-import moe.a2a.comm.nccl.NcclUniqueId;
 
 /**
  * NCCL simulated in this JVM, groups keyed by unique id (a worker with another id would land in a
- * group of its own); the ranks run on the CPU. Records the ids made and the transports joined.
- * Thread-safe: every worker agent's thread calls it.
+ * group of its own); the ranks run on the CPU. Records the ids made, the transports joined and the
+ * shrinks. Thread-safe: every worker agent's thread calls it.
  */
 public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
     private final Map<NcclUniqueId, FakeNcclGroup> groups = new ConcurrentHashMap<>();
     private final List<Transport> joinedTransports = new ArrayList<>();
     private final List<NcclUniqueId> madeIds = new ArrayList<>();
+    private final List<List<Integer>> shrinks = new ArrayList<>();
 
     @Override
     public NcclUniqueId newUniqueId() {
@@ -34,13 +32,28 @@ public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
     }
 
     @Override
-    public Communicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
+    public NcclCommunicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
         synchronized (joinedTransports) {
-            Communicator comm =
+            NcclCommunicator comm =
                     groups.computeIfAbsent(id, k -> new FakeNcclGroup(worldSize))
                             .communicator(rank, timeoutNs);
             joinedTransports.add(comm.transport());
             return comm;
+        }
+    }
+
+    @Override
+    public NcclCommunicator shrink(NcclCommunicator parent, int[] excludedRanks, long timeoutNs) {
+        synchronized (shrinks) {
+            shrinks.add(Arrays.stream(excludedRanks).boxed().toList());
+        }
+        return parent.shrink(excludedRanks, timeoutNs);
+    }
+
+    /** Fails every rank of every group joined by id ({@link FakeNcclGroup#fail}). */
+    public void failJoinedGroups(String text) {
+        for (FakeNcclGroup group : groups.values()) {
+            group.fail(text);
         }
     }
 
@@ -66,6 +79,13 @@ public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
     public List<Transport> joinedTransports() {
         synchronized (joinedTransports) {
             return List.copyOf(joinedTransports);
+        }
+    }
+
+    /** The parent ranks each shrinking rank left out, one list a call, in order. */
+    public List<List<Integer>> shrinks() {
+        synchronized (shrinks) {
+            return List.copyOf(shrinks);
         }
     }
 }
