@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# Builds target/gpu-bundle/: a jlink-trimmed Java runtime plus the jars GpuCheck needs (no
-# OpenBLAS, no Netty), for a GPU machine without Java or network. Run it here, then carry
+# Builds target/gpu-bundle/: a jlink-trimmed Java runtime plus the jars gpu-check needs (GpuCheck,
+# and the served path's control plane and worker over gRPC in process: no OpenBLAS, no Netty, no
+# Prometheus), for a GPU machine without Java or network. Run it here, then carry
 # target/gpu-bundle to the GPU machine and run scripts/gpu-check.sh there.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$root/target/gpu-bundle"
 cd "$root"
 
-./mvnw -B -q install -DskipTests -pl gpu -am
+./mvnw -B -q install -DskipTests -pl cli -am
 rm -rf "$out"
 mkdir -p "$out/lib"
-cp gpu/target/moe-a2a-gpu-*.jar "$out/lib/"
-./mvnw -B -q -pl gpu org.apache.maven.plugins:maven-dependency-plugin:3.11.0:copy-dependencies \
+cp cli/target/moe-a2a-cli-*-SNAPSHOT.jar "$out/lib/"
+netty=netty-buffer,netty-codec-base,netty-codec-compression,netty-codec-http,netty-codec-http2,netty-codec-socks,netty-common,netty-handler,netty-handler-proxy,netty-resolver,netty-transport,netty-transport-classes-epoll,netty-transport-native-epoll,netty-transport-native-unix-common
+prometheus=micrometer-registry-prometheus,prometheus-metrics-config,prometheus-metrics-core,prometheus-metrics-exporter-common,prometheus-metrics-exporter-httpserver,prometheus-metrics-exposition-formats,prometheus-metrics-exposition-textformats,prometheus-metrics-model,prometheus-metrics-tracer-common
+./mvnw -B -q -pl cli org.apache.maven.plugins:maven-dependency-plugin:3.11.0:copy-dependencies \
   -DincludeScope=runtime -DoutputDirectory="$out/lib" \
-  -DexcludeArtifactIds=openblas,netty-transport,netty-buffer,netty-common,netty-resolver,netty-codec-base,netty-transport-native-epoll,netty-transport-native-unix-common,netty-transport-classes-epoll,gson
+  -DexcludeArtifactIds="openblas,grpc-netty,grpc-netty-shaded,$netty,$prometheus,jfreechart,picocli,logback-classic,logback-core,jul-to-slf4j,moe-a2a-bench"
 # The runtime is trimmed from the project's JDK 25 (bin/find-jdk), whatever java the PATH has.
 # shellcheck source=../bin/find-jdk
 . "$root/bin/find-jdk"
 jdk=$(moe_a2a_find_jdk) || exit $?
 "$jdk/bin/jlink" --add-modules java.base,jdk.unsupported,java.management,java.logging,jdk.management,java.naming,jdk.incubator.vector \
-  --strip-debug --no-header-files --no-man-pages --compress=zip-6 --output "$out/jre"
+  --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$out/jre"
+# the JVM's native symbols: 5 MiB the device run's 64 MiB cannot spare
+strip --strip-unneeded "$out/jre/lib/server/libjvm.so"
 du -sh "$out/jre" "$out/lib" "$out"
 total_mib=$(du -sm "$out" | cut -f1)
 if [ "$total_mib" -ge 64 ]; then

@@ -8,8 +8,11 @@
 # CUDA graph against the same step enqueued (and its time both ways), kernel and NCCL timings, and NCCL's
 # own collectives (ncclAllReduce for every dtype and op, ncclReduceScatter, ncclAllGather,
 # ncclBroadcast, grouped send/recv all-to-all and point-to-point) against a reference: at world
-# size 1, and across the GPUs (up to 8, one rank each) when there are two or more. Prints a table
-# last; exit 0 = every check passed, 1 = one failed, 3 = no usable GPU.
+# size 1, and across the GPUs (up to 8, one rank each) when there are two or more; then the served
+# path (GpuServedCheck: a control plane and a worker on nccl in one process, a client's answers in
+# bf16, fp16 and fp32, normal and low-latency, after a placement rollout, with FP8 dispatch and with
+# an expert capacity, against the reference). Prints a table last; exit 0 = every check passed, 1 =
+# one failed, 3 = no usable GPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bundle="${MOE_A2A_GPU_BUNDLE:-$root/target/gpu-bundle}"
@@ -50,4 +53,4 @@ trap 'rm -rf "$cache"' EXIT
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
 exec "$bundle/jre/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
   --sun-misc-unsafe-memory-access=allow -XX:MaxRAMPercentage=75 -Dorg.bytedeco.javacpp.cachedir="$cache" -Xmx4g \
-  -cp "$bundle/lib/*" moe.a2a.gpu.GpuCheck "${args[@]}" "$@"
+  -cp "$bundle/lib/*" moe.a2a.cli.GpuCheckMain "${args[@]}" "$@"

@@ -12,11 +12,11 @@ import org.jspecify.annotations.Nullable;
  * layer is compared against then differs from it only in accumulation order and the activation's
  * rounding.
  */
-final class Bf16Weights implements WeightSource {
+public final class Bf16Weights implements WeightSource {
     private final WeightSource source;
     private final @Nullable SharedExpert shared;
 
-    Bf16Weights(WeightSource source) {
+    public Bf16Weights(WeightSource source) {
         this(source, null);
     }
 

@@ -4,17 +4,18 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** The rows of a check run: printed as they come, and as one table at the end. */
-final class CheckTable {
+public final class CheckTable {
     private final List<String[]> rows = new ArrayList<>();
     private boolean failed;
 
-    void row(String check, String result, boolean ok) {
+    /** Adds a row: {@code check} passed ({@code ok}) or failed, with what it found. */
+    public void row(String check, String result, boolean ok) {
         rows.add(new String[] {check, result, ok ? "ok" : "FAIL"});
         failed |= !ok;
         System.out.println((ok ? "ok   " : "FAIL ") + check + ": " + result);
     }
 
-    boolean failed() {
+    public boolean failed() {
         return failed;
     }
 

@@ -1,6 +1,7 @@
 package moe.a2a.gpu;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclUniqueId;
@@ -20,7 +21,20 @@ public final class GpuCheck {
 
     private GpuCheck() {}
 
+    /** A check run after GpuCheck's own, on the same device and table. */
+    public interface DeviceCheck {
+        void run(int device, CheckTable table);
+    }
+
     public static void main(String[] args) {
+        System.exit(run(args, List.of()));
+    }
+
+    /**
+     * Parses {@code args} and runs every check, then {@code more}; returns the exit code (2 for bad
+     * arguments).
+     */
+    public static int run(String[] args, List<DeviceCheck> more) {
         Path cuda = null;
         Path nccl = null;
         int device = 0;
@@ -32,11 +46,11 @@ public final class GpuCheck {
                 default -> {
                     System.err.println(
                             "usage: GpuCheck [--cuda-lib-dir DIR] [--nccl-lib-dir DIR] [--device N]");
-                    System.exit(2);
+                    return 2;
                 }
             }
         }
-        System.exit(run(GpuLibraries.resolve(cuda, nccl), device));
+        return run(GpuLibraries.resolve(cuda, nccl), device, more);
     }
 
     /**
@@ -61,7 +75,7 @@ public final class GpuCheck {
         }
     }
 
-    static int run(GpuLibraries libraries, int device) {
+    static int run(GpuLibraries libraries, int device, List<DeviceCheck> more) {
         CheckTable table = new CheckTable();
         System.out.println("libraries: " + libraries.describe());
         GpuProbe.Result probe = GpuProbe.probe(libraries);
@@ -87,6 +101,14 @@ public final class GpuCheck {
         } catch (RuntimeException e) {
             e.printStackTrace(System.err);
             table.row("run", "failed: " + e, false);
+        }
+        for (DeviceCheck check : more) {
+            try {
+                check.run(device, table);
+            } catch (RuntimeException e) {
+                e.printStackTrace(System.err);
+                table.row(check.getClass().getSimpleName(), "failed: " + e, false);
+            }
         }
         if (probe.devices() >= 2) {
             multiGpuCollectives(Math.min(probe.devices(), MAX_RANKS), table);

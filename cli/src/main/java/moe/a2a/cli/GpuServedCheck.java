@@ -1,0 +1,321 @@
+package moe.a2a.cli;
+
+import io.grpc.ManagedChannel;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import java.util.function.UnaryOperator;
+import moe.a2a.client.Tensors;
+import moe.a2a.comm.DataPlane;
+import moe.a2a.comm.nccl.NcclDataPlane;
+import moe.a2a.comm.nccl.NcclTransportProvider;
+import moe.a2a.control.cluster.ClusterListener;
+import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.cluster.StepModes;
+import moe.a2a.control.grpc.ClusterServer;
+import moe.a2a.control.grpc.MoeServer;
+import moe.a2a.dispatch.DispatchDType;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.experts.WeightSource;
+import moe.a2a.gpu.Bf16Weights;
+import moe.a2a.gpu.CheckTable;
+import moe.a2a.gpu.GpuCheck;
+import moe.a2a.kernels.DType;
+import moe.a2a.protocol.TensorCodec;
+import moe.a2a.v1.ForwardRequest;
+import moe.a2a.v1.ForwardResponse;
+import moe.a2a.v1.ModelSpec;
+import moe.a2a.v1.MoeServiceGrpc;
+import moe.a2a.worker.WorkerAgent;
+
+/**
+ * gpu-check's served path: a control plane and one worker in this process (gRPC in process, so the
+ * bundle carries no Netty), the worker's rank on NCCL (world size 1), a client's answers checked
+ * against the reference ({@link AnswerCheck}) on the weights the rank computes with (bf16 on a GPU
+ * rank): bf16, fp16 and fp32 tokens in normal mode and bf16 in low-latency mode, then the same
+ * after a placement rollout that moves every expert to another slot; FP8 dispatch; an expert
+ * capacity. One row a cluster.
+ */
+final class GpuServedCheck implements GpuCheck.DeviceCheck {
+    private static final int EXPERTS = 8;
+    private static final int HIDDEN = 256;
+    private static final int FFN = 512;
+    private static final int TOP_K = 2;
+    private static final long SEED = 31;
+    private static final DType[] DTYPES = {DType.BF16, DType.FP16, DType.FP32};
+
+    private final IntFunction<DataPlane> plane;
+    private final UnaryOperator<WeightSource> held;
+
+    /** On the device: NCCL's data plane, the weights rounded to bf16 as GPU ranks hold them. */
+    GpuServedCheck() {
+        this(NcclDataPlane::onDevice, Bf16Weights::new);
+    }
+
+    /**
+     * @param plane the worker's data plane on a device
+     * @param held the weights as the worker's rank computes with them, from the model's
+     */
+    GpuServedCheck(IntFunction<DataPlane> plane, UnaryOperator<WeightSource> held) {
+        this.plane = plane;
+        this.held = held;
+    }
+
+    @Override
+    public void run(int device, CheckTable table) {
+        serve(
+                device,
+                table,
+                "bf16, fp16, fp32; bf16 low-latency; a rollout",
+                DispatchDType.BF16,
+                0,
+                true);
+        serve(device, table, "FP8 dispatch", DispatchDType.FP8, 0, false);
+        serve(device, table, "expert capacity 1.0", DispatchDType.BF16, 1.0, false);
+    }
+
+    private void serve(
+            int device,
+            CheckTable table,
+            String what,
+            DispatchDType dispatch,
+            double capacityFactor,
+            boolean rollout) {
+        ModelSpec spec =
+                ModelSpec.newBuilder()
+                        .setExperts(EXPERTS)
+                        .setHidden(HIDDEN)
+                        .setFfn(FFN)
+                        .setTopK(TOP_K)
+                        .setLayers(1)
+                        .setSeed(SEED)
+                        .setDispatchDtype(dispatch == DispatchDType.FP8 ? "fp8" : "bf16")
+                        .build();
+        ModelConfig config = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1, dispatch);
+        WeightSource weights = new SeededWeights(SEED, EXPERTS, HIDDEN, FFN, 1);
+        RemoteCluster cluster =
+                new RemoteCluster(
+                        config,
+                        spec,
+                        "gpu-check",
+                        Placement.contiguous(EXPERTS, 1),
+                        NcclTransportProvider.NCCL,
+                        TimeUnit.SECONDS.toNanos(30),
+                        TimeUnit.SECONDS.toNanos(30),
+                        new ClusterListener() {
+                            @Override
+                            public void onServing(long epoch, long formedInNanos) {}
+
+                            @Override
+                            public void onNotServing(String reason) {}
+                        });
+        String clusterName = InProcessServerBuilder.generateName();
+        String clientName = InProcessServerBuilder.generateName();
+        WorkerAgent agent = null;
+        Thread agentThread = null;
+        ManagedChannel channel = null;
+        ManagedChannel client = null;
+        ClusterServer clusterPort = null;
+        MoeServer server = null;
+        try {
+            clusterPort = ClusterServer.start(InProcessServerBuilder.forName(clusterName), cluster);
+            server =
+                    MoeServer.start(
+                            InProcessServerBuilder.forName(clientName),
+                            cluster,
+                            weights,
+                            new MoeServer.Settings(
+                                    8192,
+                                    64,
+                                    1 << 22,
+                                    1 << 24,
+                                    1,
+                                    0,
+                                    capacityFactor,
+                                    null,
+                                    new StepModes(StepModes.Choice.AUTO, 16)),
+                            new SimpleMeterRegistry(),
+                            true);
+            channel = InProcessChannelBuilder.forName(clusterName).build();
+            agent =
+                    new WorkerAgent(
+                            channel,
+                            new WorkerAgent.Settings(
+                                    "gpu-check-worker",
+                                    0,
+                                    "",
+                                    Duration.ofSeconds(30),
+                                    Duration.ofMillis(500),
+                                    "gpu-check"),
+                            List.of(plane.apply(device)),
+                            new SimpleMeterRegistry());
+            agentThread = start(agent);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (cluster.healthy() < 1 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            if (cluster.healthy() < 1) {
+                table.row("served: " + what, "the worker's group did not form in 120 s", false);
+                return;
+            }
+            client = InProcessChannelBuilder.forName(clientName).build();
+            MoeServiceGrpc.MoeServiceBlockingStub stub = MoeServiceGrpc.newBlockingStub(client);
+            WeightSource reference = held.apply(weights);
+            AnswerCheck check =
+                    new AnswerCheck(
+                            reference,
+                            new ReferenceMoeLayer(reference),
+                            EXPERTS,
+                            HIDDEN,
+                            TOP_K,
+                            dispatch == DispatchDType.FP8,
+                            capacityFactor,
+                            1);
+            Worst worst = new Worst();
+            boolean fp8 = dispatch == DispatchDType.FP8;
+            answers(stub, check, worst, 0, fp8);
+            if (rollout) {
+                Placement reversed = reversed(cluster.placements().get(0));
+                cluster.stage(0, reversed).get(60, TimeUnit.SECONDS);
+                cluster.activate(0, reversed);
+                answers(stub, check, worst, 1, fp8);
+            }
+            table.row(
+                    "served: " + what,
+                    String.format(
+                            Locale.ROOT,
+                            "%d answers (%d low-latency), worst error %.2f of the client's"
+                                    + " tolerance",
+                            worst.answers,
+                            worst.lowLatency,
+                            worst.ratio),
+                    worst.ratio <= 1 && worst.answers > 0 && (!rollout || worst.lowLatency > 0));
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            e.printStackTrace(System.err);
+            table.row("served: " + what, "failed: " + e, false);
+        } finally {
+            if (agent != null) {
+                agent.close();
+            }
+            join(agentThread);
+            if (channel != null) {
+                channel.shutdownNow();
+            }
+            if (client != null) {
+                client.shutdownNow();
+            }
+            if (server != null) {
+                server.close();
+            }
+            if (clusterPort != null) {
+                clusterPort.close();
+            }
+        }
+    }
+
+    /** The worst answer so far. */
+    private static final class Worst {
+        double ratio;
+        int answers;
+        int lowLatency;
+    }
+
+    /**
+     * One request a dtype and size, routed by a seeded top-k: 40 tokens (a normal step) in every
+     * dtype, and 2 (a low-latency step, under the bound of 16) in bf16 without FP8 dispatch, the
+     * low-latency steps a GPU rank runs on the device (the others take its host path, whose BLAS
+     * the bundle leaves out).
+     */
+    private static void answers(
+            MoeServiceGrpc.MoeServiceBlockingStub stub,
+            AnswerCheck check,
+            Worst worst,
+            int round,
+            boolean fp8) {
+        for (DType dtype : DTYPES) {
+            for (int tokens : dtype == DType.BF16 && !fp8 ? new int[] {2, 40} : new int[] {40}) {
+                SplittableRandom random = new SplittableRandom(SEED * 100 + round * 10L + tokens);
+                float[] x = new float[tokens * HIDDEN];
+                for (int i = 0; i < x.length; i++) {
+                    x[i] = (float) random.nextDouble(-1, 1);
+                }
+                int[] ids = new int[tokens * TOP_K];
+                float[] w = new float[ids.length];
+                for (int t = 0; t < tokens; t++) {
+                    ids[t * TOP_K] = random.nextInt(EXPERTS);
+                    ids[t * TOP_K + 1] =
+                            (ids[t * TOP_K] + 1 + random.nextInt(EXPERTS - 1)) % EXPERTS;
+                    w[t * TOP_K] = (float) random.nextDouble(0.2, 0.8);
+                    w[t * TOP_K + 1] = 1 - w[t * TOP_K];
+                }
+                ForwardRequest request =
+                        Tensors.request(
+                                0,
+                                TensorCodec.tensor(dtype, tokens, HIDDEN, x),
+                                Tensors.topK(ids, w, TOP_K));
+                ForwardResponse response = stub.forward(request);
+                if (check.checkable(response)) {
+                    worst.ratio = Math.max(worst.ratio, check.worstRatio(request, response));
+                    worst.answers++;
+                    worst.lowLatency += response.getStats().getMode().equals("low-latency") ? 1 : 0;
+                }
+            }
+        }
+    }
+
+    /** {@code now} with every rank's slots in reverse order: every expert in another slot. */
+    private static Placement reversed(Placement now) {
+        int ranks = now.worldSize();
+        int[][] experts = new int[ranks][];
+        double[][] shares = new double[ranks][];
+        for (int r = 0; r < ranks; r++) {
+            int[] e = now.expertsOf(r);
+            double[] s = now.sharesOf(r);
+            experts[r] = new int[e.length];
+            shares[r] = new double[s.length];
+            for (int i = 0; i < e.length; i++) {
+                experts[r][i] = e[e.length - 1 - i];
+                shares[r][i] = s[s.length - 1 - i];
+            }
+        }
+        return Placement.of(now.version() + 1, EXPERTS, experts, shares);
+    }
+
+    private static Thread start(WorkerAgent agent) {
+        Thread t =
+                new Thread(
+                        () -> {
+                            try {
+                                agent.run();
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        },
+                        "gpu-check-worker");
+        t.start();
+        return t;
+    }
+
+    private static void join(Thread t) {
+        if (t == null) {
+            return;
+        }
+        try {
+            t.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
