@@ -28,7 +28,7 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  * results are bit-identical to {@code Dispatcher}'s. Owned by the rank's thread.
  */
 public final class GpuDispatcher implements AutoCloseable {
-    private final NcclCommunicator comm;
+    private final DeviceGroup group;
     private final CudaKernels kernels;
     private final int hidden;
     private final int topK;
@@ -69,10 +69,7 @@ public final class GpuDispatcher implements AutoCloseable {
         this(comm, placement, hidden, topK, DispatchDType.BF16, kernels);
     }
 
-    /**
-     * With rows dispatched as {@code dispatchDType}: bf16 as they are, or FP8 (quantized by the
-     * pack, bit for bit as the CPU path does, and dequantized to bf16 by the grouping).
-     */
+    /** Over NCCL's communicator of every rank, rows dispatched as {@code dispatchDType}. */
     public GpuDispatcher(
             NcclCommunicator comm,
             Placement placement,
@@ -80,14 +77,36 @@ public final class GpuDispatcher implements AutoCloseable {
             int topK,
             DispatchDType dispatchDType,
             CudaKernels kernels) {
-        this.comm = comm;
+        this(groupOf(comm), placement, hidden, topK, dispatchDType, kernels);
+    }
+
+    private static DeviceGroup groupOf(NcclCommunicator comm) {
+        DeviceGroup group = DeviceGroup.of(comm);
+        if (group == null) {
+            throw new IllegalStateException("an NCCL communicator without its device group");
+        }
+        return group;
+    }
+
+    /**
+     * With rows dispatched as {@code dispatchDType}: bf16 as they are, or FP8 (quantized by the
+     * pack, bit for bit as the CPU path does, and dequantized to bf16 by the grouping).
+     */
+    GpuDispatcher(
+            DeviceGroup group,
+            Placement placement,
+            int hidden,
+            int topK,
+            DispatchDType dispatchDType,
+            CudaKernels kernels) {
+        this.group = group;
         this.kernels = kernels;
         this.hidden = hidden;
         this.topK = topK;
-        this.worldSize = comm.size();
+        this.worldSize = group.size();
         this.fp8 = dispatchDType == DispatchDType.FP8;
-        this.layout = new DispatchLayout(placement, comm.rank());
-        this.plan = new RoutePlan(placement, comm.rank(), topK);
+        this.layout = new DispatchLayout(placement, group.rank());
+        this.plan = new RoutePlan(placement, group.rank(), topK);
         this.sendRows = new long[worldSize];
         this.recvRows = new long[worldSize];
         this.sendBytes = new long[worldSize];
@@ -121,7 +140,7 @@ public final class GpuDispatcher implements AutoCloseable {
         for (int r = 0; r < worldSize; r++) {
             sendRows[r] = layout.tokensPerRank(r);
         }
-        comm.allToAllCounts(s, ExchangePhase.DISPATCH, sendRows, recvRows);
+        group.world().allToAllCounts(s, ExchangePhase.DISPATCH, sendRows, recvRows);
         int totalSend = layout.rankOffsets(worldSize);
         int numRecv = 0;
         for (int r = 0; r < worldSize; r++) {
@@ -134,13 +153,14 @@ public final class GpuDispatcher implements AutoCloseable {
                     ByteBuffer.allocateDirect(numRecv * plan.routeRowBytes())
                             .order(ByteOrder.LITTLE_ENDIAN);
         }
-        comm.allToAllV(
-                s,
-                ExchangePhase.DISPATCH,
-                (peer, dst, at) -> plan.writeRoutes(layout, peer, dst, at, topkWeights),
-                sendBytes,
-                routes,
-                recvBytes);
+        group.world()
+                .allToAllV(
+                        s,
+                        ExchangePhase.DISPATCH,
+                        (peer, dst, at) -> plan.writeRoutes(layout, peer, dst, at, topkWeights),
+                        sendBytes,
+                        routes,
+                        recvBytes);
         int numGrouped = plan.group(routes, numRecv);
 
         // pack order, grouping, combine's lists (start, rows, weights), returned rows and their
@@ -157,7 +177,7 @@ public final class GpuDispatcher implements AutoCloseable {
         weightedWeight = indexes.floats(plan.combineWeight(), numGrouped);
         accumulateIndex = indexes.ints(plan.returnedRows(layout), totalSend);
         accumulateStart = indexes.ints(plan.returnedStart(), numTokens + 1);
-        indexes.upload(comm.stream());
+        indexes.upload(group.stream());
 
         send.ensure(Math.max(1, (long) totalSend * sentRowBytes));
         recv.ensure(Math.max(1, (long) numRecv * sentRowBytes));
@@ -170,7 +190,7 @@ public final class GpuDispatcher implements AutoCloseable {
                     hidden,
                     totalSend,
                     dtype,
-                    comm.stream());
+                    group.stream());
         } else {
             kernels.gatherRows(
                     tokens.at(0),
@@ -178,13 +198,13 @@ public final class GpuDispatcher implements AutoCloseable {
                     send.at(0),
                     rowBytes,
                     totalSend,
-                    comm.stream());
+                    group.stream());
         }
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = sendRows[r] * sentRowBytes;
             recvBytes[r] = recvRows[r] * sentRowBytes;
         }
-        comm.allToAllVDevice(s, ExchangePhase.DISPATCH, send, sendBytes, recv, recvBytes);
+        group.allToAllVDevice(s, ExchangePhase.DISPATCH, send, sendBytes, recv, recvBytes);
         if (fp8) {
             kernels.dequantizeFp8Rows(
                     recv.at(0),
@@ -193,7 +213,7 @@ public final class GpuDispatcher implements AutoCloseable {
                     hidden,
                     numGrouped,
                     grouping,
-                    comm.stream());
+                    group.stream());
         } else if (grouping != dtype) {
             kernels.widenRows(
                     recv.at(0),
@@ -202,7 +222,7 @@ public final class GpuDispatcher implements AutoCloseable {
                     hidden,
                     numGrouped,
                     dtype,
-                    comm.stream());
+                    group.stream());
         } else {
             kernels.gatherRows(
                     recv.at(0),
@@ -210,7 +230,7 @@ public final class GpuDispatcher implements AutoCloseable {
                     grouped.at(0),
                     rowBytes,
                     numGrouped,
-                    comm.stream());
+                    group.stream());
         }
         return grouped;
     }
@@ -238,7 +258,7 @@ public final class GpuDispatcher implements AutoCloseable {
 
     /** The stream the rows move on: the communicator's. */
     public CUstream_st stream() {
-        return comm.stream();
+        return group.stream();
     }
 
     /** The source-side layout of the last dispatch. */
@@ -294,12 +314,12 @@ public final class GpuDispatcher implements AutoCloseable {
                 hidden,
                 numRecv,
                 dtype,
-                comm.stream());
+                group.stream());
         for (int r = 0; r < worldSize; r++) {
             sendBytes[r] = recvRows[r] * rowBytes;
             recvBytes[r] = sendRows[r] * rowBytes;
         }
-        comm.allToAllVDevice(
+        group.allToAllVDevice(
                 step - 1, ExchangePhase.COMBINE, combineSend, sendBytes, combineRecv, recvBytes);
         kernels.accumulate(
                 combineRecv.at(0),
@@ -309,8 +329,8 @@ public final class GpuDispatcher implements AutoCloseable {
                 hidden,
                 numTokens,
                 dtype,
-                comm.stream());
-        CudaCheck.check(cudaStreamSynchronize(comm.stream()), "cudaStreamSynchronize");
+                group.stream());
+        CudaCheck.check(cudaStreamSynchronize(group.stream()), "cudaStreamSynchronize");
     }
 
     @Override

@@ -307,15 +307,19 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             lowLatency.close();
             lowLatency = null;
         }
-        if (comm instanceof NcclCommunicator nccl) {
+        DeviceGroup group = DeviceGroup.of(comm);
+        if (group != null) {
             dispatcher =
                     new GpuDispatcher(
-                            nccl,
+                            group,
                             placement,
                             model.hidden(),
                             model.topK(),
                             model.dispatchDType(),
                             kernels);
+        }
+        if (comm instanceof NcclCommunicator nccl) {
+            // fixed regions for every rank: a sparse group's low-latency steps take the host path
             lowLatency = new GpuLowLatencySteps(nccl, model, kernels, experts::get, true);
         }
     }
@@ -329,12 +333,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             RoutingInput routing,
             int capacity,
             int lowLatencyTokens) {
-        GpuDispatcher gpu = dispatcher;
         GpuLowLatencySteps fixed = lowLatency;
-        String hostPath =
-                gpu == null || fixed == null
-                        ? "steps of a group without every rank (serving without a lost one)"
-                        : lowLatencyTokens > 0 ? hostPathReason(layer, dtype) : null;
+        String hostPath = hostPathReason(layer, dtype, lowLatencyTokens);
         if (hostPath != null) {
             return host(hostPath)
                     .step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
@@ -354,10 +354,19 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     }
 
     /**
-     * Why a low-latency step of {@code layer} in {@code dtype} cannot take the fixed-size device
-     * path, or null when it can.
+     * Why a step of {@code layer} in {@code dtype} (low-latency when {@code lowLatencyTokens > 0})
+     * cannot run on the device, or null when it can.
      */
-    private @Nullable String hostPathReason(int layer, DType dtype) {
+    private @Nullable String hostPathReason(int layer, DType dtype, int lowLatencyTokens) {
+        if (dispatcher == null) {
+            return "steps of a group not on NCCL";
+        }
+        if (lowLatencyTokens == 0) {
+            return null;
+        }
+        if (lowLatency == null) {
+            return "low-latency steps of a group without every rank";
+        }
         if (dtype != DType.BF16) {
             return "low-latency steps of " + dtype + " tokens";
         }

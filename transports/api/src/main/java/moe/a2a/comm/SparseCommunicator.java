@@ -262,12 +262,18 @@ public final class SparseCommunicator implements Communicator {
         reader.read(worldSegments, worldOffsets);
     }
 
+    /** The communicator of the members, beneath the world's view. */
+    public Communicator members() {
+        return members;
+    }
+
     /**
-     * The members' entries of {@code world}.
+     * The members' entries of {@code world}, a per-peer array of the world's ranks, in {@code out}.
      *
-     * @throws A2aException naming the rank when a rank left out of the group has a count
+     * @throws A2aException naming {@code name} and the rank when a rank left out of the group has a
+     *     count
      */
-    private void toMembers(String name, long[] world, long[] out) {
+    public void toMembers(String name, long[] world, long[] out) {
         Segments.checkLength(name, world, worldSize);
         int next = 0;
         for (int r = 0; r < worldSize; r++) {
