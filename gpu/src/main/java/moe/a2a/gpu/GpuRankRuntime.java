@@ -236,8 +236,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
 
     /**
      * Switches {@code slots}' layer to its staged experts (staging them now if they were not),
-     * frees the weights of the experts it left, and forgets the layer's captured graphs when
-     * experts moved. Between steps.
+     * frees the weights of the experts it left, and forgets the layer's captured graphs. Between
+     * steps.
      */
     @Override
     public void install(LayerSlots slots) {
@@ -249,7 +249,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         staged.set(layer, null);
         GpuExperts before = experts.getAndSet(layer, s.device());
-        if (s.device().loadedBytes() > 0 && lowLatency != null) {
+        if (lowLatency != null) {
+            // its graphs hold the old experts' weight addresses, slot order and cuBLAS workspace
             lowLatency.forget(layer, before);
         }
         before.retire(s.device());
