@@ -6,12 +6,14 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.function.Consumer;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUstream_st;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One rank's low-latency dispatch and combine on the device, over NCCL, with every size fixed by
@@ -194,11 +196,28 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     }
 
     /**
+     * The staged tokens on the device once {@link #enqueueDispatch} copied them: bf16 {@code [T,
+     * H]}, the first {@link #numTokens} the step's (the others left over, never read back).
+     */
+    CudaMemory tokens() {
+        return stagedDevice;
+    }
+
+    /**
      * Enqueues the combine: {@code expertOut} holds fp32 rows in the grouped order of the dispatch;
      * once the stream is done, {@link #output} holds each staged token's weighted sum over its
      * experts and {@link #receivedFrom} the dispatch's counts.
      */
     public void enqueueCombine(long step, CudaMemory expertOut) {
+        enqueueCombine(step, expertOut, null);
+    }
+
+    /**
+     * As {@link #enqueueCombine(long, CudaMemory)}, with {@code beforeOutput} enqueuing work on the
+     * combined fp32 {@code [T, H]} rows before they are copied back (a layer's shared expert).
+     */
+    void enqueueCombine(
+            long step, CudaMemory expertOut, @Nullable Consumer<CudaMemory> beforeOutput) {
         CUstream_st stream = comm.stream();
         kernels.weightedSum(
                 expertOut.at(0),
@@ -221,6 +240,9 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 bound,
                 DType.BF16,
                 stream);
+        if (beforeOutput != null) {
+            beforeOutput.accept(out);
+        }
         long outBytes = (long) bound * hidden * Float.BYTES;
         CudaCheck.check(
                 cudaMemcpyAsync(hostOut.at(0), out.at(0), outBytes, cudaMemcpyDeviceToHost, stream),

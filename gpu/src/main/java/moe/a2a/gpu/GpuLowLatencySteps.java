@@ -43,6 +43,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         final GpuLowLatencyDispatcher dispatcher;
         final CudaMemory expertOut = CudaMemory.device();
         final GpuExperts.Scratch scratch = new GpuExperts.Scratch();
+        final GpuSharedExpert.Lane shared = new GpuSharedExpert.Lane();
 
         Fixed(GpuLowLatencyDispatcher dispatcher) {
             this.dispatcher = dispatcher;
@@ -53,6 +54,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
             dispatcher.close();
             expertOut.close();
             scratch.close();
+            shared.close();
         }
     }
 
@@ -60,6 +62,10 @@ final class GpuLowLatencySteps implements AutoCloseable {
     private final ModelConfig model;
     private final CudaKernels kernels;
     private final IntFunction<GpuExperts> experts;
+
+    /** Per layer, its shared expert, or null. */
+    private final IntFunction<@Nullable GpuSharedExpert> shared;
+
     private final boolean capture;
     private final Map<Integer, Fixed> bounds = new HashMap<>();
     private final Map<Long, Replay> replays = new HashMap<>();
@@ -77,11 +83,13 @@ final class GpuLowLatencySteps implements AutoCloseable {
             ModelConfig model,
             CudaKernels kernels,
             IntFunction<GpuExperts> experts,
+            IntFunction<@Nullable GpuSharedExpert> shared,
             boolean capture) {
         this.comm = comm;
         this.model = model;
         this.kernels = kernels;
         this.experts = experts;
+        this.shared = shared;
         this.capture = capture;
     }
 
@@ -171,8 +179,19 @@ final class GpuLowLatencySteps implements AutoCloseable {
         return replay != null && replay.graph != null;
     }
 
+    /**
+     * One step on the stream. A layer's shared expert runs on every staged row (the bound: a graph
+     * has fixed shapes) on its own stream from the tokens' arrival, and is added before the copy
+     * back.
+     */
     private void enqueue(int layer, Fixed fixed, long s) {
         CudaMemory grouped = fixed.dispatcher.enqueueDispatch(s);
+        GpuSharedExpert sharedExpert = shared.apply(layer);
+        int bound = fixed.dispatcher.bound();
+        CudaMemory tokens = fixed.dispatcher.tokens();
+        if (sharedExpert != null) {
+            sharedExpert.start(fixed.shared, tokens, bound, DType.BF16, comm.stream());
+        }
         int[] rowsPerSlot = fixed.dispatcher.rowsPerSlot();
         long groupedRows = 0;
         for (int n : rowsPerSlot) {
@@ -187,7 +206,19 @@ final class GpuLowLatencySteps implements AutoCloseable {
                         fixed.expertOut,
                         comm.stream(),
                         fixed.scratch);
-        fixed.dispatcher.enqueueCombine(s, fixed.expertOut);
+        fixed.dispatcher.enqueueCombine(
+                s,
+                fixed.expertOut,
+                sharedExpert == null
+                        ? null
+                        : out ->
+                                sharedExpert.addTo(
+                                        fixed.shared,
+                                        out,
+                                        tokens,
+                                        bound,
+                                        DType.BF16,
+                                        comm.stream()));
     }
 
     private static CUevent_st event() {

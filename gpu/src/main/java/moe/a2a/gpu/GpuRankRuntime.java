@@ -53,13 +53,13 @@ import org.slf4j.LoggerFactory;
  * expert, its MLP on a stream of its own beside the exchange ({@link GpuSharedExpert}).
  *
  * <p>The experts' weights are held once, in bf16 on the device. The low-latency steps the
- * fixed-size path does not take (fp16 and fp32, FP8 dispatch, a shared expert, an odd hidden size)
- * run on the CPU {@link CpuRankRuntime} over the same NCCL communicator (host-staged), which loads
- * its fp32 copy of the weights on the first such step, saying so in one line. A new placement's
- * experts are uploaded on a stream of their own while steps go on ({@link #stage}, off the rank's
- * thread), sharing the weights of the experts the rank keeps, and switched to between steps ({@link
- * #install}). Routing (gate, top-k) runs on the host in every case. Owned by the rank's thread,
- * except {@link #stage}.
+ * fixed-size path does not take (fp16 and fp32, FP8 dispatch, an odd hidden size, a group without
+ * every rank) run on the CPU {@link CpuRankRuntime} over the same NCCL communicator (host-staged),
+ * which loads its fp32 copy of the weights on the first such step, saying so in one line. A new
+ * placement's experts are uploaded on a stream of their own while steps go on ({@link #stage}, off
+ * the rank's thread), sharing the weights of the experts the rank keeps, and switched to between
+ * steps ({@link #install}). Routing (gate, top-k) runs on the host in every case. Owned by the
+ * rank's thread, except {@link #stage}.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
@@ -321,7 +321,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         if (comm instanceof NcclCommunicator nccl) {
             // fixed regions for every rank: a sparse group's low-latency steps take the host path
-            lowLatency = new GpuLowLatencySteps(nccl, model, kernels, experts::get, true);
+            lowLatency =
+                    new GpuLowLatencySteps(
+                            nccl, model, kernels, experts::get, layer -> shared[layer], true);
         }
     }
 
@@ -335,7 +337,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             int capacity,
             int lowLatencyTokens) {
         GpuLowLatencySteps fixed = lowLatency;
-        String hostPath = hostPathReason(layer, dtype, lowLatencyTokens);
+        String hostPath = hostPathReason(dtype, lowLatencyTokens);
         if (hostPath != null) {
             return host(hostPath)
                     .step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
@@ -355,10 +357,10 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     }
 
     /**
-     * Why a step of {@code layer} in {@code dtype} (low-latency when {@code lowLatencyTokens > 0})
-     * cannot run on the device, or null when it can.
+     * Why a step in {@code dtype} (low-latency when {@code lowLatencyTokens > 0}) cannot run on the
+     * device, or null when it can.
      */
-    private @Nullable String hostPathReason(int layer, DType dtype, int lowLatencyTokens) {
+    private @Nullable String hostPathReason(DType dtype, int lowLatencyTokens) {
         if (dispatcher == null) {
             return "steps of a group not on NCCL";
         }
@@ -377,7 +379,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         if (model.dispatchDType() == DispatchDType.FP8) {
             return "low-latency steps with FP8 dispatch";
         }
-        return shared[layer] != null ? "low-latency steps of layers with a shared expert" : null;
+        return null;
     }
 
     /**

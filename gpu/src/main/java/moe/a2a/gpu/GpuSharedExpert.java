@@ -23,20 +23,15 @@ import org.jspecify.annotations.Nullable;
  * A layer's shared expert on the device (DeepSeek's, added as it is, or Qwen2-MoE's, scaled per
  * token by {@code sigmoid(gate · x)}): its MLP runs on a stream of its own on the rank's tokens
  * while the main stream dispatches and combines, and its rows are added into the combined output
- * once both are done. Every rank holds it, so its tokens never travel. Owned by the rank's thread.
+ * once both are done. Every rank holds it, so its tokens never travel. A step captured as a CUDA
+ * graph brings its own {@link Lane}. Owned by the rank's thread.
  */
 final class GpuSharedExpert implements AutoCloseable {
     private final GpuExperts mlp;
     private final CudaKernels kernels;
     private final int hidden;
     private final @Nullable CudaMemory gate;
-    private final CudaMemory out = CudaMemory.device();
-
-    /** An fp16 step's tokens widened to fp32 for the fp32 GEMMs. */
-    private final CudaMemory widened = CudaMemory.device();
-
-    /** The MLP's one slot's rows, the step's tokens: kept to allocate nothing a step. */
-    private final int[] rows = new int[1];
+    private final Lane lane = new Lane();
 
     private final CUstream_st side = new CUstream_st();
     private final CUevent_st tokensReady = new CUevent_st();
@@ -77,22 +72,59 @@ final class GpuSharedExpert implements AutoCloseable {
     }
 
     /**
+     * The device memory of one caller's steps: the MLP's rows, scratch and argument lists. A step
+     * captured as a graph keeps their addresses, so it brings its own, which nothing else grows.
+     */
+    static final class Lane implements AutoCloseable {
+        private final CudaMemory out = CudaMemory.device();
+
+        /** An fp16 step's tokens widened to fp32 for the fp32 GEMMs. */
+        private final CudaMemory widened = CudaMemory.device();
+
+        private final GpuExperts.Scratch scratch = new GpuExperts.Scratch();
+
+        /** The MLP's one slot's rows, the step's tokens: kept to allocate nothing a step. */
+        private final int[] rows = new int[1];
+
+        @Override
+        public void close() {
+            out.close();
+            widened.close();
+            scratch.close();
+        }
+    }
+
+    /** As {@link #start(Lane, CudaMemory, int, DType, CUstream_st)}, in this expert's own lane. */
+    void start(CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
+        start(lane, tokens, numTokens, dtype, main);
+    }
+
+    /**
+     * As {@link #addTo(Lane, CudaMemory, CudaMemory, int, DType, CUstream_st)}, in its own lane.
+     */
+    void addTo(
+            CudaMemory combined, CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
+        addTo(lane, combined, tokens, numTokens, dtype, main);
+    }
+
+    /**
      * Starts the MLP on {@code tokens} ({@code [T, H]} in {@code dtype} on the device, written on
      * {@code main} up to here) on the side stream: bf16 GEMMs for bf16 tokens, fp32 ones for the
      * others (fp16 tokens widened first).
      */
-    void start(CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
-        out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
+    void start(Lane lane, CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
+        lane.out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
         CudaCheck.check(cudaEventRecord(tokensReady, main), "cudaEventRecord");
         CudaCheck.check(cudaStreamWaitEvent(side, tokensReady, 0), "cudaStreamWaitEvent");
-        rows[0] = numTokens;
+        lane.rows[0] = numTokens;
         CudaMemory x = tokens;
         if (dtype == DType.FP16) {
-            widened.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
-            kernels.widenRows(tokens.at(0), null, widened.at(0), hidden, numTokens, dtype, side);
-            x = widened;
+            lane.widened.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
+            kernels.widenRows(
+                    tokens.at(0), null, lane.widened.at(0), hidden, numTokens, dtype, side);
+            x = lane.widened;
         }
-        mlp.forward(x, GpuDispatcher.expertDType(dtype), rows, out, side);
+        mlp.forward(x, GpuDispatcher.expertDType(dtype), lane.rows, lane.out, side, lane.scratch);
         CudaCheck.check(cudaEventRecord(done, side), "cudaEventRecord");
     }
 
@@ -101,11 +133,16 @@ final class GpuSharedExpert implements AutoCloseable {
      * rows, gated by {@code tokens} (in {@code dtype}) where the layer has a gate.
      */
     void addTo(
-            CudaMemory combined, CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
+            Lane lane,
+            CudaMemory combined,
+            CudaMemory tokens,
+            int numTokens,
+            DType dtype,
+            CUstream_st main) {
         CudaCheck.check(cudaStreamWaitEvent(main, done, 0), "cudaStreamWaitEvent");
         CudaMemory g = gate;
         kernels.addShared(
-                out.at(0),
+                lane.out.at(0),
                 tokens.at(0),
                 g == null ? null : g.at(0),
                 combined.at(0),
@@ -118,8 +155,7 @@ final class GpuSharedExpert implements AutoCloseable {
     @Override
     public void close() {
         mlp.close();
-        out.close();
-        widened.close();
+        lane.close();
         if (gate != null) {
             gate.close();
         }

@@ -11,6 +11,7 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStep;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
+import moe.a2a.experts.SharedExpert;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.DType;
 
@@ -34,16 +35,45 @@ final class LowLatencyGraphCheck {
     private LowLatencyGraphCheck() {}
 
     static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
+        check(comm, kernels, table, false);
+        check(comm, kernels, table, true);
+    }
+
+    /**
+     * The steps both ways and against the reference; with {@code withShared}, of a layer with a
+     * gated shared expert (its MLP on a stream of its own inside the graph), else timed too.
+     */
+    private static void check(
+            NcclCommunicator comm, CudaKernels kernels, CheckTable table, boolean withShared) {
         ModelConfig model = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1);
-        WeightSource weights = new Bf16Weights(new SeededWeights(11, EXPERTS, HIDDEN, FFN, 1));
+        SeededWeights seeded = new SeededWeights(11, EXPERTS, HIDDEN, FFN, 1);
+        float[] gate = new float[HIDDEN];
+        SplittableRandom random = new SplittableRandom(5);
+        for (int c = 0; c < HIDDEN; c++) {
+            gate[c] = (float) random.nextDouble(-0.1, 0.1);
+        }
+        WeightSource weights =
+                withShared
+                        ? new Bf16Weights(
+                                seeded,
+                                new SharedExpert(
+                                        new SeededWeights(12, EXPERTS, HIDDEN, FFN, 1).expert(0, 0),
+                                        gate))
+                        : new Bf16Weights(seeded);
         Placement placement = PLACEMENT;
         GpuExperts[] experts = {new GpuExperts(weights, 0, placement, 0, false, kernels)};
+        SharedExpert sharedWeights = weights.sharedExpert(0);
+        GpuSharedExpert[] shared = {
+            sharedWeights == null ? null : new GpuSharedExpert(sharedWeights, false, kernels)
+        };
+        String layer = withShared ? " with a gated shared expert" : "";
         ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
-        SplittableRandom random = new SplittableRandom(5);
         try (GpuLowLatencySteps graphs =
-                        new GpuLowLatencySteps(comm, model, kernels, l -> experts[l], true);
+                        new GpuLowLatencySteps(
+                                comm, model, kernels, l -> experts[l], l -> shared[l], true);
                 GpuLowLatencySteps enqueued =
-                        new GpuLowLatencySteps(comm, model, kernels, l -> experts[l], false)) {
+                        new GpuLowLatencySteps(
+                                comm, model, kernels, l -> experts[l], l -> shared[l], false)) {
             int differing = 0;
             double worst = 0;
             for (int i = 0; i < STEPS; i++) {
@@ -57,17 +87,20 @@ final class LowLatencyGraphCheck {
             }
             boolean replaying = graphs.replays(0, BOUND) && !enqueued.replays(0, BOUND);
             table.row(
-                    "low-latency step (T=" + BOUND + "), CUDA graph vs enqueued",
+                    "low-latency step (T=" + BOUND + ")" + layer + ", CUDA graph vs enqueued",
                     (differing == 0 ? "bit-exact" : differing + " of " + STEPS + " steps differ")
                             + (replaying ? ", graph replayed" : ", NO GRAPH"),
                     differing == 0 && replaying);
             table.row(
-                    "low-latency layer, cuBLAS bf16 experts, vs reference",
+                    "low-latency layer" + layer + ", cuBLAS bf16 experts, vs reference",
                     String.format(
                             Locale.ROOT,
                             "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
                             worst),
                     worst <= 1);
+            if (withShared) {
+                return;
+            }
             Step step = Step.random(random, 8);
             double graphUs = medianUs(graphs, step);
             double enqueuedUs = medianUs(enqueued, step);
@@ -82,6 +115,9 @@ final class LowLatencyGraphCheck {
                     true);
         } finally {
             experts[0].close();
+            if (shared[0] != null) {
+                shared[0].close();
+            }
         }
     }
 
