@@ -41,9 +41,9 @@ import moe.a2a.worker.WorkerAgent;
  * gpu-check's served path: a control plane and one worker in this process (gRPC in process, so the
  * bundle carries no Netty), the worker's rank on NCCL (world size 1), a client's answers checked
  * against the reference ({@link AnswerCheck}) on the weights the rank computes with (bf16 on a GPU
- * rank): bf16, fp16 and fp32 tokens in normal mode and bf16 in low-latency mode, then the same
- * after a placement rollout that moves every expert to another slot; FP8 dispatch; an expert
- * capacity. One row a cluster.
+ * rank): bf16, fp16 and fp32 tokens in normal and low-latency mode, then the same after a placement
+ * rollout that moves every expert to another slot; FP8 dispatch; an expert capacity. One row a
+ * cluster.
  */
 final class GpuServedCheck implements GpuCheck.DeviceCheck {
     private static final int EXPERTS = 8;
@@ -75,7 +75,7 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
         serve(
                 device,
                 table,
-                "bf16, fp16, fp32; bf16 low-latency; a rollout",
+                "bf16, fp16, fp32; normal and low-latency; a rollout",
                 DispatchDType.BF16,
                 0,
                 true);
@@ -233,10 +233,9 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
     }
 
     /**
-     * One request a dtype and size, routed by a seeded top-k: 40 tokens (a normal step) in every
-     * dtype, and 2 (a low-latency step, under the bound of 16) in bf16 without FP8 dispatch, the
-     * low-latency steps a GPU rank runs on the device (the others take its host path, whose BLAS
-     * the bundle leaves out).
+     * One request a dtype and size, routed by a seeded top-k: 40 tokens (a normal step), and 2 (a
+     * low-latency step, under the bound of 16) without FP8 dispatch, whose low-latency steps a GPU
+     * rank runs on its host path (whose BLAS the bundle leaves out).
      */
     private static void answers(
             MoeServiceGrpc.MoeServiceBlockingStub stub,
@@ -245,7 +244,7 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
             int round,
             boolean fp8) {
         for (DType dtype : DTYPES) {
-            for (int tokens : dtype == DType.BF16 && !fp8 ? new int[] {2, 40} : new int[] {40}) {
+            for (int tokens : fp8 ? new int[] {40} : new int[] {2, 40}) {
                 SplittableRandom random = new SplittableRandom(SEED * 100 + round * 10L + tokens);
                 float[] x = new float[tokens * HIDDEN];
                 for (int i = 0; i < x.length; i++) {

@@ -36,8 +36,8 @@ class GpuServedCheckTest {
         assertThat(table.failed()).as(rows).isFalse();
         assertThat(rows.lines().filter(l -> l.startsWith("ok   served:")).count()).isEqualTo(3);
         assertThat(rows)
-                .contains("8 answers (2 low-latency)")
+                .contains("12 answers (6 low-latency)")
                 .contains("FP8 dispatch: 3 answers (0 low-latency)")
-                .contains("capacity 1.0: 4 answers (1 low-latency)");
+                .contains("capacity 1.0: 6 answers (3 low-latency)");
     }
 }

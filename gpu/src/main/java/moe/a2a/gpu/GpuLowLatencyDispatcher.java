@@ -37,6 +37,10 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     private final int topK;
     private final int worldSize;
     private final int bound;
+
+    /** The tokens' dtype, in which rows travel both ways. */
+    private final DType dtype;
+
     private final int rowBytes;
     private final int slots;
 
@@ -68,8 +72,11 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     private int numTokens;
 
     /**
-     * @throws IllegalArgumentException when {@code hidden} is odd: the headers' ints must be
-     *     aligned, so a bf16 row must be a multiple of 4 bytes
+     * For tokens in {@code dtype}: rows travel in it both ways; the experts get bf16 rows for bf16
+     * tokens, fp32 rows otherwise ({@link GpuDispatcher#expertDType}).
+     *
+     * @throws IllegalArgumentException when a row is not a multiple of 4 bytes (an odd {@code
+     *     hidden} in a 2-byte dtype): the headers' ints must be aligned
      */
     public GpuLowLatencyDispatcher(
             NcclCommunicator comm,
@@ -77,18 +84,24 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
             int hidden,
             int topK,
             int bound,
+            DType dtype,
             CudaKernels kernels) {
-        if (hidden % 2 != 0) {
+        if (hidden * dtype.sizeBytes() % Integer.BYTES != 0) {
             throw new IllegalArgumentException(
-                    "hidden: " + hidden + " (expected: even, for the low-latency mode on a GPU)");
+                    "hidden: "
+                            + hidden
+                            + " (expected: even for "
+                            + dtype
+                            + " tokens, in the low-latency mode on a GPU)");
         }
+        this.dtype = dtype;
         this.comm = comm;
         this.kernels = kernels;
         this.hidden = hidden;
         this.topK = topK;
         this.worldSize = comm.size();
         this.bound = bound;
-        this.rowBytes = hidden * Short.BYTES;
+        this.rowBytes = hidden * dtype.sizeBytes();
         this.slots = placement.localExperts(comm.rank());
         this.rows = worldSize * bound;
         this.perSlot = new int[slots];
@@ -105,7 +118,10 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         entryWeightAt = align(entryRowAt + (long) Integer.BYTES * rows * topK);
         receivedAt = align(entryWeightAt + (long) Float.BYTES * rows * topK);
         lists.ensure(receivedAt + (long) Integer.BYTES * worldSize);
-        grouped.ensure((long) Math.max(1, slots * rows) * rowBytes);
+        grouped.ensure(
+                (long) Math.max(1, slots * rows)
+                        * hidden
+                        * GpuDispatcher.expertDType(dtype).sizeBytes());
         combineSend.ensure((long) rows * rowBytes);
         combineRecv.ensure((long) rows * rowBytes);
         out.ensure((long) bound * hidden * Float.BYTES);
@@ -123,10 +139,10 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     }
 
     /**
-     * Stages a step of {@code numTokens} bf16 rows of {@code tokens} ({@code [T, H]} on the host)
-     * routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}): the rows, the region headers
-     * and the index lists go to pinned memory, for {@link #enqueueDispatch} or a replay of a graph
-     * that captured it. The stream must be idle.
+     * Stages a step of {@code numTokens} rows of {@code tokens} (in this dispatcher's dtype)
+     * ({@code [T, H]} on the host) routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}):
+     * the rows, the region headers and the index lists go to pinned memory, for {@link
+     * #enqueueDispatch} or a replay of a graph that captured it. The stream must be idle.
      *
      * @throws IllegalArgumentException when {@code numTokens} exceeds the bound
      */
@@ -183,8 +199,24 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 lists.at(entryWeightAt),
                 lists.at(receivedAt),
                 stream);
-        kernels.gatherRows(
-                recv.at(0), lists.at(groupIndexAt), grouped.at(0), rowBytes, slots * rows, stream);
+        if (dtype == DType.BF16) {
+            kernels.gatherRows(
+                    recv.at(0),
+                    lists.at(groupIndexAt),
+                    grouped.at(0),
+                    rowBytes,
+                    slots * rows,
+                    stream);
+        } else {
+            kernels.widenRows(
+                    recv.at(0),
+                    lists.at(groupIndexAt),
+                    grouped.at(0),
+                    hidden,
+                    slots * rows,
+                    dtype,
+                    stream);
+        }
         return grouped;
     }
 
@@ -196,8 +228,9 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     }
 
     /**
-     * The staged tokens on the device once {@link #enqueueDispatch} copied them: bf16 {@code [T,
-     * H]}, the first {@link #numTokens} the step's (the others left over, never read back).
+     * The staged tokens on the device once {@link #enqueueDispatch} copied them: {@code [T, H]} in
+     * this dispatcher's dtype, the first {@link #numTokens} the step's (the others left over, never
+     * read back).
      */
     CudaMemory tokens() {
         return stagedDevice;
@@ -227,7 +260,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 combineSend.at(0),
                 hidden,
                 rows,
-                DType.BF16,
+                dtype,
                 stream);
         comm.enqueueAllToAllDevice(
                 step, ExchangePhase.COMBINE, combineSend, combineRecv, (long) bound * rowBytes);
@@ -238,7 +271,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 out.at(0),
                 hidden,
                 bound,
-                DType.BF16,
+                dtype,
                 stream);
         if (beforeOutput != null) {
             beforeOutput.accept(out);

@@ -29,7 +29,13 @@ import org.jspecify.annotations.Nullable;
  * rank's thread.
  */
 final class GpuLowLatencySteps implements AutoCloseable {
-    /** A layer and bound's steps so far, and its graph once captured. */
+    /** The fixed sizes of a step: its bound and its tokens' dtype. */
+    private record Shape(int bound, DType dtype) {}
+
+    /** Whose steps a graph replays: a layer's, of one shape. */
+    private record Graph(int layer, Shape shape) {}
+
+    /** A layer and shape's steps so far, and its graph once captured. */
     private static final class Replay {
         int runs;
         @Nullable CudaGraph graph;
@@ -67,8 +73,8 @@ final class GpuLowLatencySteps implements AutoCloseable {
     private final IntFunction<@Nullable GpuSharedExpert> shared;
 
     private final boolean capture;
-    private final Map<Integer, Fixed> bounds = new HashMap<>();
-    private final Map<Long, Replay> replays = new HashMap<>();
+    private final Map<Shape, Fixed> bounds = new HashMap<>();
+    private final Map<Graph, Replay> replays = new HashMap<>();
     private @Nullable CUevent_st start;
     private @Nullable CUevent_st end;
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
@@ -107,9 +113,10 @@ final class GpuLowLatencySteps implements AutoCloseable {
             float[] weights,
             int bound,
             Placement placement) {
+        Shape shape = new Shape(bound, dtype);
         Fixed fixed =
                 bounds.computeIfAbsent(
-                        bound,
+                        shape,
                         b ->
                                 new Fixed(
                                         new GpuLowLatencyDispatcher(
@@ -117,7 +124,8 @@ final class GpuLowLatencySteps implements AutoCloseable {
                                                 placement,
                                                 model.hidden(),
                                                 model.topK(),
-                                                b,
+                                                bound,
+                                                dtype,
                                                 kernels)));
         GpuLowLatencyDispatcher dispatcher = fixed.dispatcher;
         CUevent_st from = start;
@@ -134,15 +142,15 @@ final class GpuLowLatencySteps implements AutoCloseable {
         dispatcher.stage(input, numTokens, ids, weights);
         CUstream_st stream = comm.stream();
         CudaCheck.check(cudaEventRecord(from, stream), "cudaEventRecord");
-        Replay replay = replays.computeIfAbsent(((long) layer << 32) | bound, k -> new Replay());
+        Replay replay = replays.computeIfAbsent(new Graph(layer, shape), k -> new Replay());
         if (replay.graph == null && capture && replay.runs > 0) {
-            replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, fixed, s));
+            replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, dtype, fixed, s));
         }
         CudaGraph graph = replay.graph;
         if (graph != null) {
             graph.launch(stream);
         } else {
-            enqueue(layer, fixed, s);
+            enqueue(layer, dtype, fixed, s);
         }
         replay.runs++;
         CudaCheck.check(cudaEventRecord(to, stream), "cudaEventRecord");
@@ -159,7 +167,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         replays.entrySet()
                 .removeIf(
                         e -> {
-                            if ((int) (e.getKey() >>> 32) != layer) {
+                            if (e.getKey().layer() != layer) {
                                 return false;
                             }
                             CudaGraph graph = e.getValue().graph;
@@ -173,9 +181,11 @@ final class GpuLowLatencySteps implements AutoCloseable {
         }
     }
 
-    /** Whether {@code layer}'s steps of {@code bound} replay a captured graph now. */
-    boolean replays(int layer, int bound) {
-        Replay replay = replays.get(((long) layer << 32) | bound);
+    /**
+     * Whether {@code layer}'s steps of {@code bound} in {@code dtype} replay a captured graph now.
+     */
+    boolean replays(int layer, int bound, DType dtype) {
+        Replay replay = replays.get(new Graph(layer, new Shape(bound, dtype)));
         return replay != null && replay.graph != null;
     }
 
@@ -184,13 +194,13 @@ final class GpuLowLatencySteps implements AutoCloseable {
      * has fixed shapes) on its own stream from the tokens' arrival, and is added before the copy
      * back.
      */
-    private void enqueue(int layer, Fixed fixed, long s) {
+    private void enqueue(int layer, DType dtype, Fixed fixed, long s) {
         CudaMemory grouped = fixed.dispatcher.enqueueDispatch(s);
         GpuSharedExpert sharedExpert = shared.apply(layer);
         int bound = fixed.dispatcher.bound();
         CudaMemory tokens = fixed.dispatcher.tokens();
         if (sharedExpert != null) {
-            sharedExpert.start(fixed.shared, tokens, bound, DType.BF16, comm.stream());
+            sharedExpert.start(fixed.shared, tokens, bound, dtype, comm.stream());
         }
         int[] rowsPerSlot = fixed.dispatcher.rowsPerSlot();
         long groupedRows = 0;
@@ -201,7 +211,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         experts.apply(layer)
                 .forward(
                         grouped,
-                        DType.BF16,
+                        GpuDispatcher.expertDType(dtype),
                         rowsPerSlot,
                         fixed.expertOut,
                         comm.stream(),
@@ -213,12 +223,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
                         ? null
                         : out ->
                                 sharedExpert.addTo(
-                                        fixed.shared,
-                                        out,
-                                        tokens,
-                                        bound,
-                                        DType.BF16,
-                                        comm.stream()));
+                                        fixed.shared, out, tokens, bound, dtype, comm.stream()));
     }
 
     private static CUevent_st event() {
@@ -250,7 +255,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         }
         float[] ms = new float[1];
         CudaCheck.check(cudaEventElapsedTime(ms, start, end), "cudaEventElapsedTime");
-        int rowBytes = hidden * Short.BYTES;
+        int rowBytes = hidden * dtype.sizeBytes();
         return new RankStep.Computed(
                 output,
                 dispatcher.layout().tokensPerRankCopy(),

@@ -47,19 +47,19 @@ import org.slf4j.LoggerFactory;
  * with their rows in device memory ({@link GpuDispatcher}, {@link GpuExperts}), in the step's dtype
  * as on the CPU path (bf16 GEMMs for bf16 steps, fp32 GEMMs on the widened bf16 weights for fp16
  * and fp32 ones), tokens and outputs crossing the host boundary through pinned memory, stage times
- * from CUDA events; bf16 low-latency steps run with fixed sizes, replayed as CUDA graphs ({@link
+ * from CUDA events; low-latency steps run with fixed sizes, replayed as CUDA graphs ({@link
  * GpuLowLatencySteps}). Steps with an expert capacity run on the device too: the filter runs on the
  * host with the routing, and the pairs it drops are in no index list; so do layers with a shared
  * expert, its MLP on a stream of its own beside the exchange ({@link GpuSharedExpert}).
  *
  * <p>The experts' weights are held once, in bf16 on the device. The low-latency steps the
- * fixed-size path does not take (fp16 and fp32, FP8 dispatch, an odd hidden size, a group without
- * every rank) run on the CPU {@link CpuRankRuntime} over the same NCCL communicator (host-staged),
- * which loads its fp32 copy of the weights on the first such step, saying so in one line. A new
- * placement's experts are uploaded on a stream of their own while steps go on ({@link #stage}, off
- * the rank's thread), sharing the weights of the experts the rank keeps, and switched to between
- * steps ({@link #install}). Routing (gate, top-k) runs on the host in every case. Owned by the
- * rank's thread, except {@link #stage}.
+ * fixed-size path does not take (FP8 dispatch, an odd hidden size in a 2-byte dtype, a group
+ * without every rank) run on the CPU {@link CpuRankRuntime} over the same NCCL communicator
+ * (host-staged), which loads its fp32 copy of the weights on the first such step, saying so in one
+ * line. A new placement's experts are uploaded on a stream of their own while steps go on ({@link
+ * #stage}, off the rank's thread), sharing the weights of the experts the rank keeps, and switched
+ * to between steps ({@link #install}). Routing (gate, top-k) runs on the host in every case. Owned
+ * by the rank's thread, except {@link #stage}.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
@@ -370,11 +370,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         if (lowLatency == null) {
             return "low-latency steps of a group without every rank";
         }
-        if (dtype != DType.BF16) {
-            return "low-latency steps of " + dtype + " tokens";
-        }
-        if (model.hidden() % 2 != 0) {
-            return "low-latency steps of an odd hidden size";
+        if (model.hidden() * dtype.sizeBytes() % Integer.BYTES != 0) {
+            return "low-latency steps of " + dtype + " tokens of an odd hidden size";
         }
         if (model.dispatchDType() == DispatchDType.FP8) {
             return "low-latency steps with FP8 dispatch";

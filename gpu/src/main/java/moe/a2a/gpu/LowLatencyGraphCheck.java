@@ -85,7 +85,8 @@ final class LowLatencyGraphCheck {
                         reference.forward(0, step.x, step.tokens, TOP_K, step.ids, step.weights);
                 worst = Math.max(worst, worstOfTolerance(replayed, expected, step.tokens));
             }
-            boolean replaying = graphs.replays(0, BOUND) && !enqueued.replays(0, BOUND);
+            boolean replaying =
+                    graphs.replays(0, BOUND, DType.BF16) && !enqueued.replays(0, BOUND, DType.BF16);
             table.row(
                     "low-latency step (T=" + BOUND + ")" + layer + ", CUDA graph vs enqueued",
                     (differing == 0 ? "bit-exact" : differing + " of " + STEPS + " steps differ")

@@ -48,12 +48,6 @@ final class KernelReplays {
         return out;
     }
 
-    /** weighted_sum_bf16: the bf16 case of {@link #weightedSum}. */
-    static ByteBuffer weightedSumBf16(
-            float[] expertOut, int[] start, int[] row, float[] weight, int tokens, int hidden) {
-        return weightedSum(expertOut, start, row, weight, tokens, hidden, DType.BF16);
-    }
-
     /** weighted_sum: acc = acc + w * x in list order, from 0, stored in {@code dtype}. */
     static ByteBuffer weightedSum(
             float[] expertOut,
@@ -76,12 +70,6 @@ final class KernelReplays {
             }
         }
         return out;
-    }
-
-    /** accumulate_bf16: the bf16 case of {@link #accumulate}. */
-    static float[] accumulateBf16(
-            ByteBuffer rows, int[] start, int[] index, int tokens, int hidden) {
-        return accumulate(rows, start, index, tokens, hidden, DType.BF16);
     }
 
     /**

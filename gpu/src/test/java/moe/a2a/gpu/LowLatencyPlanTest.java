@@ -26,8 +26,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * The GPU low-latency step checked without a GPU: {@link LowLatencyPlan}'s staging and lists, and
  * the kernels ({@code gather_rows}, {@code ll_group}, the combine's sums) replayed in Java over an
  * in-process group exchanging the same fixed-size regions as NCCL would. With identity experts the
- * output must be the CPU {@link Dispatcher}'s bit for bit, and the counts each rank reads from the
- * headers the rows it really got.
+ * output must be the CPU {@link Dispatcher}'s bit for bit, for tokens in every dtype (fp16 and fp32
+ * rows widened to fp32 by the grouping), and the counts each rank reads from the headers the rows
+ * it really got.
  */
 class LowLatencyPlanTest {
     private static final int HIDDEN = 24;
@@ -35,10 +36,20 @@ class LowLatencyPlanTest {
     private static final int TOP_K = 3;
 
     @ParameterizedTest
-    @CsvSource({"1, 8, false", "3, 16, false", "4, 5, false", "4, 1, false", "3, 16, true"})
-    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, int bound, boolean drops)
+    @CsvSource({
+        "1, 8, false, BF16",
+        "3, 16, false, BF16",
+        "4, 5, false, BF16",
+        "4, 1, false, BF16",
+        "3, 16, true, BF16",
+        "3, 16, false, FP16",
+        "4, 5, true, FP16",
+        "3, 16, false, FP32",
+        "4, 1, true, FP32"
+    })
+    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, int bound, boolean drops, DType dtype)
             throws Exception {
-        long seed = 300 + n * 7L + bound;
+        long seed = 300 + n * 7L + bound + 100L * dtype.ordinal();
         Placement placement = withReplica(n);
         LocalGroup cpuGroup = new LocalGroup(n);
         LocalGroup simGroup = new LocalGroup(n);
@@ -48,15 +59,15 @@ class LowLatencyPlanTest {
                     SplittableRandom random = new SplittableRandom(seed * 31 + rank);
                     // one rank sends nothing, the others fewer than the bound or all of it
                     int tokens = rank == 1 ? 0 : bound - random.nextInt(Math.min(bound, 3));
-                    int rowBytes = HIDDEN * Short.BYTES;
+                    int rowBytes = HIDDEN * dtype.sizeBytes();
                     ByteBuffer input =
                             ByteBuffer.allocateDirect(Math.max(1, tokens * rowBytes))
                                     .order(ByteOrder.LITTLE_ENDIAN);
-                    for (int i = 0; i < tokens * HIDDEN; i++) {
-                        input.putShort(
-                                i * Short.BYTES,
-                                DType.floatToBf16((float) random.nextDouble(-2, 2)));
+                    float[] values = new float[tokens * HIDDEN];
+                    for (int i = 0; i < values.length; i++) {
+                        values[i] = (float) random.nextDouble(-2, 2);
                     }
+                    dtype.encode(values, 0, values.length, input, 0);
                     int[] ids = new int[tokens * TOP_K];
                     float[] weights = new float[tokens * TOP_K];
                     for (int t = 0; t < tokens; t++) {
@@ -77,7 +88,7 @@ class LowLatencyPlanTest {
                     }
                     Dispatcher cpu =
                             new Dispatcher(cpuGroup.communicator(rank), placement, HIDDEN, TOP_K);
-                    DispatchResult result = cpu.dispatch(input, tokens, DType.BF16, ids, weights);
+                    DispatchResult result = cpu.dispatch(input, tokens, dtype, ids, weights);
                     float[] cpuOut = identityCombine(cpu, result, tokens);
 
                     Communicator comm = simGroup.communicator(rank);
@@ -108,12 +119,24 @@ class LowLatencyPlanTest {
                                 .as("rank %d's count from %d", rank, s)
                                 .isEqualTo(result.handle().recvRowsFrom(s));
                     }
-                    ByteBuffer grouped =
-                            KernelReplays.gatherRows(recv, g.groupIndex, slots * rows, rowBytes);
-                    float[] expertOut = KernelReplays.widen(grouped, slots * rows * HIDDEN);
+                    // identity experts: their outputs are the grouped rows, as fp32
+                    float[] expertOut =
+                            dtype == DType.BF16
+                                    ? KernelReplays.widen(
+                                            KernelReplays.gatherRows(
+                                                    recv, g.groupIndex, slots * rows, rowBytes),
+                                            slots * rows * HIDDEN)
+                                    : KernelReplays.widenRows(
+                                            recv, g.groupIndex, slots * rows, HIDDEN, dtype);
                     ByteBuffer combineSend =
-                            KernelReplays.weightedSumBf16(
-                                    expertOut, g.start, g.entryRow, g.entryWeight, rows, HIDDEN);
+                            KernelReplays.weightedSum(
+                                    expertOut,
+                                    g.start,
+                                    g.entryRow,
+                                    g.entryWeight,
+                                    rows,
+                                    HIDDEN,
+                                    dtype);
                     ByteBuffer combineRecv =
                             exchange(
                                     comm,
@@ -122,12 +145,13 @@ class LowLatencyPlanTest {
                                     combineSend,
                                     (long) bound * rowBytes);
                     float[] out =
-                            KernelReplays.accumulateBf16(
+                            KernelReplays.accumulate(
                                     combineRecv,
                                     plan.returnedStart(),
                                     plan.returnedRows(),
                                     bound,
-                                    HIDDEN);
+                                    HIDDEN,
+                                    dtype);
                     KernelReplays.assertSameBits(
                             "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * HIDDEN);
                     for (int i = tokens * HIDDEN; i < out.length; i++) {
