@@ -14,11 +14,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import moe.a2a.client.MoeAsyncClient;
 import moe.a2a.client.MoeClients;
+import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SafetensorsWeights;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.experts.hf.HfCheckpoint;
+import moe.a2a.gpu.Bf16Weights;
 import moe.a2a.kernels.DType;
 import moe.a2a.v1.ForwardRequest;
 import moe.a2a.v1.ForwardResponse;
@@ -263,6 +265,13 @@ final class ClientCommand implements Callable<Integer> {
                             + model.getWeightsSource()
                             + " are not available here (pass --weights FILE)");
             return 0;
+        }
+        if (model.getTransport().equals(NcclTransportProvider.NCCL.label())) {
+            // GPU ranks compute every dtype with their experts' weights rounded to bf16
+            System.out.println(
+                    "the cluster runs on nccl: answers are checked against the experts' weights"
+                            + " rounded to bf16, as GPU ranks hold them");
+            source = new Bf16Weights(source);
         }
         AnswerCheck check =
                 new AnswerCheck(

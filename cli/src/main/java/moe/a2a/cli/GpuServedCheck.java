@@ -181,13 +181,12 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                             capacityFactor,
                             1);
             Worst worst = new Worst();
-            boolean fp8 = dispatch == DispatchDType.FP8;
-            answers(stub, check, worst, 0, fp8);
+            answers(stub, check, worst, 0);
             if (rollout) {
                 Placement reversed = reversed(cluster.placements().get(0));
                 cluster.stage(0, reversed).get(60, TimeUnit.SECONDS);
                 cluster.activate(0, reversed);
-                answers(stub, check, worst, 1, fp8);
+                answers(stub, check, worst, 1);
             }
             table.row(
                     "served: " + what,
@@ -233,18 +232,13 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
     }
 
     /**
-     * One request a dtype and size, routed by a seeded top-k: 40 tokens (a normal step), and 2 (a
-     * low-latency step, under the bound of 16) without FP8 dispatch, whose low-latency steps a GPU
-     * rank runs on its host path (whose BLAS the bundle leaves out).
+     * One request a dtype and size, routed by a seeded top-k: 40 tokens (a normal step) and 2 (a
+     * low-latency step, under the bound of 16).
      */
     private static void answers(
-            MoeServiceGrpc.MoeServiceBlockingStub stub,
-            AnswerCheck check,
-            Worst worst,
-            int round,
-            boolean fp8) {
+            MoeServiceGrpc.MoeServiceBlockingStub stub, AnswerCheck check, Worst worst, int round) {
         for (DType dtype : DTYPES) {
-            for (int tokens : fp8 ? new int[] {40} : new int[] {2, 40}) {
+            for (int tokens : new int[] {2, 40}) {
                 SplittableRandom random = new SplittableRandom(SEED * 100 + round * 10L + tokens);
                 float[] x = new float[tokens * HIDDEN];
                 for (int i = 0; i < x.length; i++) {

@@ -37,7 +37,7 @@ class GpuServedCheckTest {
         assertThat(rows.lines().filter(l -> l.startsWith("ok   served:")).count()).isEqualTo(3);
         assertThat(rows)
                 .contains("12 answers (6 low-latency)")
-                .contains("FP8 dispatch: 3 answers (0 low-latency)")
+                .contains("FP8 dispatch: 6 answers (3 low-latency)")
                 .contains("capacity 1.0: 6 answers (3 low-latency)");
     }
 }

@@ -1,6 +1,7 @@
 package moe.a2a.gpu;
 
 import java.nio.FloatBuffer;
+import moe.a2a.dispatch.GateSpec;
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.SharedExpert;
 import moe.a2a.experts.WeightSource;
@@ -8,8 +9,9 @@ import moe.a2a.kernels.DType;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Another source's weights rounded to bf16, as the GPU experts hold them: the reference the GPU
- * layer is compared against then differs from it only in accumulation order and the activation's
+ * Another source's weights rounded to bf16, as the GPU experts hold them (routed and shared
+ * experts; the router and the shared expert's gate stay as they are): the reference the GPU layer
+ * is compared against then differs from it only in accumulation order and the activation's
  * rounding.
  */
 public final class Bf16Weights implements WeightSource {
@@ -74,6 +76,26 @@ public final class Bf16Weights implements WeightSource {
     @Override
     public float[] gate(int layer) {
         return source.gate(layer);
+    }
+
+    @Override
+    public GateSpec gateSpec() {
+        return source.gateSpec();
+    }
+
+    @Override
+    public float @Nullable [] gateBias(int layer) {
+        return source.gateBias(layer);
+    }
+
+    @Override
+    public int[] layerNumbers() {
+        return source.layerNumbers();
+    }
+
+    @Override
+    public String architecture() {
+        return source.architecture();
     }
 
     @Override

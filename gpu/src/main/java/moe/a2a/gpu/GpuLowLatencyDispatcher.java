@@ -9,9 +9,11 @@ import java.util.Arrays;
 import java.util.function.Consumer;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.DType;
+import moe.a2a.kernels.Fp8RowLayout;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.jspecify.annotations.Nullable;
 
@@ -41,7 +43,15 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     /** The tokens' dtype, in which rows travel both ways. */
     private final DType dtype;
 
+    /** Bytes of a token row as the tokens came, and as combine returns it. */
     private final int rowBytes;
+
+    /** With FP8 dispatch, the pack quantizes the token rows and the grouping dequantizes them. */
+    private final boolean fp8;
+
+    /** Bytes of a row of the dispatch regions: a token row, or its FP8 row (codes and scales). */
+    private final int regionRowBytes;
+
     private final int slots;
 
     /** Rows every local slot has room for, and rows of the receive side: {@code N * T}. */
@@ -52,6 +62,11 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
 
     private final CudaMemory staged = CudaMemory.pinnedHost();
     private final CudaMemory stagedDevice = CudaMemory.device();
+
+    /** With FP8 dispatch, the tokens apart from the headers: their rows are not region rows. */
+    private final CudaMemory stagedTokens = CudaMemory.pinnedHost();
+
+    private final CudaMemory stagedTokensDevice = CudaMemory.device();
     private final CudaMemory send = CudaMemory.device();
     private final CudaMemory recv = CudaMemory.device();
     private final CudaMemory lists = CudaMemory.device();
@@ -72,11 +87,14 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     private int numTokens;
 
     /**
-     * For tokens in {@code dtype}: rows travel in it both ways; the experts get bf16 rows for bf16
-     * tokens, fp32 rows otherwise ({@link GpuDispatcher#expertDType}).
+     * For tokens in {@code dtype}, dispatched as {@code dispatchDType}: rows travel as the tokens
+     * came, or as FP8 rows (quantized by the pack as the CPU path quantizes), and return in {@code
+     * dtype}; the experts get bf16 rows for bf16 tokens, fp32 rows otherwise ({@link
+     * GpuDispatcher#expertDType}).
      *
-     * @throws IllegalArgumentException when a row is not a multiple of 4 bytes (an odd {@code
-     *     hidden} in a 2-byte dtype): the headers' ints must be aligned
+     * @throws IllegalArgumentException when a region row is not a multiple of 4 bytes (the headers'
+     *     ints must be aligned): {@code hidden} odd in a 2-byte dtype, or not a multiple of 4 with
+     *     FP8 dispatch
      */
     public GpuLowLatencyDispatcher(
             NcclCommunicator comm,
@@ -85,14 +103,18 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
             int topK,
             int bound,
             DType dtype,
+            DispatchDType dispatchDType,
             CudaKernels kernels) {
-        if (hidden * dtype.sizeBytes() % Integer.BYTES != 0) {
+        this.fp8 = dispatchDType == DispatchDType.FP8;
+        this.regionRowBytes = regionRowBytes(hidden, dtype, dispatchDType);
+        if (regionRowBytes % Integer.BYTES != 0) {
             throw new IllegalArgumentException(
                     "hidden: "
                             + hidden
-                            + " (expected: even for "
+                            + " (expected: rows of a multiple of 4 bytes in the low-latency mode on"
+                            + " a GPU: even for "
                             + dtype
-                            + " tokens, in the low-latency mode on a GPU)");
+                            + " tokens, a multiple of 4 with FP8 dispatch)");
         }
         this.dtype = dtype;
         this.comm = comm;
@@ -106,10 +128,14 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         this.rows = worldSize * bound;
         this.perSlot = new int[slots];
         Arrays.fill(perSlot, rows);
-        this.plan = new LowLatencyPlan(placement, comm.rank(), topK, bound, rowBytes);
-        long regionBytes = (long) plan.regionRows() * rowBytes;
-        staged.ensure((long) plan.stagedRows() * rowBytes);
-        stagedDevice.ensure((long) plan.stagedRows() * rowBytes);
+        this.plan = new LowLatencyPlan(placement, comm.rank(), topK, bound, regionRowBytes);
+        long regionBytes = (long) plan.regionRows() * regionRowBytes;
+        staged.ensure((long) plan.stagedRows() * regionRowBytes);
+        stagedDevice.ensure((long) plan.stagedRows() * regionRowBytes);
+        if (fp8) {
+            stagedTokens.ensure((long) bound * rowBytes);
+            stagedTokensDevice.ensure((long) bound * rowBytes);
+        }
         send.ensure(worldSize * regionBytes);
         recv.ensure(worldSize * regionBytes);
         groupIndexAt = 0;
@@ -126,6 +152,13 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         combineRecv.ensure((long) rows * rowBytes);
         out.ensure((long) bound * hidden * Float.BYTES);
         hostOut.ensure((long) bound * hidden * Float.BYTES + (long) Integer.BYTES * worldSize);
+    }
+
+    /** Bytes of a dispatch region's row for these tokens: a token row, or an FP8 row. */
+    static int regionRowBytes(int hidden, DType dtype, DispatchDType dispatchDType) {
+        return dispatchDType == DispatchDType.FP8
+                ? Fp8RowLayout.rowBytes(hidden)
+                : hidden * dtype.sizeBytes();
     }
 
     /** Routes the next steps by {@code next} (this rank's experts unchanged, other shares). */
@@ -149,7 +182,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     public void stage(ByteBuffer tokens, int numTokens, int[] topkIds, float[] topkWeights) {
         ByteBuffer host = staged.hostView();
         plan.plan(host, numTokens, topkIds, topkWeights);
-        host.put(0, tokens, 0, numTokens * rowBytes);
+        (fp8 ? stagedTokens.hostView() : host).put(0, tokens, 0, numTokens * rowBytes);
         this.numTokens = numTokens;
         int regionRows = plan.regionRows();
         indexes.reset(16L * 3 + (long) Integer.BYTES * (worldSize * regionRows + bound + 1 + rows));
@@ -169,25 +202,46 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 cudaMemcpyAsync(
                         stagedDevice.at(0),
                         staged.at(0),
-                        (long) plan.stagedRows() * rowBytes,
+                        (long) plan.stagedRows() * regionRowBytes,
                         cudaMemcpyHostToDevice,
                         stream),
                 "cudaMemcpyAsync(staged tokens)");
+        if (fp8) {
+            CudaCheck.check(
+                    cudaMemcpyAsync(
+                            stagedTokensDevice.at(0),
+                            stagedTokens.at(0),
+                            (long) bound * rowBytes,
+                            cudaMemcpyHostToDevice,
+                            stream),
+                    "cudaMemcpyAsync(staged tokens)");
+        }
         indexes.upload(stream);
         int regionRows = plan.regionRows();
+        long regionBytes = (long) regionRows * regionRowBytes;
         kernels.gatherRows(
                 stagedDevice.at(0),
                 indexes.at(packAt),
                 send.at(0),
-                rowBytes,
+                regionRowBytes,
                 worldSize * regionRows,
                 stream);
-        comm.enqueueAllToAllDevice(
-                step, ExchangePhase.DISPATCH, send, recv, (long) regionRows * rowBytes);
+        for (int d = 0; fp8 && d < worldSize; d++) {
+            // each region's T token slots, quantized over the placeholders the gather copied
+            kernels.quantizeFp8Rows(
+                    stagedTokensDevice.at(0),
+                    indexes.at(packAt + (long) d * regionRows * Integer.BYTES),
+                    send.at(d * regionBytes),
+                    hidden,
+                    bound,
+                    dtype,
+                    stream);
+        }
+        comm.enqueueAllToAllDevice(step, ExchangePhase.DISPATCH, send, recv, regionBytes);
         kernels.llGroup(
                 recv.at(0),
-                (long) regionRows * rowBytes,
-                (long) bound * rowBytes,
+                regionBytes,
+                (long) bound * regionRowBytes,
                 regionRows,
                 worldSize,
                 bound,
@@ -199,7 +253,16 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 lists.at(entryWeightAt),
                 lists.at(receivedAt),
                 stream);
-        if (dtype == DType.BF16) {
+        if (fp8) {
+            kernels.dequantizeFp8Rows(
+                    recv.at(0),
+                    lists.at(groupIndexAt),
+                    grouped.at(0),
+                    hidden,
+                    slots * rows,
+                    GpuDispatcher.expertDType(dtype),
+                    stream);
+        } else if (dtype == DType.BF16) {
             kernels.gatherRows(
                     recv.at(0),
                     lists.at(groupIndexAt),
@@ -233,7 +296,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
      * read back).
      */
     CudaMemory tokens() {
-        return stagedDevice;
+        return fp8 ? stagedTokensDevice : stagedDevice;
     }
 
     /**
@@ -323,6 +386,8 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 new CudaMemory[] {
                     staged,
                     stagedDevice,
+                    stagedTokens,
+                    stagedTokensDevice,
                     send,
                     recv,
                     lists,

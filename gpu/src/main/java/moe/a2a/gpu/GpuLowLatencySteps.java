@@ -126,6 +126,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
                                                 model.topK(),
                                                 bound,
                                                 dtype,
+                                                model.dispatchDType(),
                                                 kernels)));
         GpuLowLatencyDispatcher dispatcher = fixed.dispatcher;
         CUevent_st from = start;

@@ -22,7 +22,6 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
-import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.CpuRankRuntime;
 import moe.a2a.experts.ExpertWeights;
@@ -53,13 +52,14 @@ import org.slf4j.LoggerFactory;
  * expert, its MLP on a stream of its own beside the exchange ({@link GpuSharedExpert}).
  *
  * <p>The experts' weights are held once, in bf16 on the device. The low-latency steps the
- * fixed-size path does not take (FP8 dispatch, an odd hidden size in a 2-byte dtype, a group
- * without every rank) run on the CPU {@link CpuRankRuntime} over the same NCCL communicator
- * (host-staged), which loads its fp32 copy of the weights on the first such step, saying so in one
- * line. A new placement's experts are uploaded on a stream of their own while steps go on ({@link
- * #stage}, off the rank's thread), sharing the weights of the experts the rank keeps, and switched
- * to between steps ({@link #install}). Routing (gate, top-k) runs on the host in every case. Owned
- * by the rank's thread, except {@link #stage}.
+ * fixed-size path does not take (rows not a multiple of 4 bytes: an odd hidden size in a 2-byte
+ * dtype, or not a multiple of 4 with FP8 dispatch; a group without every rank) run on the CPU
+ * {@link CpuRankRuntime} over the same NCCL communicator (host-staged), which loads its fp32 copy
+ * of the weights on the first such step, saying so in one line. A new placement's experts are
+ * uploaded on a stream of their own while steps go on ({@link #stage}, off the rank's thread),
+ * sharing the weights of the experts the rank keeps, and switched to between steps ({@link
+ * #install}). Routing (gate, top-k) runs on the host in every case. Owned by the rank's thread,
+ * except {@link #stage}.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
@@ -370,11 +370,16 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         if (lowLatency == null) {
             return "low-latency steps of a group without every rank";
         }
-        if (model.hidden() * dtype.sizeBytes() % Integer.BYTES != 0) {
-            return "low-latency steps of " + dtype + " tokens of an odd hidden size";
-        }
-        if (model.dispatchDType() == DispatchDType.FP8) {
-            return "low-latency steps with FP8 dispatch";
+        if (GpuLowLatencyDispatcher.regionRowBytes(model.hidden(), dtype, model.dispatchDType())
+                        % Integer.BYTES
+                != 0) {
+            return "low-latency steps of "
+                    + dtype
+                    + " tokens dispatched as "
+                    + model.dispatchDType()
+                    + " at hidden size "
+                    + model.hidden()
+                    + " (rows not a multiple of 4 bytes)";
         }
         return null;
     }

@@ -8,12 +8,14 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.function.IntToDoubleFunction;
 import java.util.stream.IntStream;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
 import moe.a2a.comm.local.LocalGroup;
 import moe.a2a.dispatch.CapacityFilter;
+import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchResult;
 import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
@@ -60,23 +62,10 @@ class LowLatencyPlanTest {
                     // one rank sends nothing, the others fewer than the bound or all of it
                     int tokens = rank == 1 ? 0 : bound - random.nextInt(Math.min(bound, 3));
                     int rowBytes = HIDDEN * dtype.sizeBytes();
-                    ByteBuffer input =
-                            ByteBuffer.allocateDirect(Math.max(1, tokens * rowBytes))
-                                    .order(ByteOrder.LITTLE_ENDIAN);
-                    float[] values = new float[tokens * HIDDEN];
-                    for (int i = 0; i < values.length; i++) {
-                        values[i] = (float) random.nextDouble(-2, 2);
-                    }
-                    dtype.encode(values, 0, values.length, input, 0);
+                    ByteBuffer input = tokens(random, tokens, dtype, i -> random.nextDouble(-2, 2));
                     int[] ids = new int[tokens * TOP_K];
                     float[] weights = new float[tokens * TOP_K];
-                    for (int t = 0; t < tokens; t++) {
-                        int[] chosen = random.ints(0, EXPERTS).distinct().limit(TOP_K).toArray();
-                        for (int k = 0; k < TOP_K; k++) {
-                            ids[t * TOP_K + k] = chosen[k];
-                            weights[t * TOP_K + k] = (float) random.nextDouble(0.05, 1);
-                        }
-                    }
+                    route(random, ids, weights);
 
                     if (drops) {
                         // as under an expert capacity: the first token loses every pair
@@ -128,30 +117,7 @@ class LowLatencyPlanTest {
                                             slots * rows * HIDDEN)
                                     : KernelReplays.widenRows(
                                             recv, g.groupIndex, slots * rows, HIDDEN, dtype);
-                    ByteBuffer combineSend =
-                            KernelReplays.weightedSum(
-                                    expertOut,
-                                    g.start,
-                                    g.entryRow,
-                                    g.entryWeight,
-                                    rows,
-                                    HIDDEN,
-                                    dtype);
-                    ByteBuffer combineRecv =
-                            exchange(
-                                    comm,
-                                    1,
-                                    ExchangePhase.COMBINE,
-                                    combineSend,
-                                    (long) bound * rowBytes);
-                    float[] out =
-                            KernelReplays.accumulate(
-                                    combineRecv,
-                                    plan.returnedStart(),
-                                    plan.returnedRows(),
-                                    bound,
-                                    HIDDEN,
-                                    dtype);
+                    float[] out = combine(comm, plan, g, expertOut, rows, dtype);
                     KernelReplays.assertSameBits(
                             "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * HIDDEN);
                     for (int i = tokens * HIDDEN; i < out.length; i++) {
@@ -169,6 +135,151 @@ class LowLatencyPlanTest {
         assertThatThrownBy(() -> plan.plan(staged, 5, new int[5 * TOP_K], new float[5 * TOP_K]))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("numTokens: 5 (expected: 0..4, the bound)");
+    }
+
+    /**
+     * FP8 dispatch: the pack copies the headers and quantizes each region's token slots, the
+     * grouping dequantizes to the experts' dtype (bf16 for bf16 tokens, so the CPU side's identity
+     * experts round to bf16 too), and the rest is as above.
+     */
+    @ParameterizedTest
+    @CsvSource({"3, 16, BF16", "4, 5, FP16", "1, 8, FP32"})
+    void shouldReproduceCpuFp8DispatchAndCombineBitForBit(int n, int bound, DType dtype)
+            throws Exception {
+        long seed = 700 + n * 7L + bound + 100L * dtype.ordinal();
+        Placement placement = withReplica(n);
+        LocalGroup cpuGroup = new LocalGroup(n);
+        LocalGroup simGroup = new LocalGroup(n);
+        RankThreads.run(
+                n,
+                rank -> {
+                    SplittableRandom random = new SplittableRandom(seed * 31 + rank);
+                    int tokens = rank == 1 ? 0 : bound - random.nextInt(Math.min(bound, 3));
+                    int rowBytes = HIDDEN * dtype.sizeBytes();
+                    // magnitudes over 6 binades: the block scales differ within a row
+                    ByteBuffer input =
+                            tokens(
+                                    random,
+                                    tokens,
+                                    dtype,
+                                    i -> random.nextGaussian() * Math.pow(2, i % 7 - 3));
+                    int[] ids = new int[tokens * TOP_K];
+                    float[] weights = new float[tokens * TOP_K];
+                    route(random, ids, weights);
+                    Dispatcher cpu =
+                            new Dispatcher(
+                                    cpuGroup.communicator(rank),
+                                    placement,
+                                    HIDDEN,
+                                    TOP_K,
+                                    DispatchDType.FP8);
+                    DispatchResult result = cpu.dispatch(input, tokens, dtype, ids, weights);
+                    DType experts = GpuDispatcher.expertDType(dtype);
+                    float[] cpuOut = identityCombine(cpu, result, tokens, experts);
+
+                    Communicator comm = simGroup.communicator(rank);
+                    int regionRowBytes =
+                            GpuLowLatencyDispatcher.regionRowBytes(
+                                    HIDDEN, dtype, DispatchDType.FP8);
+                    LowLatencyPlan plan =
+                            new LowLatencyPlan(placement, rank, TOP_K, bound, regionRowBytes);
+                    int regionRows = plan.regionRows();
+                    int rows = n * bound;
+                    int slots = placement.localExperts(rank);
+                    ByteBuffer headers =
+                            ByteBuffer.allocateDirect(plan.stagedRows() * regionRowBytes)
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    plan.plan(headers, tokens, ids, weights);
+                    // the tokens staged apart, T rows (those past the step's left as they were)
+                    ByteBuffer stagedTokens =
+                            ByteBuffer.allocateDirect(bound * rowBytes)
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    stagedTokens.put(0, input, 0, tokens * rowBytes);
+                    ByteBuffer send =
+                            KernelReplays.gatherRows(
+                                    headers, plan.packOrder(), n * regionRows, regionRowBytes);
+                    for (int d = 0; d < n; d++) {
+                        int[] slotsOfRegion =
+                                Arrays.copyOfRange(
+                                        plan.packOrder(), d * regionRows, d * regionRows + bound);
+                        ByteBuffer quantized =
+                                KernelReplays.quantizeFp8Rows(
+                                        stagedTokens, slotsOfRegion, bound, HIDDEN, dtype);
+                        send.put(
+                                d * regionRows * regionRowBytes,
+                                quantized,
+                                0,
+                                bound * regionRowBytes);
+                    }
+                    ByteBuffer recv =
+                            exchange(
+                                    comm,
+                                    0,
+                                    ExchangePhase.DISPATCH,
+                                    send,
+                                    (long) regionRows * regionRowBytes);
+                    Grouping g = llGroup(recv, regionRows, regionRowBytes, n, bound, slots);
+                    ByteBuffer grouped =
+                            KernelReplays.dequantizeFp8Rows(
+                                    recv, g.groupIndex, slots * rows, HIDDEN, experts);
+                    float[] expertOut =
+                            KernelReplays.widenRows(grouped, null, slots * rows, HIDDEN, experts);
+                    float[] out = combine(comm, plan, g, expertOut, rows, dtype);
+                    KernelReplays.assertSameBits(
+                            "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * HIDDEN);
+                    return null;
+                });
+    }
+
+    /** {@code count} seeded token rows in {@code dtype}, of {@code value(i)} for element i. */
+    private static ByteBuffer tokens(
+            SplittableRandom random, int count, DType dtype, IntToDoubleFunction value) {
+        ByteBuffer input =
+                ByteBuffer.allocateDirect(Math.max(1, count * HIDDEN * dtype.sizeBytes()))
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        float[] values = new float[count * HIDDEN];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = (float) value.applyAsDouble(i);
+        }
+        dtype.encode(values, 0, values.length, input, 0);
+        return input;
+    }
+
+    /** Seeded top-k routing to distinct experts into {@code ids} and {@code weights}. */
+    private static void route(SplittableRandom random, int[] ids, float[] weights) {
+        for (int t = 0; t < ids.length / TOP_K; t++) {
+            int[] chosen = random.ints(0, EXPERTS).distinct().limit(TOP_K).toArray();
+            for (int k = 0; k < TOP_K; k++) {
+                ids[t * TOP_K + k] = chosen[k];
+                weights[t * TOP_K + k] = (float) random.nextDouble(0.05, 1);
+            }
+        }
+    }
+
+    /**
+     * The combine replayed on the experts' outputs: the weighted sums in {@code dtype}, the second
+     * exchange of fixed regions, the sums at the source; every staged token's output row.
+     */
+    private static float[] combine(
+            Communicator comm,
+            LowLatencyPlan plan,
+            Grouping g,
+            float[] expertOut,
+            int rows,
+            DType dtype) {
+        ByteBuffer combineSend =
+                KernelReplays.weightedSum(
+                        expertOut, g.start, g.entryRow, g.entryWeight, rows, HIDDEN, dtype);
+        int bound = plan.bound();
+        ByteBuffer combineRecv =
+                exchange(
+                        comm,
+                        1,
+                        ExchangePhase.COMBINE,
+                        combineSend,
+                        (long) bound * HIDDEN * dtype.sizeBytes());
+        return KernelReplays.accumulate(
+                combineRecv, plan.returnedStart(), plan.returnedRows(), bound, HIDDEN, dtype);
     }
 
     /**
@@ -190,11 +301,20 @@ class LowLatencyPlanTest {
 
     /** The CPU path's combine with identity experts: each token's weighted sum of its own row. */
     private static float[] identityCombine(Dispatcher cpu, DispatchResult result, int tokens) {
+        return identityCombine(cpu, result, tokens, DType.FP32);
+    }
+
+    /** With identity experts whose outputs are their inputs rounded to {@code experts}' dtype. */
+    private static float[] identityCombine(
+            Dispatcher cpu, DispatchResult result, int tokens, DType experts) {
         FloatBuffer identity = FloatBuffer.allocate(Math.max(1, result.numExpertRows() * HIDDEN));
         int at = 0;
         for (int slot = 0; slot < result.handle().localExperts(); slot++) {
             result.gather(slot, identity, at * HIDDEN);
             at += result.handle().recvTokensPerLocalExpert(slot);
+        }
+        for (int i = 0; i < at * HIDDEN; i++) {
+            identity.put(i, experts.round(identity.get(i)));
         }
         FloatBuffer out =
                 ByteBuffer.allocateDirect(Math.max(1, tokens * HIDDEN * Float.BYTES))
