@@ -376,13 +376,12 @@ public final class GpuExperts implements AutoCloseable {
         scratch.up.ensure(p * ffn * Float.BYTES);
         scratch.act.ensure(p * ffn * math.inputBytes());
         scratch.paddedOut.ensure(p * hidden * Float.BYTES);
-        boolean held = math == ExpertMath.BF16;
-        long[] widened = held ? w1Addresses : slotAddresses(scratch.weights);
+        long[][] weights = weightAddresses(math, scratch);
         calls.plan(
                 rowsPerSlot,
-                held ? w1Addresses : widened,
-                held ? w3Addresses : widened,
-                held ? w2Addresses : widened,
+                weights[0],
+                weights[1],
+                weights[2],
                 address(scratch.paddedRows),
                 address(scratch.gate),
                 address(scratch.up),
@@ -415,14 +414,12 @@ public final class GpuExperts implements AutoCloseable {
                 scratch.calls.computeIfAbsent(
                         new Scratch.Calls(this, math),
                         c -> new GroupedGemms(hidden, ffn, w1.length, math));
-        // fp32 GEMMs read every projection from the same widened slots, rewritten before each call
-        boolean held = math == ExpertMath.BF16;
-        long[] widened = held ? w1Addresses : slotAddresses(scratch.weights);
+        long[][] weights = weightAddresses(math, scratch);
         calls.plan(
                 rowsPerSlot,
-                held ? w1Addresses : widened,
-                held ? w3Addresses : widened,
-                held ? w2Addresses : widened,
+                weights[0],
+                weights[1],
+                weights[2],
                 address(rows),
                 address(scratch.gate),
                 address(scratch.up),
@@ -516,6 +513,18 @@ public final class GpuExperts implements AutoCloseable {
         BytePointer at = scratch.weights.at(s * elements * Float.BYTES);
         kernels.bf16ToFp32(projection[s].at(0), at, elements, stream);
         return at;
+    }
+
+    /**
+     * Each projection's weights as {@code math}'s calls read them, by slot: the bf16 ones held, or
+     * for fp32 GEMMs the same widened slots for every projection, rewritten before each call.
+     */
+    private long[][] weightAddresses(ExpertMath math, Scratch scratch) {
+        if (math == ExpertMath.BF16) {
+            return new long[][] {w1Addresses, w3Addresses, w2Addresses};
+        }
+        long[] widened = slotAddresses(scratch.weights);
+        return new long[][] {widened, widened, widened};
     }
 
     /** Where each slot's widened weights sit in {@code weights}. */
