@@ -4,6 +4,9 @@ import io.grpc.ManagedChannel;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -11,6 +14,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import java.util.function.UnaryOperator;
+import java.util.stream.Stream;
 import moe.a2a.client.Tensors;
 import moe.a2a.comm.DataPlane;
 import moe.a2a.comm.nccl.NcclDataPlane;
@@ -26,6 +30,7 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.experts.hf.HfCheckpoint;
 import moe.a2a.gpu.Bf16Weights;
 import moe.a2a.gpu.CheckTable;
 import moe.a2a.gpu.GpuCheck;
@@ -42,14 +47,15 @@ import moe.a2a.worker.WorkerAgent;
  * bundle carries no Netty), the worker's rank on NCCL (world size 1), a client's answers checked
  * against the reference ({@link AnswerCheck}) on the weights the rank computes with (bf16 on a GPU
  * rank): bf16, fp16 and fp32 tokens in normal and low-latency mode, then the same after a placement
- * rollout that moves every expert to another slot; FP8 dispatch; an expert capacity. One row a
- * cluster.
+ * rollout that moves every expert to another slot; FP8 dispatch; an expert capacity; a checkpoint
+ * with a gated shared expert. One row a cluster.
  */
 final class GpuServedCheck implements GpuCheck.DeviceCheck {
     private static final int EXPERTS = 8;
     private static final int HIDDEN = 256;
     private static final int FFN = 512;
     private static final int TOP_K = 2;
+    private static final int SHARED_FFN = 384;
     private static final long SEED = 31;
     private static final DType[] DTYPES = {DType.BF16, DType.FP16, DType.FP32};
 
@@ -72,36 +78,85 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
 
     @Override
     public void run(int device, CheckTable table) {
+        WeightSource seeded = new SeededWeights(SEED, EXPERTS, HIDDEN, FFN, 1);
         serve(
                 device,
                 table,
                 "bf16, fp16, fp32; normal and low-latency; a rollout",
-                DispatchDType.BF16,
+                seeded,
+                spec(DispatchDType.BF16).setSeed(SEED).build(),
                 0,
                 true);
-        serve(device, table, "FP8 dispatch", DispatchDType.FP8, 0, false);
-        serve(device, table, "expert capacity 1.0", DispatchDType.BF16, 1.0, false);
+        serve(
+                device,
+                table,
+                "FP8 dispatch",
+                seeded,
+                spec(DispatchDType.FP8).setSeed(SEED).build(),
+                0,
+                false);
+        serve(
+                device,
+                table,
+                "expert capacity 1.0",
+                seeded,
+                spec(DispatchDType.BF16).setSeed(SEED).build(),
+                1.0,
+                false);
+        serveSharedExpertCheckpoint(device, table);
     }
 
+    /**
+     * A Qwen2-MoE checkpoint with a gated shared expert, written to a temporary directory that the
+     * worker reads as a {@code --model} directory, and removed afterwards.
+     */
+    private void serveSharedExpertCheckpoint(int device, CheckTable table) {
+        String what = "a Qwen2-MoE checkpoint with a gated shared expert";
+        Path dir = null;
+        try {
+            dir = Files.createTempDirectory("moe-a2a-gpu-check-");
+            SharedExpertCheckpoint.write(dir, EXPERTS, HIDDEN, FFN, SHARED_FFN, TOP_K, SEED);
+            try (HfCheckpoint checkpoint = HfCheckpoint.open(dir)) {
+                serve(
+                        device,
+                        table,
+                        what,
+                        checkpoint,
+                        spec(DispatchDType.BF16)
+                                .setModelDir(dir.toAbsolutePath().toString())
+                                .build(),
+                        0,
+                        false);
+            }
+        } catch (IOException | RuntimeException e) {
+            e.printStackTrace(System.err);
+            table.row("served: " + what, "failed: " + e, false);
+        } finally {
+            delete(dir);
+        }
+    }
+
+    private static ModelSpec.Builder spec(DispatchDType dispatch) {
+        return ModelSpec.newBuilder()
+                .setExperts(EXPERTS)
+                .setHidden(HIDDEN)
+                .setFfn(FFN)
+                .setTopK(TOP_K)
+                .setLayers(1)
+                .setDispatchDtype(dispatch.label());
+    }
+
+    /** Serves {@code weights}, which {@code spec} names for the worker, and checks its answers. */
     private void serve(
             int device,
             CheckTable table,
             String what,
-            DispatchDType dispatch,
+            WeightSource weights,
+            ModelSpec spec,
             double capacityFactor,
             boolean rollout) {
-        ModelSpec spec =
-                ModelSpec.newBuilder()
-                        .setExperts(EXPERTS)
-                        .setHidden(HIDDEN)
-                        .setFfn(FFN)
-                        .setTopK(TOP_K)
-                        .setLayers(1)
-                        .setSeed(SEED)
-                        .setDispatchDtype(dispatch == DispatchDType.FP8 ? "fp8" : "bf16")
-                        .build();
+        DispatchDType dispatch = DispatchDType.parse("dispatch_dtype", spec.getDispatchDtype());
         ModelConfig config = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1, dispatch);
-        WeightSource weights = new SeededWeights(SEED, EXPERTS, HIDDEN, FFN, 1);
         RemoteCluster cluster =
                 new RemoteCluster(
                         config,
@@ -197,7 +252,7 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                             worst.answers,
                             worst.lowLatency,
                             worst.ratio),
-                    worst.ratio <= 1 && worst.answers > 0 && (!rollout || worst.lowLatency > 0));
+                    worst.ratio <= 1 && worst.answers > 0 && worst.lowLatency > 0);
         } catch (Exception e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
@@ -284,6 +339,20 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
             }
         }
         return Placement.of(now.version() + 1, EXPERTS, experts, shares);
+    }
+
+    private static void delete(Path dir) {
+        if (dir == null) {
+            return;
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path f : files.toList()) {
+                Files.delete(f);
+            }
+            Files.delete(dir);
+        } catch (IOException e) {
+            System.err.println("gpu-check: could not remove " + dir + ": " + e);
+        }
     }
 
     private static Thread start(WorkerAgent agent) {

@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Timeout;
  * gpu-check's served path run where there is no GPU: the same clusters, requests and checks over a
  * simulated NCCL, the worker's rank on the host (fp32 weights, so the reference is the model's
  * own). Every row must pass, which checks the check: its clusters form, its requests are answered
- * in every dtype and mode, the rollout goes through, and the answers meet the client's tolerance.
+ * in every dtype and mode, the rollout goes through, the checkpoint is written and read, and the
+ * answers meet the client's tolerance.
  */
 @Timeout(180)
 class GpuServedCheckTest {
@@ -34,10 +35,11 @@ class GpuServedCheckTest {
         String rows = printed.toString(StandardCharsets.UTF_8);
         assertThat(rows).as(rows).doesNotContain("FAIL").contains("ok   served: FP8 dispatch");
         assertThat(table.failed()).as(rows).isFalse();
-        assertThat(rows.lines().filter(l -> l.startsWith("ok   served:")).count()).isEqualTo(3);
+        assertThat(rows.lines().filter(l -> l.startsWith("ok   served:")).count()).isEqualTo(4);
         assertThat(rows)
                 .contains("12 answers (6 low-latency)")
                 .contains("FP8 dispatch: 6 answers (3 low-latency)")
-                .contains("capacity 1.0: 6 answers (3 low-latency)");
+                .contains("capacity 1.0: 6 answers (3 low-latency)")
+                .contains("gated shared expert: 6 answers (3 low-latency)");
     }
 }
