@@ -1,5 +1,6 @@
 package moe.a2a.gpu;
 
+import java.util.stream.IntStream;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.SparseCommunicator;
@@ -21,6 +22,12 @@ final class DeviceGroup {
     private final long[] memberSend;
     private final long[] memberRecv;
 
+    /** Member {@code i}'s world rank. */
+    private final int[] memberRanks;
+
+    /** Where each member's segment starts in a buffer of every world rank's segments. */
+    private final long[] memberOffsets;
+
     private DeviceGroup(
             Communicator world, NcclCommunicator nccl, @Nullable SparseCommunicator sparse) {
         this.world = world;
@@ -28,6 +35,9 @@ final class DeviceGroup {
         this.sparse = sparse;
         this.memberSend = new long[nccl.size()];
         this.memberRecv = new long[nccl.size()];
+        this.memberRanks =
+                sparse != null ? sparse.ranks() : IntStream.range(0, nccl.size()).toArray();
+        this.memberOffsets = new long[nccl.size()];
     }
 
     /** The device group {@code comm} exchanges over, or null when it runs on no NCCL group. */
@@ -59,6 +69,38 @@ final class DeviceGroup {
     /** The stream the rows move on: NCCL's. */
     CUstream_st stream() {
         return nccl.stream();
+    }
+
+    /** Whether some world rank is left out of the group. */
+    boolean sparse() {
+        return sparse != null;
+    }
+
+    /**
+     * {@link NcclCommunicator#enqueueAllToAllDevice} over buffers laid out for the world: world
+     * rank {@code r}'s segment at {@code r * bytesPerPeer} in both. A sparse group exchanges its
+     * members' segments; those of the ranks it leaves out are neither sent nor written.
+     */
+    void enqueueAllToAllDevice(
+            long step, ExchangePhase phase, CudaMemory send, CudaMemory recv, long bytesPerPeer) {
+        if (sparse == null) {
+            nccl.enqueueAllToAllDevice(step, phase, send, recv, bytesPerPeer);
+            return;
+        }
+        nccl.enqueueAllToAllDevice(step, phase, send, recv, bytesPerPeer, offsets(bytesPerPeer));
+    }
+
+    /** {@link NcclCommunicator#awaitEnqueued}. */
+    void awaitEnqueued(long step, ExchangePhase phase, String what) {
+        nccl.awaitEnqueued(step, phase, what);
+    }
+
+    /** Each member's segment offset for world segments of {@code bytesPerPeer}; reused. */
+    long[] offsets(long bytesPerPeer) {
+        for (int i = 0; i < memberRanks.length; i++) {
+            memberOffsets[i] = memberRanks[i] * bytesPerPeer;
+        }
+        return memberOffsets;
     }
 
     /**

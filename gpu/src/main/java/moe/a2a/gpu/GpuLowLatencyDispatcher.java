@@ -3,12 +3,12 @@ package moe.a2a.gpu;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+import static org.bytedeco.cuda.global.cudart.cudaMemsetAsync;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.function.Consumer;
 import moe.a2a.comm.ExchangePhase;
-import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
 import moe.a2a.dispatch.Placement;
@@ -22,17 +22,18 @@ import org.jspecify.annotations.Nullable;
  * the bound {@code T} ({@code --ll-max-tokens}): what a step captured as a CUDA graph needs. The
  * host only stages ({@link #stage}: tokens, region headers and index lists into pinned memory);
  * everything else is enqueued on the stream without a host round trip: the pack into one region per
- * destination ({@link LowLatencyPlan}), one fixed-size NCCL group, the grouping by local expert
- * read from the arrived headers ({@code ll_group}), and for combine the weighted sums, a second
- * fixed-size group and the sum at the source, with the output and the counts copied back to pinned
- * memory. Each local expert slot has room for every row that can arrive ({@code N * T}), so the
- * experts run fixed shapes too.
+ * destination ({@link LowLatencyPlan}), one fixed-size NCCL group of the group's members ({@link
+ * DeviceGroup}: every rank, or those a sparse group keeps), the grouping by local expert read from
+ * the arrived headers ({@code ll_group}), and for combine the weighted sums, a second fixed-size
+ * group and the sum at the source, with the output and the counts copied back to pinned memory.
+ * Each local expert slot has room for every row that can arrive ({@code N * T}), so the experts run
+ * fixed shapes too.
  *
  * <p>The sums are the CPU path's, in its order, without fused multiply-adds. Owned by the rank's
  * thread; {@link #stage} only while the stream is idle.
  */
 public final class GpuLowLatencyDispatcher implements AutoCloseable {
-    private final NcclCommunicator comm;
+    private final DeviceGroup group;
     private final CudaKernels kernels;
     private final LowLatencyPlan plan;
     private final int hidden;
@@ -90,14 +91,15 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
      * For tokens in {@code dtype}, dispatched as {@code dispatchDType}: rows travel as the tokens
      * came, or as FP8 rows (quantized by the pack as the CPU path quantizes), and return in {@code
      * dtype}; the experts get bf16 rows for bf16 tokens, fp32 rows otherwise ({@link
-     * GpuDispatcher#expertDType}).
+     * GpuDispatcher#expertDType}). Regions are laid out for every world rank; in a sparse group
+     * those of the ranks left out stay as zeroed here, a count of 0, so nothing arrives from them.
      *
      * @throws IllegalArgumentException when a region row is not a multiple of 4 bytes (the headers'
      *     ints must be aligned): {@code hidden} odd in a 2-byte dtype, or not a multiple of 4 with
      *     FP8 dispatch
      */
-    public GpuLowLatencyDispatcher(
-            NcclCommunicator comm,
+    GpuLowLatencyDispatcher(
+            DeviceGroup group,
             Placement placement,
             int hidden,
             int topK,
@@ -117,18 +119,18 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                             + " tokens, a multiple of 4 with FP8 dispatch)");
         }
         this.dtype = dtype;
-        this.comm = comm;
+        this.group = group;
         this.kernels = kernels;
         this.hidden = hidden;
         this.topK = topK;
-        this.worldSize = comm.size();
+        this.worldSize = group.size();
         this.bound = bound;
         this.rowBytes = hidden * dtype.sizeBytes();
-        this.slots = placement.localExperts(comm.rank());
+        this.slots = placement.localExperts(group.rank());
         this.rows = worldSize * bound;
         this.perSlot = new int[slots];
         Arrays.fill(perSlot, rows);
-        this.plan = new LowLatencyPlan(placement, comm.rank(), topK, bound, regionRowBytes);
+        this.plan = new LowLatencyPlan(placement, group.rank(), topK, bound, regionRowBytes);
         long regionBytes = (long) plan.regionRows() * regionRowBytes;
         staged.ensure((long) plan.stagedRows() * regionRowBytes);
         stagedDevice.ensure((long) plan.stagedRows() * regionRowBytes);
@@ -138,6 +140,9 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         }
         send.ensure(worldSize * regionBytes);
         recv.ensure(worldSize * regionBytes);
+        CudaCheck.check(
+                cudaMemsetAsync(recv.at(0), 0, worldSize * regionBytes, group.stream()),
+                "cudaMemsetAsync(regions)");
         groupIndexAt = 0;
         startAt = align(groupIndexAt + (long) Integer.BYTES * Math.max(1, slots * rows));
         entryRowAt = align(startAt + (long) Integer.BYTES * (rows + 1));
@@ -197,7 +202,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
      * T}, {@link #rowsPerSlot} each, those past what arrived left over from before.
      */
     public CudaMemory enqueueDispatch(long step) {
-        CUstream_st stream = comm.stream();
+        CUstream_st stream = group.stream();
         CudaCheck.check(
                 cudaMemcpyAsync(
                         stagedDevice.at(0),
@@ -237,7 +242,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                     dtype,
                     stream);
         }
-        comm.enqueueAllToAllDevice(step, ExchangePhase.DISPATCH, send, recv, regionBytes);
+        group.enqueueAllToAllDevice(step, ExchangePhase.DISPATCH, send, recv, regionBytes);
         kernels.llGroup(
                 recv.at(0),
                 regionBytes,
@@ -314,7 +319,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
      */
     void enqueueCombine(
             long step, CudaMemory expertOut, @Nullable Consumer<CudaMemory> beforeOutput) {
-        CUstream_st stream = comm.stream();
+        CUstream_st stream = group.stream();
         kernels.weightedSum(
                 expertOut.at(0),
                 lists.at(startAt),
@@ -325,7 +330,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 rows,
                 dtype,
                 stream);
-        comm.enqueueAllToAllDevice(
+        group.enqueueAllToAllDevice(
                 step, ExchangePhase.COMBINE, combineSend, combineRecv, (long) bound * rowBytes);
         kernels.accumulate(
                 combineRecv.at(0),

@@ -11,7 +11,6 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.function.IntFunction;
 import moe.a2a.comm.ExchangePhase;
-import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStep;
@@ -64,7 +63,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         }
     }
 
-    private final NcclCommunicator comm;
+    private final DeviceGroup group;
     private final ModelConfig model;
     private final CudaKernels kernels;
     private final IntFunction<GpuExperts> experts;
@@ -85,13 +84,13 @@ final class GpuLowLatencySteps implements AutoCloseable {
      *     each is enqueued anew, the same work)
      */
     GpuLowLatencySteps(
-            NcclCommunicator comm,
+            DeviceGroup group,
             ModelConfig model,
             CudaKernels kernels,
             IntFunction<GpuExperts> experts,
             IntFunction<@Nullable GpuSharedExpert> shared,
             boolean capture) {
-        this.comm = comm;
+        this.group = group;
         this.model = model;
         this.kernels = kernels;
         this.experts = experts;
@@ -120,7 +119,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
                         b ->
                                 new Fixed(
                                         new GpuLowLatencyDispatcher(
-                                                comm,
+                                                group,
                                                 placement,
                                                 model.hidden(),
                                                 model.topK(),
@@ -141,7 +140,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         long s = step++;
         dispatcher.use(placement);
         dispatcher.stage(input, numTokens, ids, weights);
-        CUstream_st stream = comm.stream();
+        CUstream_st stream = group.stream();
         CudaCheck.check(cudaEventRecord(from, stream), "cudaEventRecord");
         Replay replay = replays.computeIfAbsent(new Graph(layer, shape), k -> new Replay());
         if (replay.graph == null && capture && replay.runs > 0) {
@@ -155,7 +154,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         }
         replay.runs++;
         CudaCheck.check(cudaEventRecord(to, stream), "cudaEventRecord");
-        comm.awaitEnqueued(s, ExchangePhase.COMBINE, "low-latency step on the device");
+        group.awaitEnqueued(s, ExchangePhase.COMBINE, "low-latency step on the device");
         return computed(dtype, dispatcher, numTokens, from, to);
     }
 
@@ -201,7 +200,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         int bound = fixed.dispatcher.bound();
         CudaMemory tokens = fixed.dispatcher.tokens();
         if (sharedExpert != null) {
-            sharedExpert.start(fixed.shared, tokens, bound, dtype, comm.stream());
+            sharedExpert.start(fixed.shared, tokens, bound, dtype, group.stream());
         }
         int[] rowsPerSlot = fixed.dispatcher.rowsPerSlot();
         long groupedRows = 0;
@@ -215,7 +214,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
                         GpuDispatcher.expertDType(dtype),
                         rowsPerSlot,
                         fixed.expertOut,
-                        comm.stream(),
+                        group.stream(),
                         fixed.scratch);
         fixed.dispatcher.enqueueCombine(
                 s,
@@ -224,7 +223,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
                         ? null
                         : out ->
                                 sharedExpert.addTo(
-                                        fixed.shared, out, tokens, bound, dtype, comm.stream()));
+                                        fixed.shared, out, tokens, bound, dtype, group.stream()));
     }
 
     private static CUevent_st event() {
@@ -247,7 +246,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
         float[] out = new float[numTokens * hidden];
         dispatcher.output().asFloatBuffer().get(0, out, 0, out.length);
         dtype.encode(out, 0, out.length, output, 0);
-        int n = comm.size();
+        int n = group.size();
         long[] recvRowsFrom = new long[n];
         int received = 0;
         for (int r = 0; r < n; r++) {

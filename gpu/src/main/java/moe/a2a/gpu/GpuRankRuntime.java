@@ -21,7 +21,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
-import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.CpuRankRuntime;
 import moe.a2a.experts.ExpertWeights;
@@ -53,13 +52,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The experts' weights are held once, in bf16 on the device. The low-latency steps the
  * fixed-size path does not take (rows not a multiple of 4 bytes: an odd hidden size in a 2-byte
- * dtype, or not a multiple of 4 with FP8 dispatch; a group without every rank) run on the CPU
- * {@link CpuRankRuntime} over the same NCCL communicator (host-staged), which loads its fp32 copy
- * of the weights on the first such step, saying so in one line. A new placement's experts are
- * uploaded on a stream of their own while steps go on ({@link #stage}, off the rank's thread),
- * sharing the weights of the experts the rank keeps, and switched to between steps ({@link
- * #install}). Routing (gate, top-k) runs on the host in every case. Owned by the rank's thread,
- * except {@link #stage}.
+ * dtype, or not a multiple of 4 with FP8 dispatch) run on the CPU {@link CpuRankRuntime} over the
+ * same NCCL communicator (host-staged), which loads its fp32 copy of the weights on the first such
+ * step, saying so in one line. A new placement's experts are uploaded on a stream of their own
+ * while steps go on ({@link #stage}, off the rank's thread), sharing the weights of the experts the
+ * rank keeps, and switched to between steps ({@link #install}). Routing (gate, top-k) runs on the
+ * host in every case. Owned by the rank's thread, except {@link #stage}.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
@@ -318,12 +316,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             model.topK(),
                             model.dispatchDType(),
                             kernels);
-        }
-        if (comm instanceof NcclCommunicator nccl) {
-            // fixed regions for every rank: a sparse group's low-latency steps take the host path
             lowLatency =
                     new GpuLowLatencySteps(
-                            nccl, model, kernels, experts::get, layer -> shared[layer], true);
+                            group, model, kernels, experts::get, layer -> shared[layer], true);
         }
     }
 
@@ -366,9 +361,6 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         if (lowLatencyTokens == 0) {
             return null;
-        }
-        if (lowLatency == null) {
-            return "low-latency steps of a group without every rank";
         }
         if (GpuLowLatencyDispatcher.regionRowBytes(model.hidden(), dtype, model.dispatchDType())
                         % Integer.BYTES

@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import moe.a2a.comm.SparseCommunicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ModelConfig;
@@ -34,17 +35,34 @@ final class LowLatencyGraphCheck {
 
     private LowLatencyGraphCheck() {}
 
-    static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
-        check(comm, kernels, table, false);
-        check(comm, kernels, table, true);
+    /** Whose steps run: the plain layer (timed too), or one of two variants of it. */
+    private enum Variant {
+        PLAIN(""),
+        /** A gated shared expert, its MLP on a stream of its own inside the graph. */
+        SHARED(" with a gated shared expert"),
+        /**
+         * A sparse group: world rank 0 of 2 serving without rank 1, every expert replicated on
+         * both; its regions are laid out for both ranks, and the lost rank's stays empty.
+         */
+        SPARSE(" of a sparse group (rank 1 of 2 lost)");
+
+        final String label;
+
+        Variant(String label) {
+            this.label = label;
+        }
     }
 
-    /**
-     * The steps both ways and against the reference; with {@code withShared}, of a layer with a
-     * gated shared expert (its MLP on a stream of its own inside the graph), else timed too.
-     */
+    static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
+        for (Variant variant : Variant.values()) {
+            check(comm, kernels, table, variant);
+        }
+    }
+
+    /** The steps both ways and against the reference; the plain layer's are timed too. */
     private static void check(
-            NcclCommunicator comm, CudaKernels kernels, CheckTable table, boolean withShared) {
+            NcclCommunicator comm, CudaKernels kernels, CheckTable table, Variant variant) {
+        boolean withShared = variant == Variant.SHARED;
         ModelConfig model = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1);
         SeededWeights seeded = new SeededWeights(11, EXPERTS, HIDDEN, FFN, 1);
         float[] gate = new float[HIDDEN];
@@ -60,26 +78,31 @@ final class LowLatencyGraphCheck {
                                         new SeededWeights(12, EXPERTS, HIDDEN, FFN, 1).expert(0, 0),
                                         gate))
                         : new Bf16Weights(seeded);
-        Placement placement = PLACEMENT;
+        Placement placement = variant == Variant.SPARSE ? sparsePlacement() : PLACEMENT;
+        DeviceGroup group =
+                DeviceGroup.of(
+                        variant == Variant.SPARSE
+                                ? new SparseCommunicator(comm, new int[] {0}, 2)
+                                : comm);
         GpuExperts[] experts = {new GpuExperts(weights, 0, placement, 0, false, kernels)};
         SharedExpert sharedWeights = weights.sharedExpert(0);
         GpuSharedExpert[] shared = {
             sharedWeights == null ? null : new GpuSharedExpert(sharedWeights, false, kernels)
         };
-        String layer = withShared ? " with a gated shared expert" : "";
+        String layer = variant.label;
         ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
         try (GpuLowLatencySteps graphs =
                         new GpuLowLatencySteps(
-                                comm, model, kernels, l -> experts[l], l -> shared[l], true);
+                                group, model, kernels, l -> experts[l], l -> shared[l], true);
                 GpuLowLatencySteps enqueued =
                         new GpuLowLatencySteps(
-                                comm, model, kernels, l -> experts[l], l -> shared[l], false)) {
+                                group, model, kernels, l -> experts[l], l -> shared[l], false)) {
             int differing = 0;
             double worst = 0;
             for (int i = 0; i < STEPS; i++) {
                 Step step = Step.random(random, BOUND - 3 * i);
-                byte[] replayed = answer(graphs, step);
-                byte[] plain = answer(enqueued, step);
+                byte[] replayed = answer(graphs, step, placement);
+                byte[] plain = answer(enqueued, step, placement);
                 differing += Arrays.equals(replayed, plain) ? 0 : 1;
                 float[] expected =
                         reference.forward(0, step.x, step.tokens, TOP_K, step.ids, step.weights);
@@ -99,12 +122,12 @@ final class LowLatencyGraphCheck {
                             "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
                             worst),
                     worst <= 1);
-            if (withShared) {
+            if (variant != Variant.PLAIN) {
                 return;
             }
             Step step = Step.random(random, 8);
-            double graphUs = medianUs(graphs, step);
-            double enqueuedUs = medianUs(enqueued, step);
+            double graphUs = medianUs(graphs, step, placement);
+            double enqueuedUs = medianUs(enqueued, step, placement);
             table.row(
                     "low-latency step time, 8 tokens (T=" + BOUND + ")",
                     String.format(
@@ -148,23 +171,36 @@ final class LowLatencyGraphCheck {
         }
     }
 
-    private static byte[] answer(GpuLowLatencySteps steps, Step step) {
-        RankStep.Computed c = run(steps, step);
+    /** Every expert on both of 2 ranks, rank 1 lost: rank 0 takes every token. */
+    private static Placement sparsePlacement() {
+        int[] all = new int[EXPERTS];
+        double[] shares = new double[EXPERTS];
+        for (int e = 0; e < EXPERTS; e++) {
+            all[e] = e;
+            shares[e] = 1;
+        }
+        Placement both =
+                Placement.of(1, EXPERTS, new int[][] {all, all}, new double[][] {shares, shares});
+        return both.without(new boolean[] {false, true}, 2);
+    }
+
+    private static byte[] answer(GpuLowLatencySteps steps, Step step, Placement placement) {
+        RankStep.Computed c = run(steps, step, placement);
         byte[] out = new byte[step.tokens * HIDDEN * Short.BYTES];
         c.output().get(0, out);
         return out;
     }
 
-    private static RankStep.Computed run(GpuLowLatencySteps steps, Step step) {
+    private static RankStep.Computed run(GpuLowLatencySteps steps, Step step, Placement placement) {
         return steps.run(
-                0, DType.BF16, step.input, step.tokens, step.ids, step.weights, BOUND, PLACEMENT);
+                0, DType.BF16, step.input, step.tokens, step.ids, step.weights, BOUND, placement);
     }
 
-    private static double medianUs(GpuLowLatencySteps steps, Step step) {
+    private static double medianUs(GpuLowLatencySteps steps, Step step, Placement placement) {
         long[] ns = new long[TIMED];
         for (int i = 0; i < TIMED; i++) {
             long t0 = System.nanoTime();
-            run(steps, step);
+            run(steps, step, placement);
             ns[i] = System.nanoTime() - t0;
         }
         Arrays.sort(ns);

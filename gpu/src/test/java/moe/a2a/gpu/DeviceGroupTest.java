@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Which communicators a GPU rank's dispatcher runs on: NCCL's, and a sparse group over NCCL's (a
  * cluster serving without a lost rank) seen in the world's ranks; nothing else. A sparse group's
- * device exchange refuses a count for a rank it left out, before any row moves.
+ * device exchange refuses a count for a rank it left out, before any row moves, and its fixed-size
+ * exchanges take the members' segments of buffers laid out for the world.
  */
 class DeviceGroupTest {
     private static final long TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
@@ -35,6 +36,14 @@ class DeviceGroupTest {
         assertThat(sparse.rank()).isEqualTo(2);
         assertThat(sparse.size()).isEqualTo(3);
         assertThat(sparse.world().size()).isEqualTo(3);
+        assertThat(full.sparse()).isFalse();
+        assertThat(sparse.sparse()).isTrue();
+        assertThat(full.offsets(100))
+                .as("every rank's segment where the world puts it")
+                .containsExactly(0, 100);
+        assertThat(sparse.offsets(100))
+                .as("the members' segments of a buffer laid out for the world's three ranks")
+                .containsExactly(0, 200);
         assertThatThrownBy(
                         () ->
                                 sparse.allToAllVDevice(

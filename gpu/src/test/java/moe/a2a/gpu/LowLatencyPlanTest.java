@@ -8,12 +8,15 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.function.IntToDoubleFunction;
 import java.util.stream.IntStream;
 import moe.a2a.comm.Communicator;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.RankThreads;
+import moe.a2a.comm.SparseCommunicator;
 import moe.a2a.comm.local.LocalGroup;
+import moe.a2a.comm.nccl.FakeNcclGroup;
 import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchResult;
@@ -37,27 +40,45 @@ class LowLatencyPlanTest {
     private static final int EXPERTS = 12;
     private static final int TOP_K = 3;
 
+    /**
+     * With {@code lost} >= 0, a sparse group serving without that rank (every expert has a replica
+     * elsewhere): the regions stay laid out for the world, the members exchange theirs at {@link
+     * DeviceGroup}'s offsets, and the lost rank's region reads as empty, as the zeroed one does on
+     * the device.
+     */
     @ParameterizedTest
     @CsvSource({
-        "1, 8, false, BF16",
-        "3, 16, false, BF16",
-        "4, 5, false, BF16",
-        "4, 1, false, BF16",
-        "3, 16, true, BF16",
-        "3, 16, false, FP16",
-        "4, 5, true, FP16",
-        "3, 16, false, FP32",
-        "4, 1, true, FP32"
+        "1, 8, -1, false, BF16",
+        "3, 16, -1, false, BF16",
+        "4, 5, -1, false, BF16",
+        "4, 1, -1, false, BF16",
+        "3, 16, -1, true, BF16",
+        "3, 16, -1, false, FP16",
+        "4, 5, -1, true, FP16",
+        "3, 16, -1, false, FP32",
+        "4, 1, -1, true, FP32",
+        "3, 16, 1, false, BF16",
+        "4, 5, 0, true, FP16",
+        "3, 4, 2, false, FP32"
     })
-    void shouldReproduceCpuDispatchAndCombineBitForBit(int n, int bound, boolean drops, DType dtype)
-            throws Exception {
-        long seed = 300 + n * 7L + bound + 100L * dtype.ordinal();
-        Placement placement = withReplica(n);
-        LocalGroup cpuGroup = new LocalGroup(n);
-        LocalGroup simGroup = new LocalGroup(n);
+    void shouldReproduceCpuDispatchAndCombineBitForBit(
+            int n, int bound, int lost, boolean drops, DType dtype) throws Exception {
+        long seed = 300 + n * 7L + bound + 100L * dtype.ordinal() + 1000L * (lost + 1);
+        int[] members = IntStream.range(0, n).filter(r -> r != lost).toArray();
+        boolean[] lostRanks = new boolean[n];
+        if (lost >= 0) {
+            lostRanks[lost] = true;
+        }
+        Placement placement = lost < 0 ? withReplica(n) : twoReplicas(n).without(lostRanks, 2);
+        LocalGroup cpuGroup = new LocalGroup(members.length);
+        Communicator[] simGroup =
+                lost < 0
+                        ? local(n)
+                        : FakeNcclGroup.group(members.length, TimeUnit.SECONDS.toNanos(30));
         RankThreads.run(
-                n,
-                rank -> {
+                members.length,
+                member -> {
+                    int rank = members[member];
                     SplittableRandom random = new SplittableRandom(seed * 31 + rank);
                     // one rank sends nothing, the others fewer than the bound or all of it
                     int tokens = rank == 1 ? 0 : bound - random.nextInt(Math.min(bound, 3));
@@ -75,12 +96,23 @@ class LowLatencyPlanTest {
                             }
                         }
                     }
+                    Communicator cpuComm = cpuGroup.communicator(member);
                     Dispatcher cpu =
-                            new Dispatcher(cpuGroup.communicator(rank), placement, HIDDEN, TOP_K);
+                            new Dispatcher(
+                                    lost < 0
+                                            ? cpuComm
+                                            : new SparseCommunicator(cpuComm, members, n),
+                                    placement,
+                                    HIDDEN,
+                                    TOP_K);
                     DispatchResult result = cpu.dispatch(input, tokens, dtype, ids, weights);
                     float[] cpuOut = identityCombine(cpu, result, tokens);
 
-                    Communicator comm = simGroup.communicator(rank);
+                    RegionExchange comm =
+                            lost < 0
+                                    ? (step, phase, send, bytes) ->
+                                            exchange(simGroup[rank], step, phase, send, bytes)
+                                    : sparse(simGroup[member], members, n);
                     LowLatencyPlan plan =
                             new LowLatencyPlan(placement, rank, TOP_K, bound, rowBytes);
                     int regionRows = plan.regionRows();
@@ -95,12 +127,7 @@ class LowLatencyPlanTest {
                             KernelReplays.gatherRows(
                                     staged, plan.packOrder(), n * regionRows, rowBytes);
                     ByteBuffer recv =
-                            exchange(
-                                    comm,
-                                    0,
-                                    ExchangePhase.DISPATCH,
-                                    send,
-                                    (long) regionRows * rowBytes);
+                            comm.run(0, ExchangePhase.DISPATCH, send, (long) regionRows * rowBytes);
 
                     Grouping g = llGroup(recv, regionRows, rowBytes, n, bound, slots);
                     for (int s = 0; s < n; s++) {
@@ -177,7 +204,9 @@ class LowLatencyPlanTest {
                     DType experts = GpuDispatcher.expertDType(dtype);
                     float[] cpuOut = identityCombine(cpu, result, tokens, experts);
 
-                    Communicator comm = simGroup.communicator(rank);
+                    Communicator local = simGroup.communicator(rank);
+                    RegionExchange comm =
+                            (step, phase, send, bytes) -> exchange(local, step, phase, send, bytes);
                     int regionRowBytes =
                             GpuLowLatencyDispatcher.regionRowBytes(
                                     HIDDEN, dtype, DispatchDType.FP8);
@@ -212,8 +241,7 @@ class LowLatencyPlanTest {
                                 bound * regionRowBytes);
                     }
                     ByteBuffer recv =
-                            exchange(
-                                    comm,
+                            comm.run(
                                     0,
                                     ExchangePhase.DISPATCH,
                                     send,
@@ -261,7 +289,7 @@ class LowLatencyPlanTest {
      * exchange of fixed regions, the sums at the source; every staged token's output row.
      */
     private static float[] combine(
-            Communicator comm,
+            RegionExchange comm,
             LowLatencyPlan plan,
             Grouping g,
             float[] expertOut,
@@ -272,8 +300,7 @@ class LowLatencyPlanTest {
                         expertOut, g.start, g.entryRow, g.entryWeight, rows, HIDDEN, dtype);
         int bound = plan.bound();
         ByteBuffer combineRecv =
-                exchange(
-                        comm,
+                comm.run(
                         1,
                         ExchangePhase.COMBINE,
                         combineSend,
@@ -296,6 +323,22 @@ class LowLatencyPlanTest {
         }
         rankExperts[n - 1] =
                 IntStream.concat(IntStream.of(rankExperts[n - 1]), IntStream.of(0)).toArray();
+        return Placement.of(1, EXPERTS, rankExperts);
+    }
+
+    /**
+     * Each rank's contiguous experts and the next rank's: a replica of each outside any one rank.
+     */
+    private static Placement twoReplicas(int n) {
+        int[][] rankExperts = new int[n][];
+        for (int r = 0; r < n; r++) {
+            int next = (r + 1) % n;
+            rankExperts[r] =
+                    IntStream.concat(
+                                    IntStream.range(r * EXPERTS / n, (r + 1) * EXPERTS / n),
+                                    IntStream.range(next * EXPERTS / n, (next + 1) * EXPERTS / n))
+                            .toArray();
+        }
         return Placement.of(1, EXPERTS, rankExperts);
     }
 
@@ -324,6 +367,44 @@ class LowLatencyPlanTest {
         float[] values = new float[tokens * HIDDEN];
         out.get(0, values);
         return values;
+    }
+
+    private static Communicator[] local(int n) {
+        LocalGroup group = new LocalGroup(n);
+        return IntStream.range(0, n).mapToObj(group::communicator).toArray(Communicator[]::new);
+    }
+
+    /** A fixed-size all-to-all of buffers laid out for every world rank, {@code bytes} a rank. */
+    @FunctionalInterface
+    private interface RegionExchange {
+        ByteBuffer run(long step, ExchangePhase phase, ByteBuffer send, long bytes);
+    }
+
+    /**
+     * The members' exchange over the simulated NCCL as {@link DeviceGroup} runs it: each member's
+     * segment taken from and put at its offset in the world's layout; the lost ranks' segments of
+     * the received buffer stay zero.
+     */
+    private static RegionExchange sparse(Communicator nccl, int[] members, int worldSize) {
+        DeviceGroup group = DeviceGroup.of(new SparseCommunicator(nccl, members, worldSize));
+        return (step, phase, send, bytes) -> {
+            long[] offsets = group.offsets(bytes);
+            int m = members.length;
+            ByteBuffer memberSend =
+                    ByteBuffer.allocateDirect((int) Math.max(1, m * bytes))
+                            .order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = 0; i < m; i++) {
+                memberSend.put((int) (i * bytes), send, (int) offsets[i], (int) bytes);
+            }
+            ByteBuffer memberRecv = exchange(nccl, step, phase, memberSend, bytes);
+            ByteBuffer recv =
+                    ByteBuffer.allocateDirect((int) Math.max(1, worldSize * bytes))
+                            .order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = 0; i < m; i++) {
+                recv.put((int) offsets[i], memberRecv, (int) (i * bytes), (int) bytes);
+            }
+            return recv;
+        };
     }
 
     /** The fixed-size all-to-all NCCL runs: {@code bytes} to and from every rank. */

@@ -172,6 +172,21 @@ public final class NcclCommunicator implements Communicator {
     }
 
     /**
+     * As {@link #enqueueAllToAllDevice(long, ExchangePhase, CudaMemory, CudaMemory, long)}, with
+     * peer {@code p}'s segment at {@code peerOffsets[p]} in both buffers: a sparse group's members
+     * exchanging the segments of a buffer laid out for every world rank.
+     */
+    public void enqueueAllToAllDevice(
+            long step,
+            ExchangePhase phase,
+            CudaMemory send,
+            CudaMemory recv,
+            long bytesPerPeer,
+            long[] peerOffsets) {
+        exchange.enqueueAllToAllDevice(step, phase, send, recv, bytesPerPeer, peerOffsets);
+    }
+
+    /**
      * Waits, to the group's timeout, for everything enqueued on this rank's stream (exchanges,
      * kernels, a launched graph) to finish; a timeout or an NCCL error aborts the group and throws,
      * as a blocking exchange would.

@@ -151,10 +151,40 @@ final class NcclExchange {
             long step, ExchangePhase phase, CudaMemory send, CudaMemory recv, long bytesPerPeer) {
         Arrays.fill(fixedBytes, bytesPerPeer);
         prepare(fixedBytes, fixedBytes);
+        enqueueFixed(step, phase, send, sendOffsets, recv, recvOffsets);
+    }
+
+    /**
+     * As {@link #enqueueAllToAllDevice(long, ExchangePhase, CudaMemory, CudaMemory, long)}, peer
+     * {@code p}'s segment at {@code peerOffsets[p]} in both buffers.
+     */
+    void enqueueAllToAllDevice(
+            long step,
+            ExchangePhase phase,
+            CudaMemory send,
+            CudaMemory recv,
+            long bytesPerPeer,
+            long[] peerOffsets) {
+        Segments.checkLength("peerOffsets", peerOffsets, size);
+        if (bytesPerPeer < 0) {
+            throw new IllegalArgumentException(
+                    "bytesPerPeer: " + bytesPerPeer + " (expected: >= 0)");
+        }
+        launcher.checkOpen();
+        Arrays.fill(fixedBytes, bytesPerPeer);
+        enqueueFixed(step, phase, send, peerOffsets, recv, peerOffsets);
+    }
+
+    private void enqueueFixed(
+            long step,
+            ExchangePhase phase,
+            CudaMemory send,
+            long[] sendAt,
+            CudaMemory recv,
+            long[] recvAt) {
         try {
             int launched =
-                    backend.exchangeDevice(
-                            send, sendOffsets, fixedBytes, recv, recvOffsets, fixedBytes);
+                    backend.exchangeDevice(send, sendAt, fixedBytes, recv, recvAt, fixedBytes);
             if (NcclResults.isError(launched)) {
                 throw NcclResults.failure(
                         launched,

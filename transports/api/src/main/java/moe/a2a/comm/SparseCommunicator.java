@@ -262,6 +262,11 @@ public final class SparseCommunicator implements Communicator {
         reader.read(worldSegments, worldOffsets);
     }
 
+    /** The members' world ranks, ascending: member {@code i} is world rank {@code ranks()[i]}. */
+    public int[] ranks() {
+        return ranks.clone();
+    }
+
     /** The communicator of the members, beneath the world's view. */
     public Communicator members() {
         return members;
