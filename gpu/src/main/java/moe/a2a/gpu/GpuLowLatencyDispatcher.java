@@ -93,10 +93,9 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
      * dtype}; the experts get bf16 rows for bf16 tokens, fp32 rows otherwise ({@link
      * GpuDispatcher#expertDType}). Regions are laid out for every world rank; in a sparse group
      * those of the ranks left out stay as zeroed here, a count of 0, so nothing arrives from them.
-     *
-     * @throws IllegalArgumentException when a region row is not a multiple of 4 bytes (the headers'
-     *     ints must be aligned): {@code hidden} odd in a 2-byte dtype, or not a multiple of 4 with
-     *     FP8 dispatch
+     * Region rows of any size: where they leave a header off 4-byte alignment ({@code hidden} odd
+     * in a 2-byte dtype, or not a multiple of 4 with FP8 dispatch), {@code ll_group} reads its
+     * fields a byte at a time.
      */
     GpuLowLatencyDispatcher(
             DeviceGroup group,
@@ -109,15 +108,6 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
             CudaKernels kernels) {
         this.fp8 = dispatchDType == DispatchDType.FP8;
         this.regionRowBytes = regionRowBytes(hidden, dtype, dispatchDType);
-        if (regionRowBytes % Integer.BYTES != 0) {
-            throw new IllegalArgumentException(
-                    "hidden: "
-                            + hidden
-                            + " (expected: rows of a multiple of 4 bytes in the low-latency mode on"
-                            + " a GPU: even for "
-                            + dtype
-                            + " tokens, a multiple of 4 with FP8 dispatch)");
-        }
         this.dtype = dtype;
         this.group = group;
         this.kernels = kernels;

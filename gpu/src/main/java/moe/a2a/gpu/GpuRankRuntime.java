@@ -50,14 +50,13 @@ import org.slf4j.LoggerFactory;
  * host with the routing, and the pairs it drops are in no index list; so do layers with a shared
  * expert, its MLP on a stream of its own beside the exchange ({@link GpuSharedExpert}).
  *
- * <p>The experts' weights are held once, in bf16 on the device. The low-latency steps the
- * fixed-size path does not take (rows not a multiple of 4 bytes: an odd hidden size in a 2-byte
- * dtype, or not a multiple of 4 with FP8 dispatch) run on the CPU {@link CpuRankRuntime} over the
- * same NCCL communicator (host-staged), which loads its fp32 copy of the weights on the first such
- * step, saying so in one line. A new placement's experts are uploaded on a stream of their own
- * while steps go on ({@link #stage}, off the rank's thread), sharing the weights of the experts the
- * rank keeps, and switched to between steps ({@link #install}). Routing (gate, top-k) runs on the
- * host in every case. Owned by the rank's thread, except {@link #stage}.
+ * <p>The experts' weights are held once, in bf16 on the device. Bound to a group that is not on
+ * NCCL (nor a sparse group over NCCL), the rank runs its steps on the CPU {@link CpuRankRuntime}
+ * over that group, which loads its fp32 copy of the weights on the first step, saying so in one
+ * line. A new placement's experts are uploaded on a stream of their own while steps go on ({@link
+ * #stage}, off the rank's thread), sharing the weights of the experts the rank keeps, and switched
+ * to between steps ({@link #install}). Routing (gate, top-k) runs on the host in every case. Owned
+ * by the rank's thread, except {@link #stage}.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
@@ -332,9 +331,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             int capacity,
             int lowLatencyTokens) {
         GpuLowLatencySteps fixed = lowLatency;
-        String hostPath = hostPathReason(dtype, lowLatencyTokens);
-        if (hostPath != null) {
-            return host(hostPath)
+        if (fixed == null) {
+            return host("steps of a group not on NCCL")
                     .step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
         }
         if (lowLatencyTokens > 0) {
@@ -349,31 +347,6 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             fixed.run(l, d, in, n, ids, w, lowLatencyTokens, placements[l]));
         }
         return step.run(layer, dtype, input, numTokens, routing, capacity, onDevice);
-    }
-
-    /**
-     * Why a step in {@code dtype} (low-latency when {@code lowLatencyTokens > 0}) cannot run on the
-     * device, or null when it can.
-     */
-    private @Nullable String hostPathReason(DType dtype, int lowLatencyTokens) {
-        if (dispatcher == null) {
-            return "steps of a group not on NCCL";
-        }
-        if (lowLatencyTokens == 0) {
-            return null;
-        }
-        if (GpuLowLatencyDispatcher.regionRowBytes(model.hidden(), dtype, model.dispatchDType())
-                        % Integer.BYTES
-                != 0) {
-            return "low-latency steps of "
-                    + dtype
-                    + " tokens dispatched as "
-                    + model.dispatchDType()
-                    + " at hidden size "
-                    + model.hidden()
-                    + " (rows not a multiple of 4 bytes)";
-        }
-        return null;
     }
 
     /**

@@ -21,11 +21,16 @@ import moe.a2a.kernels.DType;
  * GpuLowLatencySteps} twice, once captured and replayed as a CUDA graph and once enqueued call by
  * call, on the same seeded tokens; the two answers must be the same bits, the graph must really be
  * replaying, and the layer must match the scalar reference within the bf16 tolerance. Then both
- * ways are timed.
+ * ways are timed. The same again, untimed, for a layer with a gated shared expert, for a sparse
+ * group and for an odd hidden size.
  */
 final class LowLatencyGraphCheck {
     private static final int BOUND = 32;
     private static final int HIDDEN = 512;
+
+    /** Odd: bf16 rows of 1022 bytes, so most region headers sit off 4-byte alignment. */
+    private static final int ODD_HIDDEN = 511;
+
     private static final int FFN = 1024;
     private static final int EXPERTS = 8;
     private static final int TOP_K = 2;
@@ -44,12 +49,18 @@ final class LowLatencyGraphCheck {
          * A sparse group: world rank 0 of 2 serving without rank 1, every expert replicated on
          * both; its regions are laid out for both ranks, and the lost rank's stays empty.
          */
-        SPARSE(" of a sparse group (rank 1 of 2 lost)");
+        SPARSE(" of a sparse group (rank 1 of 2 lost)"),
+        /** An odd hidden size: {@code ll_group} reads the headers a byte at a time. */
+        ODD_ROWS(" at hidden size " + ODD_HIDDEN);
 
         final String label;
 
         Variant(String label) {
             this.label = label;
+        }
+
+        int hidden() {
+            return this == ODD_ROWS ? ODD_HIDDEN : HIDDEN;
         }
     }
 
@@ -63,11 +74,12 @@ final class LowLatencyGraphCheck {
     private static void check(
             NcclCommunicator comm, CudaKernels kernels, CheckTable table, Variant variant) {
         boolean withShared = variant == Variant.SHARED;
-        ModelConfig model = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1);
-        SeededWeights seeded = new SeededWeights(11, EXPERTS, HIDDEN, FFN, 1);
-        float[] gate = new float[HIDDEN];
+        int hidden = variant.hidden();
+        ModelConfig model = new ModelConfig(EXPERTS, hidden, FFN, TOP_K, 1);
+        SeededWeights seeded = new SeededWeights(11, EXPERTS, hidden, FFN, 1);
+        float[] gate = new float[hidden];
         SplittableRandom random = new SplittableRandom(5);
-        for (int c = 0; c < HIDDEN; c++) {
+        for (int c = 0; c < hidden; c++) {
             gate[c] = (float) random.nextDouble(-0.1, 0.1);
         }
         WeightSource weights =
@@ -75,7 +87,7 @@ final class LowLatencyGraphCheck {
                         ? new Bf16Weights(
                                 seeded,
                                 new SharedExpert(
-                                        new SeededWeights(12, EXPERTS, HIDDEN, FFN, 1).expert(0, 0),
+                                        new SeededWeights(12, EXPERTS, hidden, FFN, 1).expert(0, 0),
                                         gate))
                         : new Bf16Weights(seeded);
         Placement placement = variant == Variant.SPARSE ? sparsePlacement() : PLACEMENT;
@@ -100,13 +112,13 @@ final class LowLatencyGraphCheck {
             int differing = 0;
             double worst = 0;
             for (int i = 0; i < STEPS; i++) {
-                Step step = Step.random(random, BOUND - 3 * i);
+                Step step = Step.random(random, BOUND - 3 * i, hidden);
                 byte[] replayed = answer(graphs, step, placement);
                 byte[] plain = answer(enqueued, step, placement);
                 differing += Arrays.equals(replayed, plain) ? 0 : 1;
                 float[] expected =
                         reference.forward(0, step.x, step.tokens, TOP_K, step.ids, step.weights);
-                worst = Math.max(worst, worstOfTolerance(replayed, expected, step.tokens));
+                worst = Math.max(worst, worstOfTolerance(replayed, expected, step.tokens, hidden));
             }
             boolean replaying =
                     graphs.replays(0, BOUND, DType.BF16) && !enqueued.replays(0, BOUND, DType.BF16);
@@ -125,7 +137,7 @@ final class LowLatencyGraphCheck {
             if (variant != Variant.PLAIN) {
                 return;
             }
-            Step step = Step.random(random, 8);
+            Step step = Step.random(random, 8, hidden);
             double graphUs = medianUs(graphs, step, placement);
             double enqueuedUs = medianUs(enqueued, step, placement);
             table.row(
@@ -146,12 +158,13 @@ final class LowLatencyGraphCheck {
     }
 
     /** A step's seeded tokens (bf16 rows and their fp32 values) and distinct-expert routing. */
-    private record Step(ByteBuffer input, float[] x, int tokens, int[] ids, float[] weights) {
-        static Step random(SplittableRandom random, int tokens) {
+    private record Step(
+            ByteBuffer input, float[] x, int tokens, int hidden, int[] ids, float[] weights) {
+        static Step random(SplittableRandom random, int tokens, int hidden) {
             ByteBuffer input =
-                    ByteBuffer.allocateDirect(tokens * HIDDEN * Short.BYTES)
+                    ByteBuffer.allocateDirect(tokens * hidden * Short.BYTES)
                             .order(ByteOrder.LITTLE_ENDIAN);
-            float[] x = new float[tokens * HIDDEN];
+            float[] x = new float[tokens * hidden];
             for (int i = 0; i < x.length; i++) {
                 short b = DType.floatToBf16((float) random.nextDouble(-1, 1));
                 input.putShort(i * Short.BYTES, b);
@@ -167,7 +180,7 @@ final class LowLatencyGraphCheck {
                 weights[t * TOP_K] = w;
                 weights[t * TOP_K + 1] = 1 - w;
             }
-            return new Step(input, x, tokens, ids, weights);
+            return new Step(input, x, tokens, hidden, ids, weights);
         }
     }
 
@@ -186,7 +199,7 @@ final class LowLatencyGraphCheck {
 
     private static byte[] answer(GpuLowLatencySteps steps, Step step, Placement placement) {
         RankStep.Computed c = run(steps, step, placement);
-        byte[] out = new byte[step.tokens * HIDDEN * Short.BYTES];
+        byte[] out = new byte[step.tokens * step.hidden * Short.BYTES];
         c.output().get(0, out);
         return out;
     }
@@ -207,19 +220,19 @@ final class LowLatencyGraphCheck {
         return ns[TIMED / 2] / 1e3;
     }
 
-    private static double worstOfTolerance(byte[] bf16, float[] expected, int tokens) {
+    private static double worstOfTolerance(byte[] bf16, float[] expected, int tokens, int hidden) {
         ByteBuffer out = ByteBuffer.wrap(bf16).order(ByteOrder.LITTLE_ENDIAN);
         double worst = 0;
         for (int t = 0; t < tokens; t++) {
             double rowMax = 0;
-            for (int c = 0; c < HIDDEN; c++) {
-                rowMax = Math.max(rowMax, Math.abs(expected[t * HIDDEN + c]));
+            for (int c = 0; c < hidden; c++) {
+                rowMax = Math.max(rowMax, Math.abs(expected[t * hidden + c]));
             }
             // the answer is rounded to bf16 (2^-8 relative) on top of the experts' own error
             double tolerance = 0x1p-6 * rowMax + 1e-7;
-            for (int c = 0; c < HIDDEN; c++) {
-                float actual = DType.bf16ToFloat(out.getShort((t * HIDDEN + c) * Short.BYTES));
-                worst = Math.max(worst, Math.abs(actual - expected[t * HIDDEN + c]) / tolerance);
+            for (int c = 0; c < hidden; c++) {
+                float actual = DType.bf16ToFloat(out.getShort((t * hidden + c) * Short.BYTES));
+                worst = Math.max(worst, Math.abs(actual - expected[t * hidden + c]) / tolerance);
             }
         }
         return worst;

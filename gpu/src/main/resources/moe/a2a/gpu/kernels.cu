@@ -204,6 +204,18 @@ __device__ int block_exclusive_scan(int v, int* buf, int* total) {
     return inclusive - v;
 }
 
+// Header field i (little-endian int) at h: one load where it is 4-byte aligned, else four byte loads
+// (region rows of an odd number of 2-byte channels, or FP8 rows of a hidden size not a multiple of 4,
+// leave a header on any byte).
+__device__ __forceinline__ int header_int(const unsigned char* h, int i) {
+    const unsigned char* p = h + 4 * i;
+    if ((((unsigned long long) p) & 3ull) == 0) {
+        return *(const int*) p;
+    }
+    return (int) ((unsigned int) p[0] | ((unsigned int) p[1] << 8) | ((unsigned int) p[2] << 16)
+            | ((unsigned int) p[3] << 24));
+}
+
 // Low-latency grouping, read from the region headers that arrived with the rows, so that a captured
 // step needs no host round trip. Received row i = s * bound + r (source s, slot r) is valid when
 // r < s's count. Local slot e's rows sit at e * rows.. (rows = sources * bound, the most a slot can
@@ -225,11 +237,11 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
         int i = base + threadIdx.x;
         int n = 0;
         if (i < rows) {
-            const int* h = (const int*) (recv + (i / bound) * regionBytes + headerOffset);
+            const unsigned char* h = recv + (i / bound) * regionBytes + headerOffset;
             int r = i % bound;
-            if (r < h[0]) {
+            if (r < header_int(h, 0)) {
                 for (int q = 0; q < k; q++) {
-                    n += h[1 + r * k + q] >= 0 ? 1 : 0;
+                    n += header_int(h, 1 + r * k + q) >= 0 ? 1 : 0;
                 }
             }
         }
@@ -249,14 +261,14 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
             int i = base + threadIdx.x;
             int choice = -1;
             int before = 0;
-            const int* h = 0;
+            const unsigned char* h = 0;
             int r = 0;
             if (i < rows) {
-                h = (const int*) (recv + (i / bound) * regionBytes + headerOffset);
+                h = recv + (i / bound) * regionBytes + headerOffset;
                 r = i % bound;
-                if (r < h[0]) {
+                if (r < header_int(h, 0)) {
                     for (int q = 0; q < k; q++) {
-                        int slot = h[1 + r * k + q];
+                        int slot = header_int(h, 1 + r * k + q);
                         if (slot == e) {
                             choice = q;
                         } else if (slot >= 0 && slot < e) {
@@ -271,13 +283,13 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
                 groupIndex[e * rows + pos] = (i / bound) * regionRows + r;
                 int at = start[i] + before;
                 entryRow[at] = e * rows + pos;
-                entryWeight[at] = __int_as_float(h[1 + bound * k + r * k + choice]);
+                entryWeight[at] = __int_as_float(header_int(h, 1 + bound * k + r * k + choice));
             }
             taken += total;
         }
     }
     for (int s = threadIdx.x; s < sources; s += blockDim.x) {
-        received[s] = *(const int*) (recv + s * regionBytes + headerOffset);
+        received[s] = header_int(recv + s * regionBytes + headerOffset, 0);
     }
 }
 

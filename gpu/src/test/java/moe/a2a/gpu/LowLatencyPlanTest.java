@@ -33,10 +33,12 @@ import org.junit.jupiter.params.provider.CsvSource;
  * in-process group exchanging the same fixed-size regions as NCCL would. With identity experts the
  * output must be the CPU {@link Dispatcher}'s bit for bit, for tokens in every dtype (fp16 and fp32
  * rows widened to fp32 by the grouping), and the counts each rank reads from the headers the rows
- * it really got.
+ * it really got. An odd hidden size leaves the headers off 4-byte alignment, as the kernel allows.
  */
 class LowLatencyPlanTest {
+    /** The hidden size of the refusal's plan; the replays take theirs as a parameter. */
     private static final int HIDDEN = 24;
+
     private static final int EXPERTS = 12;
     private static final int TOP_K = 3;
 
@@ -48,21 +50,24 @@ class LowLatencyPlanTest {
      */
     @ParameterizedTest
     @CsvSource({
-        "1, 8, -1, false, BF16",
-        "3, 16, -1, false, BF16",
-        "4, 5, -1, false, BF16",
-        "4, 1, -1, false, BF16",
-        "3, 16, -1, true, BF16",
-        "3, 16, -1, false, FP16",
-        "4, 5, -1, true, FP16",
-        "3, 16, -1, false, FP32",
-        "4, 1, -1, true, FP32",
-        "3, 16, 1, false, BF16",
-        "4, 5, 0, true, FP16",
-        "3, 4, 2, false, FP32"
+        "1, 8, -1, false, BF16, 24",
+        "3, 16, -1, false, BF16, 24",
+        "4, 5, -1, false, BF16, 24",
+        "4, 1, -1, false, BF16, 24",
+        "3, 16, -1, true, BF16, 24",
+        "3, 16, -1, false, FP16, 24",
+        "4, 5, -1, true, FP16, 24",
+        "3, 16, -1, false, FP32, 24",
+        "4, 1, -1, true, FP32, 24",
+        "3, 16, 1, false, BF16, 24",
+        "4, 5, 0, true, FP16, 24",
+        "3, 4, 2, false, FP32, 24",
+        "3, 5, -1, false, BF16, 23",
+        "4, 3, -1, true, FP16, 23",
+        "3, 5, 1, false, BF16, 23"
     })
     void shouldReproduceCpuDispatchAndCombineBitForBit(
-            int n, int bound, int lost, boolean drops, DType dtype) throws Exception {
+            int n, int bound, int lost, boolean drops, DType dtype, int hidden) throws Exception {
         long seed = 300 + n * 7L + bound + 100L * dtype.ordinal() + 1000L * (lost + 1);
         int[] members = IntStream.range(0, n).filter(r -> r != lost).toArray();
         boolean[] lostRanks = new boolean[n];
@@ -82,8 +87,9 @@ class LowLatencyPlanTest {
                     SplittableRandom random = new SplittableRandom(seed * 31 + rank);
                     // one rank sends nothing, the others fewer than the bound or all of it
                     int tokens = rank == 1 ? 0 : bound - random.nextInt(Math.min(bound, 3));
-                    int rowBytes = HIDDEN * dtype.sizeBytes();
-                    ByteBuffer input = tokens(random, tokens, dtype, i -> random.nextDouble(-2, 2));
+                    int rowBytes = hidden * dtype.sizeBytes();
+                    ByteBuffer input =
+                            tokens(random, tokens, hidden, dtype, i -> random.nextDouble(-2, 2));
                     int[] ids = new int[tokens * TOP_K];
                     float[] weights = new float[tokens * TOP_K];
                     route(random, ids, weights);
@@ -103,10 +109,10 @@ class LowLatencyPlanTest {
                                             ? cpuComm
                                             : new SparseCommunicator(cpuComm, members, n),
                                     placement,
-                                    HIDDEN,
+                                    hidden,
                                     TOP_K);
                     DispatchResult result = cpu.dispatch(input, tokens, dtype, ids, weights);
-                    float[] cpuOut = identityCombine(cpu, result, tokens);
+                    float[] cpuOut = identityCombine(cpu, result, tokens, hidden, DType.FP32);
 
                     RegionExchange comm =
                             lost < 0
@@ -141,13 +147,13 @@ class LowLatencyPlanTest {
                                     ? KernelReplays.widen(
                                             KernelReplays.gatherRows(
                                                     recv, g.groupIndex, slots * rows, rowBytes),
-                                            slots * rows * HIDDEN)
+                                            slots * rows * hidden)
                                     : KernelReplays.widenRows(
-                                            recv, g.groupIndex, slots * rows, HIDDEN, dtype);
-                    float[] out = combine(comm, plan, g, expertOut, rows, dtype);
+                                            recv, g.groupIndex, slots * rows, hidden, dtype);
+                    float[] out = combine(comm, plan, g, expertOut, rows, hidden, dtype);
                     KernelReplays.assertSameBits(
-                            "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * HIDDEN);
-                    for (int i = tokens * HIDDEN; i < out.length; i++) {
+                            "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * hidden);
+                    for (int i = tokens * hidden; i < out.length; i++) {
                         assertThat(out[i]).as("rows past the step's tokens").isZero();
                     }
                     return null;
@@ -170,8 +176,8 @@ class LowLatencyPlanTest {
      * experts round to bf16 too), and the rest is as above.
      */
     @ParameterizedTest
-    @CsvSource({"3, 16, BF16", "4, 5, FP16", "1, 8, FP32"})
-    void shouldReproduceCpuFp8DispatchAndCombineBitForBit(int n, int bound, DType dtype)
+    @CsvSource({"3, 16, BF16, 24", "4, 5, FP16, 24", "1, 8, FP32, 24", "3, 5, BF16, 23"})
+    void shouldReproduceCpuFp8DispatchAndCombineBitForBit(int n, int bound, DType dtype, int hidden)
             throws Exception {
         long seed = 700 + n * 7L + bound + 100L * dtype.ordinal();
         Placement placement = withReplica(n);
@@ -182,12 +188,13 @@ class LowLatencyPlanTest {
                 rank -> {
                     SplittableRandom random = new SplittableRandom(seed * 31 + rank);
                     int tokens = rank == 1 ? 0 : bound - random.nextInt(Math.min(bound, 3));
-                    int rowBytes = HIDDEN * dtype.sizeBytes();
+                    int rowBytes = hidden * dtype.sizeBytes();
                     // magnitudes over 6 binades: the block scales differ within a row
                     ByteBuffer input =
                             tokens(
                                     random,
                                     tokens,
+                                    hidden,
                                     dtype,
                                     i -> random.nextGaussian() * Math.pow(2, i % 7 - 3));
                     int[] ids = new int[tokens * TOP_K];
@@ -197,19 +204,19 @@ class LowLatencyPlanTest {
                             new Dispatcher(
                                     cpuGroup.communicator(rank),
                                     placement,
-                                    HIDDEN,
+                                    hidden,
                                     TOP_K,
                                     DispatchDType.FP8);
                     DispatchResult result = cpu.dispatch(input, tokens, dtype, ids, weights);
                     DType experts = GpuDispatcher.expertDType(dtype);
-                    float[] cpuOut = identityCombine(cpu, result, tokens, experts);
+                    float[] cpuOut = identityCombine(cpu, result, tokens, hidden, experts);
 
                     Communicator local = simGroup.communicator(rank);
                     RegionExchange comm =
                             (step, phase, send, bytes) -> exchange(local, step, phase, send, bytes);
                     int regionRowBytes =
                             GpuLowLatencyDispatcher.regionRowBytes(
-                                    HIDDEN, dtype, DispatchDType.FP8);
+                                    hidden, dtype, DispatchDType.FP8);
                     LowLatencyPlan plan =
                             new LowLatencyPlan(placement, rank, TOP_K, bound, regionRowBytes);
                     int regionRows = plan.regionRows();
@@ -233,7 +240,7 @@ class LowLatencyPlanTest {
                                         plan.packOrder(), d * regionRows, d * regionRows + bound);
                         ByteBuffer quantized =
                                 KernelReplays.quantizeFp8Rows(
-                                        stagedTokens, slotsOfRegion, bound, HIDDEN, dtype);
+                                        stagedTokens, slotsOfRegion, bound, hidden, dtype);
                         send.put(
                                 d * regionRows * regionRowBytes,
                                 quantized,
@@ -249,23 +256,27 @@ class LowLatencyPlanTest {
                     Grouping g = llGroup(recv, regionRows, regionRowBytes, n, bound, slots);
                     ByteBuffer grouped =
                             KernelReplays.dequantizeFp8Rows(
-                                    recv, g.groupIndex, slots * rows, HIDDEN, experts);
+                                    recv, g.groupIndex, slots * rows, hidden, experts);
                     float[] expertOut =
-                            KernelReplays.widenRows(grouped, null, slots * rows, HIDDEN, experts);
-                    float[] out = combine(comm, plan, g, expertOut, rows, dtype);
+                            KernelReplays.widenRows(grouped, null, slots * rows, hidden, experts);
+                    float[] out = combine(comm, plan, g, expertOut, rows, hidden, dtype);
                     KernelReplays.assertSameBits(
-                            "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * HIDDEN);
+                            "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * hidden);
                     return null;
                 });
     }
 
     /** {@code count} seeded token rows in {@code dtype}, of {@code value(i)} for element i. */
     private static ByteBuffer tokens(
-            SplittableRandom random, int count, DType dtype, IntToDoubleFunction value) {
+            SplittableRandom random,
+            int count,
+            int hidden,
+            DType dtype,
+            IntToDoubleFunction value) {
         ByteBuffer input =
-                ByteBuffer.allocateDirect(Math.max(1, count * HIDDEN * dtype.sizeBytes()))
+                ByteBuffer.allocateDirect(Math.max(1, count * hidden * dtype.sizeBytes()))
                         .order(ByteOrder.LITTLE_ENDIAN);
-        float[] values = new float[count * HIDDEN];
+        float[] values = new float[count * hidden];
         for (int i = 0; i < values.length; i++) {
             values[i] = (float) value.applyAsDouble(i);
         }
@@ -294,19 +305,20 @@ class LowLatencyPlanTest {
             Grouping g,
             float[] expertOut,
             int rows,
+            int hidden,
             DType dtype) {
         ByteBuffer combineSend =
                 KernelReplays.weightedSum(
-                        expertOut, g.start, g.entryRow, g.entryWeight, rows, HIDDEN, dtype);
+                        expertOut, g.start, g.entryRow, g.entryWeight, rows, hidden, dtype);
         int bound = plan.bound();
         ByteBuffer combineRecv =
                 comm.run(
                         1,
                         ExchangePhase.COMBINE,
                         combineSend,
-                        (long) bound * HIDDEN * dtype.sizeBytes());
+                        (long) bound * hidden * dtype.sizeBytes());
         return KernelReplays.accumulate(
-                combineRecv, plan.returnedStart(), plan.returnedRows(), bound, HIDDEN, dtype);
+                combineRecv, plan.returnedStart(), plan.returnedRows(), bound, hidden, dtype);
     }
 
     /**
@@ -342,29 +354,27 @@ class LowLatencyPlanTest {
         return Placement.of(1, EXPERTS, rankExperts);
     }
 
-    /** The CPU path's combine with identity experts: each token's weighted sum of its own row. */
-    private static float[] identityCombine(Dispatcher cpu, DispatchResult result, int tokens) {
-        return identityCombine(cpu, result, tokens, DType.FP32);
-    }
-
-    /** With identity experts whose outputs are their inputs rounded to {@code experts}' dtype. */
+    /**
+     * The CPU path's combine with identity experts, whose outputs are their inputs rounded to
+     * {@code experts}' dtype: each token's weighted sum of its own row.
+     */
     private static float[] identityCombine(
-            Dispatcher cpu, DispatchResult result, int tokens, DType experts) {
-        FloatBuffer identity = FloatBuffer.allocate(Math.max(1, result.numExpertRows() * HIDDEN));
+            Dispatcher cpu, DispatchResult result, int tokens, int hidden, DType experts) {
+        FloatBuffer identity = FloatBuffer.allocate(Math.max(1, result.numExpertRows() * hidden));
         int at = 0;
         for (int slot = 0; slot < result.handle().localExperts(); slot++) {
-            result.gather(slot, identity, at * HIDDEN);
+            result.gather(slot, identity, at * hidden);
             at += result.handle().recvTokensPerLocalExpert(slot);
         }
-        for (int i = 0; i < at * HIDDEN; i++) {
+        for (int i = 0; i < at * hidden; i++) {
             identity.put(i, experts.round(identity.get(i)));
         }
         FloatBuffer out =
-                ByteBuffer.allocateDirect(Math.max(1, tokens * HIDDEN * Float.BYTES))
+                ByteBuffer.allocateDirect(Math.max(1, tokens * hidden * Float.BYTES))
                         .order(ByteOrder.nativeOrder())
                         .asFloatBuffer();
         cpu.combine(identity, result.handle(), out);
-        float[] values = new float[tokens * HIDDEN];
+        float[] values = new float[tokens * hidden];
         out.get(0, values);
         return values;
     }
