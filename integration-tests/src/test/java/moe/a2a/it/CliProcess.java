@@ -46,6 +46,7 @@ final class CliProcess implements AutoCloseable {
     static CliProcess moeA2a(Path dir, String name, List<String> jvmOptions, String... args)
             throws IOException {
         List<String> command = JvmOptions.childCommand("-Xmx1g");
+        command.addAll(ClassArchive.options());
         command.addAll(jvmOptions);
         command.addAll(List.of("-jar", jar()));
         command.addAll(List.of(args));
@@ -57,6 +58,7 @@ final class CliProcess implements AutoCloseable {
             throws IOException {
         List<String> command = new ArrayList<>(prefix);
         command.addAll(JvmOptions.childCommand("-Xmx1g"));
+        command.addAll(ClassArchive.options());
         command.addAll(List.of("-jar", jar()));
         command.addAll(List.of(args));
         return start(dir, name, command);
@@ -286,7 +288,7 @@ final class CliProcess implements AutoCloseable {
         }
     }
 
-    private static String jar() {
+    static String jar() {
         String jar = System.getProperty("moe.a2a.it.jar");
         if (jar == null || !Files.isRegularFile(Path.of(jar))) {
             throw new IllegalStateException(
