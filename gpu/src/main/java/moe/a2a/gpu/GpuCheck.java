@@ -97,6 +97,7 @@ public final class GpuCheck {
             RestagingCheck.run(comm, kernels, table);
             LowLatencyGraphCheck.run(comm, kernels, table);
             GpuTimings.run(comm, kernels, table);
+            ServedStepTiming.run(comm, device, table);
             NcclCollectivesCheck.run(new NcclCommunicator[] {comm}, table);
         } catch (RuntimeException e) {
             e.printStackTrace(System.err);

@@ -12,6 +12,7 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.nio.FloatBuffer;
+import java.nio.ShortBuffer;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.EnumSet;
@@ -557,8 +558,10 @@ public final class GpuExperts implements AutoCloseable {
         long bytes = (long) n * Short.BYTES;
         CudaMemory device = CudaMemory.device().ensure(bytes);
         try (ShortPointer host = new ShortPointer(n)) {
+            // through a buffer view: the pointer's own put is a native call an element
+            ShortBuffer bf16 = host.asBuffer();
             for (int i = 0; i < n; i++) {
-                host.put(i, DType.floatToBf16(weights.get(i)));
+                bf16.put(i, DType.floatToBf16(weights.get(i)));
             }
             CudaCheck.check(
                     stream == null
