@@ -24,6 +24,15 @@ public interface WeightSource {
     /** Loads expert {@code expert} of {@code layer}. */
     ExpertWeights expert(int layer, int expert);
 
+    /**
+     * Expert {@code expert} of {@code layer} as the source stores it in FP8 (E4M3 with block
+     * scales), or null when it does not: what a GPU rank can hold instead of bf16, at half the
+     * memory. {@link #expert} gives the same weights dequantized.
+     */
+    default @Nullable Fp8Expert fp8Expert(int layer, int expert) {
+        return null;
+    }
+
     /** The router weight of {@code layer}, {@code [E, H]} row-major. */
     float[] gate(int layer);
 

@@ -39,10 +39,10 @@ import org.jspecify.annotations.Nullable;
 /**
  * The data path's kernels ({@code kernels.cu}): pack and grouping (row gather), combine's weighted
  * sum and its accumulation at the source, SwiGLU's activation, the low-latency mode's grouping from
- * region headers, FP8 dispatch's quantization and dequantization, and the shared expert's (gated)
- * addition. Compiled once by NVRTC straight to CUBIN for this device's architecture (so the driver
- * never JIT-compiles PTX), loaded with the driver API, launched on the caller's stream. Owned by
- * one thread.
+ * region headers, FP8 dispatch's quantization and dequantization, the shared expert's (gated)
+ * addition, and weights held in FP8 made ready for a GEMM. Compiled once by NVRTC straight to CUBIN
+ * for this device's architecture (so the driver never JIT-compiles PTX), loaded with the driver
+ * API, launched on the caller's stream. Owned by one thread.
  */
 public final class CudaKernels implements AutoCloseable {
     /**
@@ -63,6 +63,7 @@ public final class CudaKernels implements AutoCloseable {
     private final CUfunc_st quantizeFp8;
     private final CUfunc_st dequantizeFp8;
     private final CUfunc_st addShared;
+    private final CUfunc_st fp8Weights;
     private final String arch;
 
     private CudaKernels(CUmod_st module, String arch) {
@@ -79,6 +80,7 @@ public final class CudaKernels implements AutoCloseable {
         this.quantizeFp8 = function(module, "quantize_fp8_rows");
         this.dequantizeFp8 = function(module, "dequantize_fp8_rows");
         this.addShared = function(module, "add_shared");
+        this.fp8Weights = function(module, "fp8_weights");
     }
 
     /** Compiles and loads the kernels for {@code device} (the current device of this thread). */
@@ -181,6 +183,33 @@ public final class CudaKernels implements AutoCloseable {
             DType dtype,
             CUstream_st stream) {
         rowsOf(widenRows, src, index, dst, hidden, rows, dtype, stream);
+    }
+
+    /**
+     * {@code out} = the {@code [rows, cols]} weight held in FP8 ({@code codes}, and one fp32 scale
+     * a {@code block × block} tile in {@code scales}), in {@code dtype} (bf16 or fp32): a
+     * projection's weights for its GEMM.
+     */
+    public void fp8Weights(
+            BytePointer codes,
+            BytePointer scales,
+            BytePointer out,
+            int rows,
+            int cols,
+            int block,
+            DType dtype,
+            CUstream_st stream) {
+        launch(
+                fp8Weights,
+                rows,
+                stream,
+                addr(codes),
+                addr(scales),
+                addr(out),
+                arg(rows),
+                arg(cols),
+                arg(block),
+                arg(code(dtype)));
     }
 
     /** One block per row of {@code rows}: the row kernels' shared signature. */

@@ -95,6 +95,7 @@ public final class GpuCheck {
             System.out.println("kernels compiled for " + kernels.arch());
             GpuCpuComparison.run(comm, kernels, table);
             RestagingCheck.run(comm, kernels, table);
+            Fp8HeldCheck.run(kernels, comm.stream(), table);
             LowLatencyGraphCheck.run(comm, kernels, table);
             GpuTimings.run(comm, kernels, table);
             ServedStepTiming.run(comm, device, table);

@@ -6,13 +6,8 @@ import static org.bytedeco.cuda.global.cublas.cublasCreate_v2;
 import static org.bytedeco.cuda.global.cublas.cublasDestroy_v2;
 import static org.bytedeco.cuda.global.cublas.cublasGetStatusString;
 import static org.bytedeco.cuda.global.cublas.cublasSetStream_v2;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
-import java.nio.FloatBuffer;
-import java.nio.ShortBuffer;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.EnumSet;
@@ -25,26 +20,28 @@ import java.util.function.IntFunction;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ExpertWeights;
+import moe.a2a.experts.Fp8Expert;
 import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cublas.cublasContext;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
-import org.bytedeco.javacpp.ShortPointer;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One rank's SwiGLU experts on the GPU: weights held once, in bf16 device memory, each projection
- * of every local expert as one {@code cublasGemmGroupedBatchedEx} call ({@link GroupedGemms}, fp32
+ * One rank's SwiGLU experts on the GPU: weights held once in device memory, each projection of
+ * every local expert as one {@code cublasGemmGroupedBatchedEx} call ({@link GroupedGemms}, fp32
  * accumulate and out) and the activation as one kernel over all rows; where the loaded cuBLAS does
  * not support those types in a grouped call, one {@code cublasGemmBatchedEx} a projection over rows
  * padded to the fullest slot ({@link PaddedGemms}). bf16 rows run bf16 GEMMs; fp32 rows (fp16 and
  * fp32 steps) run fp32 GEMMs ({@link ExpertMath}) on each projection's weights widened to fp32 in
- * scratch just before its call, so no fp32 copy is held. Row-major {@code [n, H]} activations are
- * column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM with {@code W} transposed.
+ * scratch just before its call, so no fp32 copy is held. Experts can instead be held as an FP8
+ * checkpoint stores them ({@link #heldInFp8}, half the memory): each projection is then made the
+ * GEMM's bf16 or fp32 weights in that scratch, for every step. Row-major {@code [n, H]} activations
+ * are column-major {@code [H, n]} to cuBLAS, so {@code X·Wᵀ} is one GEMM with {@code W} transposed.
  * Owned by one thread; runs on the stream passed to {@link #forward}.
  */
 public final class GpuExperts implements AutoCloseable {
@@ -57,6 +54,13 @@ public final class GpuExperts implements AutoCloseable {
     private final CudaMemory[] w1;
     private final CudaMemory[] w3;
     private final CudaMemory[] w2;
+
+    /**
+     * 0 when the projections are held in bf16; else the tile of the FP8 codes they are held as,
+     * each projection's codes followed by its tiles' fp32 scales ({@link
+     * ProjectionUploads#scalesAt}).
+     */
+    private final int fp8Block;
 
     /** The expert each slot holds, -1 where the slots came without ids (a shared expert). */
     private final int[] expertIds;
@@ -92,7 +96,9 @@ public final class GpuExperts implements AutoCloseable {
             CudaKernels kernels) {
         this(
                 placement.expertsOf(rank),
-                e -> weights.expert(layer, e),
+                new CudaMemory[placement.localExperts(rank)][],
+                Source.of(weights, layer, 0),
+                null,
                 weights.hidden(),
                 weights.ffn(),
                 tf32,
@@ -100,21 +106,73 @@ public final class GpuExperts implements AutoCloseable {
     }
 
     /**
+     * As {@link #GpuExperts(WeightSource, int, Placement, int, boolean, CudaKernels)}, the
+     * projections held as the source stores them in FP8 (half the memory of bf16): each one's codes
+     * are made the GEMM's weights in scratch ({@code fp8_weights}) just before its call, the same
+     * values as the bf16 ones held otherwise.
+     *
+     * @throws IllegalArgumentException when the source does not store its experts in FP8
+     */
+    public static GpuExperts heldInFp8(
+            WeightSource weights,
+            int layer,
+            Placement placement,
+            int rank,
+            boolean tf32,
+            CudaKernels kernels) {
+        int[] ids = placement.expertsOf(rank);
+        int block = ids.length == 0 ? 1 : stored(weights, layer, ids[0]).w1().block();
+        return new GpuExperts(
+                ids,
+                new CudaMemory[ids.length][],
+                Source.of(weights, layer, block),
+                null,
+                weights.hidden(),
+                weights.ffn(),
+                tf32,
+                kernels);
+    }
+
+    /** Where slots' experts come from: fp32 weights to round to bf16, or FP8 codes as stored. */
+    private record Source(
+            IntFunction<ExpertWeights> fp32, @Nullable IntFunction<Fp8Expert> fp8, int block) {
+        /** {@code layer}'s experts of {@code weights}, in FP8 of tile {@code block} unless 0. */
+        static Source of(WeightSource weights, int layer, int block) {
+            return new Source(
+                    e -> weights.expert(layer, e),
+                    block > 0 ? e -> stored(weights, layer, e) : null,
+                    block);
+        }
+    }
+
+    private static Fp8Expert stored(WeightSource weights, int layer, int expert) {
+        Fp8Expert e = weights.fp8Expert(layer, expert);
+        if (e == null) {
+            throw new IllegalArgumentException(
+                    "expert "
+                            + expert
+                            + " of layer "
+                            + layer
+                            + ": not stored in FP8 (expected: an FP8 checkpoint, to hold its"
+                            + " experts in FP8)");
+        }
+        return e;
+    }
+
+    /**
      * Loads the experts {@code slots} holds, one a slot, each {@code [ffn, hidden]} (a layer's
      * shared expert alone, say, of its own width); fp32 rows run TF32 GEMMs when {@code tf32}.
      */
     GpuExperts(ExpertWeights[] slots, int hidden, int ffn, boolean tf32, CudaKernels kernels) {
-        this(unknown(slots.length), s -> slots[s], hidden, ffn, tf32, kernels);
-    }
-
-    private GpuExperts(
-            int[] expertIds,
-            IntFunction<ExpertWeights> load,
-            int hidden,
-            int ffn,
-            boolean tf32,
-            CudaKernels kernels) {
-        this(expertIds, new CudaMemory[expertIds.length][], load, null, hidden, ffn, tf32, kernels);
+        this(
+                unknown(slots.length),
+                new CudaMemory[slots.length][],
+                new Source(s -> slots[s], null, 0),
+                null,
+                hidden,
+                ffn,
+                tf32,
+                kernels);
     }
 
     /** {@code n} slots of unknown experts. */
@@ -126,13 +184,14 @@ public final class GpuExperts implements AutoCloseable {
 
     /**
      * Slot {@code s} holds expert {@code expertIds[s]}: its projections {@code held[s]} when given
-     * (shared with the experts this is restaged from), else loaded by {@code load} (by expert id,
-     * or by slot where the ids are unknown) and uploaded, in order on {@code stream} when given.
+     * (shared with the experts this is restaged from), else loaded from {@code source} (by expert
+     * id, or by slot where the ids are unknown) and uploaded, in order on {@code stream} when
+     * given.
      */
     private GpuExperts(
             int[] expertIds,
             CudaMemory[][] held,
-            IntFunction<ExpertWeights> load,
+            Source source,
             @Nullable CUstream_st stream,
             int hidden,
             int ffn,
@@ -144,6 +203,7 @@ public final class GpuExperts implements AutoCloseable {
         this.tf32 = tf32;
         this.fp32Math = tf32 ? ExpertMath.TF32 : ExpertMath.FP32;
         this.expertIds = expertIds.clone();
+        this.fp8Block = source.block();
         int count = expertIds.length;
         w1 = new CudaMemory[count];
         w3 = new CudaMemory[count];
@@ -164,11 +224,20 @@ public final class GpuExperts implements AutoCloseable {
                     w2[s] = h[2];
                     continue;
                 }
-                ExpertWeights e = load.apply(expertIds[s] >= 0 ? expertIds[s] : s);
-                w1[s] = upload(e.w1(), stream);
-                w3[s] = upload(e.w3(), stream);
-                w2[s] = upload(e.w2(), stream);
-                loaded += 3L * hidden * ffn * Short.BYTES;
+                int id = expertIds[s] >= 0 ? expertIds[s] : s;
+                IntFunction<Fp8Expert> fp8 = source.fp8();
+                if (fp8 != null) {
+                    Fp8Expert e = fp8.apply(id);
+                    w1[s] = ProjectionUploads.fp8(e.w1(), stream);
+                    w3[s] = ProjectionUploads.fp8(e.w3(), stream);
+                    w2[s] = ProjectionUploads.fp8(e.w2(), stream);
+                } else {
+                    ExpertWeights e = source.fp32().apply(id);
+                    w1[s] = ProjectionUploads.bf16(e.w1(), stream);
+                    w3[s] = ProjectionUploads.bf16(e.w3(), stream);
+                    w2[s] = ProjectionUploads.bf16(e.w2(), stream);
+                }
+                loaded += w1[s].capacity() + w3[s].capacity() + w2[s].capacity();
             }
             check(cublasCreate_v2(handle), "cublasCreate");
         } catch (RuntimeException e) {
@@ -195,11 +264,12 @@ public final class GpuExperts implements AutoCloseable {
 
     /**
      * These experts as the slots {@code next} (expert ids) of another placement need them: the
-     * projections of experts held here are shared, the others loaded by {@code load} and uploaded
-     * in order on {@code stream}, which this waits for. Until one of the two is {@link #retire}d,
-     * both serve. Any thread whose current device is this one's.
+     * projections of experts held here are shared, the others loaded from {@code layer} of {@code
+     * weights}, held as these are (bf16 or FP8), and uploaded in order on {@code stream}, which
+     * this waits for. Until one of the two is {@link #retire}d, both serve. Any thread whose
+     * current device is this one's.
      */
-    GpuExperts restaged(int[] next, IntFunction<ExpertWeights> load, CUstream_st stream) {
+    GpuExperts restaged(int[] next, WeightSource weights, int layer, CUstream_st stream) {
         CudaMemory[][] held = new CudaMemory[next.length][];
         for (int s = 0; s < next.length; s++) {
             for (int h = 0; h < expertIds.length && held[s] == null; h++) {
@@ -208,7 +278,16 @@ public final class GpuExperts implements AutoCloseable {
                 }
             }
         }
-        GpuExperts restaged = new GpuExperts(next, held, load, stream, hidden, ffn, tf32, kernels);
+        GpuExperts restaged =
+                new GpuExperts(
+                        next,
+                        held,
+                        Source.of(weights, layer, fp8Block),
+                        stream,
+                        hidden,
+                        ffn,
+                        tf32,
+                        kernels);
         CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(weights)");
         return restaged;
     }
@@ -230,6 +309,14 @@ public final class GpuExperts implements AutoCloseable {
             }
         }
         release();
+    }
+
+    /**
+     * Device bytes of one expert's projections as held here (bf16, or FP8 codes and scales); 0
+     * without slots.
+     */
+    long bytesPerExpert() {
+        return w1.length == 0 ? 0 : w1[0].capacity() + w3[0].capacity() + w2[0].capacity();
     }
 
     /** Bytes uploaded to build these experts; those shared with the ones restaged from count 0. */
@@ -346,8 +433,8 @@ public final class GpuExperts implements AutoCloseable {
         scratch.gate.ensure(total * ffn * Float.BYTES);
         scratch.up.ensure(total * ffn * Float.BYTES);
         scratch.act.ensure(total * ffn * math.inputBytes());
-        if (math != ExpertMath.BF16) {
-            scratch.weights.ensure((long) w1.length * hidden * ffn * Float.BYTES);
+        if (staged(math)) {
+            scratch.weights.ensure((long) w1.length * hidden * ffn * math.inputBytes());
         }
         if (!ungrouped.contains(math)
                 && grouped(rows, math, rowsPerSlot, out, stream, scratch, total)) {
@@ -484,9 +571,17 @@ public final class GpuExperts implements AutoCloseable {
     }
 
     /**
-     * Widens one projection of every slot with rows into the scratch's weights, at its slot's
-     * place, for fp32 GEMMs; nothing for bf16 ones. On the stream, so the previous call has read
-     * what it overwrites.
+     * Whether {@code math}'s GEMMs read weights made in scratch rather than the ones held: the bf16
+     * ones widened for fp32 GEMMs, or FP8 ones made ready for any.
+     */
+    private boolean staged(ExpertMath math) {
+        return fp8Block > 0 || math != ExpertMath.BF16;
+    }
+
+    /**
+     * Makes one projection of every slot with rows the GEMM's weights in the scratch, at its slot's
+     * place, where {@code math} reads them from there ({@link #staged}); nothing otherwise. On the
+     * stream, so the previous call has read what it overwrites.
      */
     private void widen(
             ExpertMath math,
@@ -494,7 +589,7 @@ public final class GpuExperts implements AutoCloseable {
             int[] rowsPerSlot,
             Scratch scratch,
             CUstream_st stream) {
-        for (int s = 0; math != ExpertMath.BF16 && s < rowsPerSlot.length; s++) {
+        for (int s = 0; staged(math) && s < rowsPerSlot.length; s++) {
             if (rowsPerSlot[s] > 0) {
                 weights(math, projection, s, scratch, stream);
             }
@@ -502,37 +597,47 @@ public final class GpuExperts implements AutoCloseable {
     }
 
     /**
-     * Slot {@code s}'s weights of {@code projection} as {@code math} takes them: the bf16 ones
-     * held, or widened into the scratch at the slot's place.
+     * Slot {@code s}'s weights of {@code projection} made in the scratch at the slot's place, in
+     * {@code math}'s element type: the bf16 ones widened, or the FP8 ones dequantized.
      */
-    private BytePointer weights(
+    private void weights(
             ExpertMath math, CudaMemory[] projection, int s, Scratch scratch, CUstream_st stream) {
-        if (math == ExpertMath.BF16) {
-            return projection[s].at(0);
-        }
         long elements = (long) hidden * ffn;
-        BytePointer at = scratch.weights.at(s * elements * Float.BYTES);
-        kernels.bf16ToFp32(projection[s].at(0), at, elements, stream);
-        return at;
+        BytePointer at = scratch.weights.at(s * elements * math.inputBytes());
+        if (fp8Block == 0) {
+            kernels.bf16ToFp32(projection[s].at(0), at, elements, stream);
+            return;
+        }
+        int rows = projection == w2 ? hidden : ffn;
+        int cols = projection == w2 ? ffn : hidden;
+        kernels.fp8Weights(
+                projection[s].at(0),
+                projection[s].at(ProjectionUploads.scalesAt(rows, cols)),
+                at,
+                rows,
+                cols,
+                fp8Block,
+                math.elements(),
+                stream);
     }
 
     /**
      * Each projection's weights as {@code math}'s calls read them, by slot: the bf16 ones held, or
-     * for fp32 GEMMs the same widened slots for every projection, rewritten before each call.
+     * the same slots of the scratch for every projection, rewritten before each call.
      */
     private long[][] weightAddresses(ExpertMath math, Scratch scratch) {
-        if (math == ExpertMath.BF16) {
+        if (!staged(math)) {
             return new long[][] {w1Addresses, w3Addresses, w2Addresses};
         }
-        long[] widened = slotAddresses(scratch.weights);
-        return new long[][] {widened, widened, widened};
+        long[] made = slotAddresses(scratch.weights, math.inputBytes());
+        return new long[][] {made, made, made};
     }
 
-    /** Where each slot's widened weights sit in {@code weights}. */
-    private long[] slotAddresses(CudaMemory weights) {
+    /** Where each slot's weights made in {@code weights} sit, elements of {@code bytes}. */
+    private long[] slotAddresses(CudaMemory weights, int bytes) {
         long[] out = new long[w1.length];
         for (int s = 0; s < out.length; s++) {
-            out[s] = address(weights) + (long) s * hidden * ffn * Float.BYTES;
+            out[s] = address(weights) + (long) s * hidden * ffn * bytes;
         }
         return out;
     }
@@ -547,37 +652,6 @@ public final class GpuExperts implements AutoCloseable {
             out[i] = address(memory[i]);
         }
         return out;
-    }
-
-    /**
-     * fp32 weights rounded to bf16 (as DType does) and copied to the device once, in order on
-     * {@code stream} when given (the caller waits for it), else synchronously.
-     */
-    private static CudaMemory upload(FloatBuffer weights, @Nullable CUstream_st stream) {
-        int n = weights.capacity();
-        long bytes = (long) n * Short.BYTES;
-        CudaMemory device = CudaMemory.device().ensure(bytes);
-        try (ShortPointer host = new ShortPointer(n)) {
-            // through a buffer view: the pointer's own put is a native call an element
-            ShortBuffer bf16 = host.asBuffer();
-            for (int i = 0; i < n; i++) {
-                bf16.put(i, DType.floatToBf16(weights.get(i)));
-            }
-            CudaCheck.check(
-                    stream == null
-                            ? cudaMemcpy(device.at(0), host, bytes, cudaMemcpyHostToDevice)
-                            : cudaMemcpyAsync(
-                                    device.at(0), host, bytes, cudaMemcpyHostToDevice, stream),
-                    "cudaMemcpy(weights)");
-            if (stream != null) {
-                // the pageable source is freed on return
-                CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(weights)");
-            }
-        } catch (RuntimeException e) {
-            device.close();
-            throw e;
-        }
-        return device;
     }
 
     private static void check(int status, String call) {

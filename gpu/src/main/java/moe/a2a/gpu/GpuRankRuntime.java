@@ -98,6 +98,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final CUevent_st[] events = new CUevent_st[4];
     private @Nullable GpuDispatcher dispatcher;
     private @Nullable GpuLowLatencySteps lowLatency;
+
     private float[] out = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
@@ -105,8 +106,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private record Staged(Placement placement, GpuExperts device, @Nullable LayerSlots host) {}
 
     /**
-     * Loads {@code rank}'s experts on {@code device} (bf16, every layer); fp16 and fp32 steps run
-     * TF32 GEMMs when {@code tf32}, else fp32 ones.
+     * Loads {@code rank}'s experts on {@code device} (bf16, every layer; where the device has no
+     * room for them in bf16 and the source stores them in FP8, in FP8 instead, saying so in one log
+     * line); fp16 and fp32 steps run TF32 GEMMs when {@code tf32}, else fp32 ones.
      *
      * @throws OutOfDeviceMemoryException when the device cannot hold them, having freed what it
      *     took
@@ -138,11 +140,23 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         this.experts = new AtomicReferenceArray<>(model.layers());
         this.staged = new AtomicReferenceArray<>(model.layers());
         this.shared = new GpuSharedExpert[model.layers()];
+        boolean fp8 = false;
         try {
-            for (int layer = 0; layer < model.layers(); layer++) {
-                experts.set(layer, new GpuExperts(weights, layer, placement, rank, tf32, kernels));
-                SharedExpert s = weights.sharedExpert(layer);
-                shared[layer] = s == null ? null : new GpuSharedExpert(s, tf32, kernels);
+            try {
+                loadExperts(tf32, false);
+            } catch (OutOfDeviceMemoryException e) {
+                if (!storedInFp8()) {
+                    throw e;
+                }
+                freeExperts();
+                LOG.warn(
+                        "rank {}: GPU {} has no room for its experts in bf16 ({}): they are held in"
+                                + " FP8 as the checkpoint stores them, made bf16 for each GEMM",
+                        rank,
+                        device,
+                        e.getMessage());
+                loadExperts(tf32, true);
+                fp8 = true;
             }
             CudaCheck.check(
                     cudaStreamCreateWithFlags(uploads, cudaStreamNonBlocking),
@@ -157,13 +171,47 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         LOG.info(
                 "rank {} on GPU {}: {} local experts a layer over {} layers, {} MiB each, held once"
-                        + " on the device (bf16)",
+                        + " on the device ({})",
                 rank,
                 device,
                 placement.localExperts(rank),
                 model.layers(),
                 String.format(
-                        Locale.ROOT, "%.1f", weightMemory().deviceBytesPerExpert() / 1048576.0));
+                        Locale.ROOT, "%.1f", weightMemory().deviceBytesPerExpert() / 1048576.0),
+                fp8 ? "FP8 as stored" : "bf16");
+    }
+
+    /** Every layer's experts, bf16 or FP8 as {@code fp8} says, and shared experts in bf16. */
+    private void loadExperts(boolean tf32, boolean fp8) {
+        for (int layer = 0; layer < model.layers(); layer++) {
+            experts.set(
+                    layer,
+                    fp8
+                            ? GpuExperts.heldInFp8(weights, layer, placement, rank, tf32, kernels)
+                            : new GpuExperts(weights, layer, placement, rank, tf32, kernels));
+            SharedExpert s = weights.sharedExpert(layer);
+            shared[layer] = s == null ? null : new GpuSharedExpert(s, tf32, kernels);
+        }
+    }
+
+    /** Whether the source stores this rank's experts in FP8, which it can hold instead of bf16. */
+    private boolean storedInFp8() {
+        int[] ids = placement.expertsOf(rank);
+        return model.layers() > 0 && ids.length > 0 && weights.fp8Expert(0, ids[0]) != null;
+    }
+
+    /** Frees the experts loaded so far, for another try. */
+    private void freeExperts() {
+        for (int layer = 0; layer < model.layers(); layer++) {
+            GpuExperts e = experts.getAndSet(layer, null);
+            if (e != null) {
+                e.close();
+            }
+            if (shared[layer] != null) {
+                shared[layer].close();
+                shared[layer] = null;
+            }
+        }
     }
 
     @Override
@@ -201,8 +249,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         if (dropped != null) {
             dropped.device().retire(now);
         }
-        GpuExperts onDevice =
-                now.restaged(next.expertsOf(rank), e -> weights.expert(layer, e), uploads);
+        GpuExperts onDevice = now.restaged(next.expertsOf(rank), weights, layer, uploads);
         CpuRankRuntime h = host;
         LayerSlots onHost = h == null ? null : h.stage(layer, next);
         staged.set(layer, new Staged(next, onDevice, onHost));
@@ -219,14 +266,17 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     }
 
     /**
-     * bf16 projections on the device; on the host, the fp32 copy of the host path once a step
-     * loaded it.
+     * The projections on the device (bf16, or FP8 codes and scales); on the host, the fp32 copy of
+     * the host path once a step loaded it.
      */
     @Override
     public WeightMemory weightMemory() {
         CpuRankRuntime h = host;
+        GpuExperts first = model.layers() == 0 ? null : experts.get(0);
         return new WeightMemory(
-                3L * model.hidden() * model.ffn() * Short.BYTES,
+                first != null
+                        ? first.bytesPerExpert()
+                        : 3L * model.hidden() * model.ffn() * Short.BYTES,
                 h == null ? 0 : h.weightMemory().hostBytesPerExpert(),
                 WeightMemory.localExperts(this, rank, model.layers()));
     }
@@ -259,8 +309,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     }
 
     /**
-     * The host path, for the low-latency steps the device path does not take: loaded the first
-     * time, with every layer's current placement.
+     * The host path, for a group not on NCCL: loaded the first time, with every layer's current
+     * placement.
      */
     private CpuRankRuntime host(String why) {
         CpuRankRuntime h = host;

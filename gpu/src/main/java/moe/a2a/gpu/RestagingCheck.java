@@ -52,11 +52,11 @@ final class RestagingCheck {
                 "cudaStreamCreateWithFlags");
         try {
             GpuExperts kept = new GpuExperts(held, 0, first, 0, false, kernels);
-            GpuExperts shared = kept.restaged(reversed, e -> held.expert(0, e), uploads);
+            GpuExperts shared = kept.restaged(reversed, held, 0, uploads);
             kept.retire(shared);
             layer(comm, kernels, table, held, next, shared, "every expert kept", 0);
             GpuExperts named = new GpuExperts(unnamed, HIDDEN, FFN, false, kernels);
-            GpuExperts uploaded = named.restaged(reversed, e -> held.expert(0, e), uploads);
+            GpuExperts uploaded = named.restaged(reversed, held, 0, uploads);
             named.retire(uploaded);
             layer(
                     comm,

@@ -12,7 +12,6 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.SeededWeights;
-import moe.a2a.experts.WeightSource;
 import moe.a2a.kernels.DType;
 import moe.a2a.workload.BenchWorkload;
 
@@ -126,41 +125,13 @@ final class ServedStepTiming {
     }
 
     /** {@code experts} experts of one layer, every one the same seeded weights. */
-    private static final class OneExpert implements WeightSource {
-        private final int experts;
-        private final int hidden;
+    private static final class OneExpert extends OneLayerWeights {
         private final SeededWeights seeded;
         private ExpertWeights expert;
 
         OneExpert(int experts, int hidden) {
-            this.experts = experts;
-            this.hidden = hidden;
+            super(experts, hidden, FFN, "one seeded expert in every slot");
             this.seeded = new SeededWeights(3, 1, hidden, FFN, 1);
-        }
-
-        @Override
-        public int experts() {
-            return experts;
-        }
-
-        @Override
-        public int hidden() {
-            return hidden;
-        }
-
-        @Override
-        public int ffn() {
-            return FFN;
-        }
-
-        @Override
-        public int layers() {
-            return 1;
-        }
-
-        @Override
-        public DType dtype() {
-            return DType.FP32;
         }
 
         @Override
@@ -169,16 +140,6 @@ final class ServedStepTiming {
                 expert = seeded.expert(0, 0);
             }
             return expert;
-        }
-
-        @Override
-        public float[] gate(int layer) {
-            return new float[experts * hidden];
-        }
-
-        @Override
-        public String description() {
-            return "one seeded expert in every slot";
         }
     }
 }

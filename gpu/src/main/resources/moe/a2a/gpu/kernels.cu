@@ -404,6 +404,27 @@ extern "C" __global__ void dequantize_fp8_rows(const unsigned char* __restrict__
     }
 }
 
+// An expert's projection held in FP8 as the checkpoint stores it, for its GEMM: out[r][c] = code
+// [r][c]'s value times its block x block tile's scale (an fp32 product; a NaN code its own NaN), in
+// dtype (bf16 for the bf16 GEMMs, fp32 for the fp32 ones): bit for bit the weights the CPU path
+// dequantizes (E4m3.dequantize), rounded to bf16 as a GPU rank holding bf16 rounds them. One block
+// per row.
+extern "C" __global__ void fp8_weights(const unsigned char* __restrict__ codes,
+        const float* __restrict__ scales, unsigned char* __restrict__ out, int rows, int cols, int block,
+        int dtype) {
+    int r = blockIdx.x;
+    if (r >= rows) {
+        return;
+    }
+    const float* tiles = scales + (long long) (r / block) * ((cols + block - 1) / block);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        long long i = (long long) r * cols + c;
+        unsigned char q = codes[i];
+        float value = (q & 0x7fu) == 0x7fu ? e4m3_to_float(q) : __fmul_rn(e4m3_to_float(q), tiles[c / block]);
+        store_elem(out, i, value, dtype);
+    }
+}
+
 // A layer's shared expert into the combined output: out[t] += s[t], or, with a gate (Qwen2-MoE),
 // out[t] += sigmoid(gate · x[t]) * s[t], the dot product over the token (in the step's dtype) in
 // double. One block per token.

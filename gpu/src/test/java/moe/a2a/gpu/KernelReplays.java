@@ -225,6 +225,28 @@ final class KernelReplays {
         return dst;
     }
 
+    /**
+     * fp8_weights: the {@code [rows, cols]} weight in {@code dtype}, each code times its tile's
+     * scale, a NaN code its own NaN.
+     */
+    static ByteBuffer fp8Weights(
+            ByteBuffer codes, float[] scales, int rows, int cols, int block, DType dtype) {
+        ByteBuffer out =
+                ByteBuffer.allocateDirect(rows * cols * dtype.sizeBytes())
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        int tileCols = (cols + block - 1) / block;
+        for (int r = 0; r < rows; r++) {
+            for (int c = 0; c < cols; c++) {
+                int i = r * cols + c;
+                byte q = codes.get(i);
+                float scale = scales[(r / block) * tileCols + c / block];
+                float value = (q & 0x7f) == 0x7f ? e4m3ToFloat(q) : e4m3ToFloat(q) * scale;
+                store(out, i, value, dtype);
+            }
+        }
+        return out;
+    }
+
     /** load_elem: element {@code i} of {@code src} in {@code dtype}, as fp32. */
     private static float load(ByteBuffer src, int i, DType dtype) {
         return switch (dtype) {

@@ -16,8 +16,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import moe.a2a.dispatch.GateSpec;
-import moe.a2a.experts.Buffers;
 import moe.a2a.experts.ExpertWeights;
+import moe.a2a.experts.Fp8Expert;
+import moe.a2a.experts.Fp8Matrix;
 import moe.a2a.experts.SafetensorsFile;
 import moe.a2a.experts.SharedExpert;
 import moe.a2a.experts.WeightNaming;
@@ -295,14 +296,33 @@ public final class HfCheckpoint implements WeightSource, AutoCloseable {
 
     private FloatBuffer read(String name, int rows, int cols) {
         SafetensorsFile file = fileOf.get(name);
-        SafetensorsFile.TensorInfo info = file.require(name);
-        if (!info.dtypeName().equals("F8_E4M3")) {
+        if (!file.require(name).dtypeName().equals("F8_E4M3")) {
             return file.readFloats(name);
         }
+        return fp8(name, rows, cols).dequantized();
+    }
+
+    /** An FP8 weight's codes and block scales, as stored. */
+    private Fp8Matrix fp8(String name, int rows, int cols) {
+        SafetensorsFile file = fileOf.get(name);
         float[] scales = fileOf.get(scaleName(name)).readFloatArray(scaleName(name));
-        FloatBuffer out = Buffers.floats((long) rows * cols);
-        E4m3.dequantize(file.readRaw(info), scales, rows, cols, config.blockSize(), out);
-        return out;
+        return new Fp8Matrix(
+                file.readRaw(file.require(name)), scales, rows, cols, config.blockSize());
+    }
+
+    @Override
+    public @Nullable Fp8Expert fp8Expert(int layer, int expert) {
+        if (!format.startsWith("F8")) {
+            return null;
+        }
+        WeightNaming naming = config.architecture().naming();
+        int l = config.moeLayers()[layer];
+        return new Fp8Expert(
+                config.hidden(),
+                config.ffn(),
+                fp8(naming.w1(l, expert), config.ffn(), config.hidden()),
+                fp8(naming.w3(l, expert), config.ffn(), config.hidden()),
+                fp8(naming.w2(l, expert), config.hidden(), config.ffn()));
     }
 
     @Override

@@ -10,6 +10,8 @@ import java.nio.file.Path;
 import java.util.SplittableRandom;
 import moe.a2a.dispatch.GateSpec;
 import moe.a2a.experts.ExpertWeights;
+import moe.a2a.experts.Fp8Expert;
+import moe.a2a.experts.Fp8Matrix;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -79,6 +81,13 @@ class HfCheckpointTest {
                     assertDequantized(x.w1(), fp8[layer][e][0], scales[layer][e][0], I, H);
                     assertDequantized(x.w3(), fp8[layer][e][1], scales[layer][e][1], I, H);
                     assertDequantized(x.w2(), fp8[layer][e][2], scales[layer][e][2], H, I);
+                    // as stored, for a GPU rank that holds FP8
+                    Fp8Expert stored = checkpoint.fp8Expert(moe, e);
+                    assertStored(stored.w1(), fp8[layer][e][0], scales[layer][e][0], I, H);
+                    assertStored(stored.w3(), fp8[layer][e][1], scales[layer][e][1], I, H);
+                    assertStored(stored.w2(), fp8[layer][e][2], scales[layer][e][2], H, I);
+                    assertDequantized(
+                            stored.dequantized().w2(), fp8[layer][e][2], scales[layer][e][2], H, I);
                 }
                 assertThat(checkpoint.gate(moe)).containsExactly(gates[layer]);
                 assertThat(checkpoint.gateBias(moe)).containsExactly(biases[layer]);
@@ -130,6 +139,7 @@ class HfCheckpointTest {
             assertThat(checkpoint.gateSpec()).isEqualTo(GateSpec.MIXTRAL);
             assertThat(checkpoint.gateBias(0)).isNull();
             assertThat(checkpoint.weightFormat()).isEqualTo("BF16");
+            assertThat(checkpoint.fp8Expert(0, 0)).as("not stored in FP8").isNull();
             for (int e = 0; e < E; e++) {
                 float[] read = new float[H * I];
                 checkpoint.expert(1, e).w2().get(0, read);
@@ -302,6 +312,17 @@ class HfCheckpointTest {
             assertThat(read).containsExactly(down);
             assertThat(s.gate()).containsExactly(gate);
         }
+    }
+
+    private static void assertStored(
+            Fp8Matrix actual, byte[] fp8, float[] scales, int rows, int cols) {
+        assertThat(actual.rows()).isEqualTo(rows);
+        assertThat(actual.cols()).isEqualTo(cols);
+        assertThat(actual.block()).isEqualTo(BLOCK);
+        byte[] codes = new byte[rows * cols];
+        actual.codes().get(0, codes);
+        assertThat(codes).isEqualTo(fp8);
+        assertThat(actual.scales()).containsExactly(scales);
     }
 
     private static JsonObject deepSeekConfig() {

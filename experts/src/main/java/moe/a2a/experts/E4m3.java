@@ -1,4 +1,4 @@
-package moe.a2a.experts.hf;
+package moe.a2a.experts;
 
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
@@ -8,7 +8,7 @@ import java.nio.FloatBuffer;
  * infinities, {@code S.1111.111} is NaN) weights with block scales, as DeepSeek-V3 stores them: the
  * weight {@code [out, in]} times {@code weight_scale_inv[out / B][in / B]}. Stateless.
  */
-final class E4m3 {
+public final class E4m3 {
     private static final float[] VALUES = new float[256];
 
     static {
@@ -28,7 +28,7 @@ final class E4m3 {
 
     private E4m3() {}
 
-    static float toFloat(byte b) {
+    public static float toFloat(byte b) {
         return VALUES[b & 0xFF];
     }
 
@@ -36,7 +36,7 @@ final class E4m3 {
      * {@code [rows, cols]} E4M3 bytes times their blocks' scales ({@code [ceil(rows / B), ceil(cols
      * / B)]} fp32), into {@code out}.
      */
-    static void dequantize(
+    public static void dequantize(
             ByteBuffer weights, float[] scales, int rows, int cols, int block, FloatBuffer out) {
         int scaleCols = Math.ceilDiv(cols, block);
         for (int r = 0; r < rows; r++) {
