@@ -71,11 +71,6 @@ final class DeviceGroup {
         return nccl.stream();
     }
 
-    /** Whether some world rank is left out of the group. */
-    boolean sparse() {
-        return sparse != null;
-    }
-
     /**
      * {@link NcclCommunicator#enqueueAllToAllDevice} over buffers laid out for the world: world
      * rank {@code r}'s segment at {@code r * bytesPerPeer} in both. A sparse group exchanges its

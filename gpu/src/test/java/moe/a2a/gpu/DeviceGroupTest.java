@@ -36,8 +36,6 @@ class DeviceGroupTest {
         assertThat(sparse.rank()).isEqualTo(2);
         assertThat(sparse.size()).isEqualTo(3);
         assertThat(sparse.world().size()).isEqualTo(3);
-        assertThat(full.sparse()).isFalse();
-        assertThat(sparse.sparse()).isTrue();
         assertThat(full.offsets(100))
                 .as("every rank's segment where the world puts it")
                 .containsExactly(0, 100);
