@@ -405,10 +405,10 @@ extern "C" __global__ void dequantize_fp8_rows(const unsigned char* __restrict__
 }
 
 // An expert's projection held in FP8 as the checkpoint stores it, for its GEMM: out[r][c] = code
-// [r][c]'s value times its block x block tile's scale (an fp32 product; a NaN code its own NaN), in
-// dtype (bf16 for the bf16 GEMMs, fp32 for the fp32 ones): bit for bit the weights the CPU path
-// dequantizes (E4m3.dequantize), rounded to bf16 as a GPU rank holding bf16 rounds them. One block
-// per row.
+// [r][c]'s value times its block x block tile's scale (an fp32 product; a NaN code its own NaN),
+// rounded to bf16 as a GPU rank holding bf16 rounds it, in dtype (bf16 for the bf16 GEMMs, fp32 for
+// the fp32 ones): bit for bit the weights the CPU path dequantizes (E4m3.dequantize) as the bf16
+// copy holds them, so both holdings compute alike in every dtype. One block per row.
 extern "C" __global__ void fp8_weights(const unsigned char* __restrict__ codes,
         const float* __restrict__ scales, unsigned char* __restrict__ out, int rows, int cols, int block,
         int dtype) {
@@ -421,7 +421,7 @@ extern "C" __global__ void fp8_weights(const unsigned char* __restrict__ codes,
         long long i = (long long) r * cols + c;
         unsigned char q = codes[i];
         float value = (q & 0x7fu) == 0x7fu ? e4m3_to_float(q) : __fmul_rn(e4m3_to_float(q), tiles[c / block]);
-        store_elem(out, i, value, dtype);
+        store_elem(out, i, bf16_to_float(float_to_bf16(value)), dtype);
     }
 }
 

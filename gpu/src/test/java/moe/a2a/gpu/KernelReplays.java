@@ -227,7 +227,7 @@ final class KernelReplays {
 
     /**
      * fp8_weights: the {@code [rows, cols]} weight in {@code dtype}, each code times its tile's
-     * scale, a NaN code its own NaN.
+     * scale (a NaN code its own NaN), rounded to bf16.
      */
     static ByteBuffer fp8Weights(
             ByteBuffer codes, float[] scales, int rows, int cols, int block, DType dtype) {
@@ -241,7 +241,7 @@ final class KernelReplays {
                 byte q = codes.get(i);
                 float scale = scales[(r / block) * tileCols + c / block];
                 float value = (q & 0x7f) == 0x7f ? e4m3ToFloat(q) : e4m3ToFloat(q) * scale;
-                store(out, i, value, dtype);
+                store(out, i, DType.bf16ToFloat(DType.floatToBf16(value)), dtype);
             }
         }
         return out;
