@@ -50,13 +50,14 @@ import org.slf4j.LoggerFactory;
  * host with the routing, and the pairs it drops are in no index list; so do layers with a shared
  * expert, its MLP on a stream of its own beside the exchange ({@link GpuSharedExpert}).
  *
- * <p>The experts' weights are held once, in bf16 on the device. Bound to a group that is not on
- * NCCL (nor a sparse group over NCCL), the rank runs its steps on the CPU {@link CpuRankRuntime}
- * over that group, which loads its fp32 copy of the weights on the first step, saying so in one
- * line. A new placement's experts are uploaded on a stream of their own while steps go on ({@link
- * #stage}, off the rank's thread), sharing the weights of the experts the rank keeps, and switched
- * to between steps ({@link #install}). Routing (gate, top-k) runs on the host in every case. Owned
- * by the rank's thread, except {@link #stage}.
+ * <p>The experts' weights are held once on the device, in bf16 (or as an FP8 checkpoint stores
+ * them, where the device has no room for bf16). Bound to a group that is not on NCCL (nor a sparse
+ * group over NCCL), the rank runs its steps on the CPU {@link CpuRankRuntime} over that group,
+ * which loads its fp32 copy of the weights on the first step, saying so in one line. A new
+ * placement's experts are uploaded on a stream of their own while steps go on ({@link #stage}, off
+ * the rank's thread), sharing the weights of the experts the rank keeps, and switched to between
+ * steps ({@link #install}). Routing (gate, top-k) runs on the host in every case. Owned by the
+ * rank's thread, except {@link #stage}.
  */
 public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuRankRuntime.class);
@@ -98,7 +99,6 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final CUevent_st[] events = new CUevent_st[4];
     private @Nullable GpuDispatcher dispatcher;
     private @Nullable GpuLowLatencySteps lowLatency;
-
     private float[] out = new float[0];
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
 
