@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The GPU machine check, from target/gpu-bundle (built by scripts/gpu-bundle.sh): no Java, no
 # network needed. Finds libcudart/libnccl from NVIDIA's Python wheels (or $MOE_A2A_CUDA_LIB_DIR /
-# $MOE_A2A_NCCL_LIB_DIR), then runs GpuCheck: probe, dispatch+combine on the GPU against the CPU
-# path, the layer with cuBLAS experts against the reference (and with a gated shared expert on its
-# own stream), FP8 dispatch against the CPU
-# quantizer and the reference, the low-latency step replayed as a
-# CUDA graph against the same step enqueued (and its time both ways), kernel and NCCL timings, and NCCL's
-# own collectives (ncclAllReduce for every dtype and op, ncclReduceScatter, ncclAllGather,
-# ncclBroadcast, grouped send/recv all-to-all and point-to-point) against a reference: at world
-# size 1, and across the GPUs (up to 8, one rank each) when there are two or more; then the served
-# path (GpuServedCheck: a control plane and a worker on nccl in one process, a client's answers in
-# bf16, fp16 and fp32, normal and low-latency, after a placement rollout, with FP8 dispatch and with
-# an expert capacity, against the reference). Prints a table last; exit 0 = every check passed, 1 =
-# one failed, 3 = no usable GPU.
+# $MOE_A2A_NCCL_LIB_DIR), then runs GpuCheck at world size 1: probe; dispatch + combine on the GPU
+# against the CPU path in bf16, fp16, fp32, with FP8 dispatch and with capacity drops; the layer
+# with cuBLAS experts (and a gated shared expert) against the reference; layers restaged for
+# another placement; experts held in FP8 against bf16; the low-latency step replayed as a CUDA
+# graph against the same step enqueued (plain, with a shared expert, as a sparse group, at an odd
+# hidden size) and its time both ways; kernel and NCCL timings and a served step's stages at the
+# prefill rank-0 shape; NCCL's own collectives against a reference (across the GPUs too, up to 8,
+# when there are two or more); then the served path (GpuServedCheck: a control plane and a worker on
+# nccl in one process, a client's answers checked in bf16, fp16 and fp32, normal and low-latency,
+# after a placement rollout, with FP8 dispatch, with an expert capacity, and for a checkpoint with a
+# gated shared expert). Prints each check's time as it ends, a table last, then the total time;
+# exit 0 = every check passed, 1 = one failed, 3 = no usable GPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bundle="${MOE_A2A_GPU_BUNDLE:-$root/target/gpu-bundle}"

@@ -2,18 +2,21 @@ package moe.a2a.gpu;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclUniqueId;
 
 /**
  * The GPU machine check ({@code scripts/gpu-check.sh}): probe; dispatch + combine on the GPU at
- * world size 1 (NCCL send/recv to itself) against the CPU path ({@link GpuCpuComparison}); the
- * low-latency step captured as a CUDA graph against the same step enqueued ({@link
- * LowLatencyGraphCheck}); kernel and NCCL timings ({@link GpuTimings}); NCCL's collectives against
- * a reference ({@link NcclCollectivesCheck}) at world size 1 and, with two or more GPUs, across
- * them. Prints a table last; exits 0 when every check passed, 1 when one failed, 3 without a usable
- * GPU.
+ * world size 1 (NCCL send/recv to itself) against the CPU path ({@link GpuCpuComparison}); layers
+ * restaged for another placement ({@link RestagingCheck}); experts held in FP8 against bf16 ({@link
+ * Fp8HeldCheck}); the low-latency step captured as a CUDA graph against the same step enqueued
+ * ({@link LowLatencyGraphCheck}); kernel and NCCL timings ({@link GpuTimings}); a served step's
+ * stages ({@link ServedStepTiming}); NCCL's collectives against a reference ({@link
+ * NcclCollectivesCheck}) at world size 1 and, with two or more GPUs, across them; then the checks
+ * passed in. Prints each check's time as it ends, a table last, and the total; exits 0 when every
+ * check passed, 1 when one failed, 3 without a usable GPU.
  */
 public final class GpuCheck {
     /** The most GPUs the multi-GPU collectives check puts in one group. */
@@ -53,6 +56,17 @@ public final class GpuCheck {
         return run(GpuLibraries.resolve(cuda, nccl), device, more);
     }
 
+    /** Runs {@code check} and prints how long it took, so a run shows where its time goes. */
+    private static void timed(String check, Runnable run) {
+        long start = System.nanoTime();
+        try {
+            run.run();
+        } finally {
+            System.out.printf(
+                    Locale.ROOT, "time: %s %.1f s%n", check, (System.nanoTime() - start) / 1e9);
+        }
+    }
+
     /**
      * The NCCL collectives again across {@code n} GPUs, one rank each (devices {@code 0..n-1}), so
      * that NCCL really reduces and moves data between ranks.
@@ -76,6 +90,7 @@ public final class GpuCheck {
     }
 
     static int run(GpuLibraries libraries, int device, List<DeviceCheck> more) {
+        long start = System.nanoTime();
         CheckTable table = new CheckTable();
         System.out.println("libraries: " + libraries.describe());
         GpuProbe.Result probe = GpuProbe.probe(libraries);
@@ -93,29 +108,34 @@ public final class GpuCheck {
                                 TimeUnit.SECONDS.toNanos(60));
                 CudaKernels kernels = CudaKernels.load(device)) {
             System.out.println("kernels compiled for " + kernels.arch());
-            GpuCpuComparison.run(comm, kernels, table);
-            RestagingCheck.run(comm, kernels, table);
-            Fp8HeldCheck.run(kernels, comm.stream(), table);
-            LowLatencyGraphCheck.run(comm, kernels, table);
-            GpuTimings.run(comm, kernels, table);
-            ServedStepTiming.run(comm, device, table);
-            NcclCollectivesCheck.run(new NcclCommunicator[] {comm}, table);
+            timed("GpuCpuComparison", () -> GpuCpuComparison.run(comm, kernels, table));
+            timed("RestagingCheck", () -> RestagingCheck.run(comm, kernels, table));
+            timed("Fp8HeldCheck", () -> Fp8HeldCheck.run(kernels, comm.stream(), table));
+            timed("LowLatencyGraphCheck", () -> LowLatencyGraphCheck.run(comm, kernels, table));
+            timed("GpuTimings", () -> GpuTimings.run(comm, kernels, table));
+            timed("ServedStepTiming", () -> ServedStepTiming.run(comm, device, table));
+            timed(
+                    "NcclCollectivesCheck",
+                    () -> NcclCollectivesCheck.run(new NcclCommunicator[] {comm}, table));
         } catch (RuntimeException e) {
             e.printStackTrace(System.err);
             table.row("run", "failed: " + e, false);
         }
         for (DeviceCheck check : more) {
             try {
-                check.run(device, table);
+                timed(check.getClass().getSimpleName(), () -> check.run(device, table));
             } catch (RuntimeException e) {
                 e.printStackTrace(System.err);
                 table.row(check.getClass().getSimpleName(), "failed: " + e, false);
             }
         }
         if (probe.devices() >= 2) {
-            multiGpuCollectives(Math.min(probe.devices(), MAX_RANKS), table);
+            int n = Math.min(probe.devices(), MAX_RANKS);
+            timed("NcclCollectivesCheck on " + n + " GPUs", () -> multiGpuCollectives(n, table));
         }
         table.print();
+        System.out.printf(
+                Locale.ROOT, "%ngpu-check took %.0f s%n", (System.nanoTime() - start) / 1e9);
         return table.failed() ? 1 : 0;
     }
 }
