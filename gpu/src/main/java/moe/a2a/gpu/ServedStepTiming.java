@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.dispatch.CapacityFilter;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.ModelConfig;
@@ -21,8 +22,9 @@ import moe.a2a.workload.BenchWorkload;
  * over the E / N experts rank 0 hosts there, each of DeepSeek-V3's FFN width, so the experts get
  * about the T × K rows rank 0 gets. World size 1: dispatch and combine run NCCL's send/recv to
  * itself, not across N ranks. Prints the step's stages from the rank's CUDA events, medians of a
- * few steps: moe-a2a's own time (dispatch, combine) beside the experts' grouped GEMMs. Every expert
- * holds the same seeded weights (values do not change the time; one is generated, not E / N).
+ * few steps: moe-a2a's own time (dispatch, combine) beside the experts' grouped GEMMs; it fails
+ * unless every one of the T × K pairs reached an expert. Every expert holds the same seeded weights
+ * (values do not change the time; one is generated, not E / N).
  */
 final class ServedStepTiming {
     private static final int FFN = 2048;
@@ -75,6 +77,7 @@ final class ServedStepTiming {
                 }
             }
             long[][] ns = new long[4][STEPS];
+            long routed = 0;
             for (int s = -WARMUP; s < STEPS; s++) {
                 RankStepResult r =
                         rank.step(
@@ -83,8 +86,9 @@ final class ServedStepTiming {
                                 input,
                                 tokens,
                                 new RoutingInput.TopK(ids, weights),
-                                0,
+                                CapacityFilter.UNLIMITED,
                                 0);
+                routed = Arrays.stream(r.tokensPerExpert()).sum();
                 if (s >= 0) {
                     ns[0][s] = r.dispatchNs();
                     ns[1][s] = r.expertNs();
@@ -111,7 +115,7 @@ final class ServedStepTiming {
                             combine,
                             100 * (dispatch + combine) / step,
                             STEPS),
-                    true);
+                    routed == (long) tokens * topK);
         } catch (RuntimeException e) {
             e.printStackTrace(System.err);
             table.row(what, "failed: " + e, false);
