@@ -15,6 +15,7 @@ import moe.a2a.comm.TransportProvider;
 import moe.a2a.comm.TransportReach;
 import moe.a2a.comm.Transports;
 import moe.a2a.control.security.TlsFiles;
+import moe.a2a.gpu.GpuRankOptions;
 import moe.a2a.kernels.RowKernels;
 import moe.a2a.metrics.MetricsEndpoint;
 import moe.a2a.worker.WorkerAgent;
@@ -117,6 +118,15 @@ final class WorkerCommand implements Callable<Integer> {
                             + " (10-bit mantissa products; default: fp32 math).")
     boolean tf32;
 
+    @Option(
+            names = "--fp8-experts",
+            description =
+                    "On nccl, hold an FP8 checkpoint's experts as stored (half the device memory of"
+                            + " bf16; each projection is made bf16-rounded weights in scratch before"
+                            + " its GEMM, every step). Without it they are held in FP8 only when"
+                            + " bf16 does not fit.")
+    boolean fp8Experts;
+
     @Mixin GpuOptions gpu;
 
     @Mixin ChannelOptions connection;
@@ -201,7 +211,7 @@ final class WorkerCommand implements Callable<Integer> {
                                     Duration.ofMillis(500),
                                     offer.deviceProbe(),
                                     Hosts.localName(),
-                                    tf32),
+                                    new GpuRankOptions(tf32, fp8Experts)),
                             planes.all(),
                             registry);
             // a requested stop is not a failure: leave the group, then exit 0

@@ -106,9 +106,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private record Staged(Placement placement, GpuExperts device, @Nullable LayerSlots host) {}
 
     /**
-     * Loads {@code rank}'s experts on {@code device} (bf16, every layer; where the device has no
-     * room for them in bf16 and the source stores them in FP8, in FP8 instead, saying so in one log
-     * line); fp16 and fp32 steps run TF32 GEMMs when {@code tf32}, else fp32 ones.
+     * Loads {@code rank}'s experts on {@code device}, every layer: in bf16, or as the source stores
+     * them in FP8 when {@code options} asks for it or the device has no room for bf16 (saying so in
+     * one log line); fp16 and fp32 steps run TF32 GEMMs when {@code options} allow, else fp32 ones.
      *
      * @throws OutOfDeviceMemoryException when the device cannot hold them, having freed what it
      *     took
@@ -119,7 +119,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             Placement placement,
             int rank,
             int device,
-            boolean tf32) {
+            GpuRankOptions options) {
         if (model.microBatches() != 1) {
             throw new IllegalArgumentException(
                     "micro-batches: "
@@ -140,12 +140,20 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         this.experts = new AtomicReferenceArray<>(model.layers());
         this.staged = new AtomicReferenceArray<>(model.layers());
         this.shared = new GpuSharedExpert[model.layers()];
-        boolean fp8 = false;
+        boolean tf32 = options.tf32();
+        boolean fp8 = options.fp8Experts() && storedInFp8();
+        if (options.fp8Experts() && !fp8) {
+            LOG.warn(
+                    "rank {}: FP8 experts asked for, but {} does not store them in FP8: they are"
+                            + " held in bf16",
+                    rank,
+                    weights.description());
+        }
         try {
             try {
-                loadExperts(tf32, false);
+                loadExperts(tf32, fp8);
             } catch (OutOfDeviceMemoryException e) {
-                if (!storedInFp8()) {
+                if (fp8 || !storedInFp8()) {
                     throw e;
                 }
                 freeExperts();

@@ -57,7 +57,7 @@ final class ServedStepTiming {
                         Placement.contiguous(experts, 1),
                         0,
                         device,
-                        false)) {
+                        GpuRankOptions.DEFAULT)) {
             rank.rebind(comm);
             SplittableRandom random = new SplittableRandom(7);
             ByteBuffer input =

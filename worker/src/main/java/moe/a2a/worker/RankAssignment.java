@@ -12,6 +12,7 @@ import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankRuntime;
 import moe.a2a.experts.WeightMemory;
 import moe.a2a.experts.WeightSource;
+import moe.a2a.gpu.GpuRankOptions;
 import moe.a2a.gpu.GpuRankRuntime;
 import moe.a2a.gpu.OutOfDeviceMemoryException;
 import moe.a2a.metrics.StepMetrics;
@@ -35,7 +36,7 @@ final class RankAssignment {
     private final OfferedDataPlanes planes;
 
     /** Whether a GPU rank's fp32 GEMMs may run on TF32 tensor cores. */
-    private final boolean tf32;
+    private final GpuRankOptions gpu;
 
     private final MeterRegistry registry;
     private volatile int rank = -1;
@@ -47,9 +48,9 @@ final class RankAssignment {
      */
     private volatile LoadedRank loaded;
 
-    RankAssignment(OfferedDataPlanes planes, boolean tf32, MeterRegistry registry) {
+    RankAssignment(OfferedDataPlanes planes, GpuRankOptions gpu, MeterRegistry registry) {
         this.planes = planes;
-        this.tf32 = tf32;
+        this.gpu = gpu;
         this.registry = registry;
         new WeightMemoryMetrics(new LoadedWeights()).bindTo(registry);
     }
@@ -166,7 +167,7 @@ final class RankAssignment {
             ModelConfig model, WeightSource weights, Placement placement, int device) {
         if (device >= 0) {
             try {
-                return new GpuRankRuntime(model, weights, placement, rank, device, tf32);
+                return new GpuRankRuntime(model, weights, placement, rank, device, gpu);
             } catch (OutOfDeviceMemoryException e) {
                 LOG.warn(
                         "rank {}: GPU {} has no room for its experts ({}): the rank runs on the"

@@ -11,6 +11,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.DataPlane;
+import moe.a2a.gpu.GpuRankOptions;
 import moe.a2a.v1.ClusterServiceGrpc;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,8 +45,7 @@ public final class WorkerAgent implements AutoCloseable {
      * @param rejoinTimeout how long to keep trying to reach the control plane before giving up
      * @param gpuProbe the GPU probe's one line, sent along so a refusal can quote it
      * @param host this host's name, sent along for the control plane's messages
-     * @param tf32 whether a GPU rank's fp32 GEMMs (fp16 and fp32 steps) may run on TF32 tensor
-     *     cores; fp32 math otherwise
+     * @param gpu how a GPU rank computes (TF32 or not) and holds its experts (bf16 or FP8)
      */
     public record Settings(
             String workerId,
@@ -55,8 +55,8 @@ public final class WorkerAgent implements AutoCloseable {
             Duration heartbeatInterval,
             String gpuProbe,
             String host,
-            boolean tf32) {
-        /** Settings without a host name, fp32 math in fp32 GEMMs. */
+            GpuRankOptions gpu) {
+        /** Settings without a host name, a GPU rank's defaults ({@link GpuRankOptions#DEFAULT}). */
         public Settings(
                 String workerId,
                 int preferredRank,
@@ -72,7 +72,7 @@ public final class WorkerAgent implements AutoCloseable {
                     heartbeatInterval,
                     gpuProbe,
                     "",
-                    false);
+                    GpuRankOptions.DEFAULT);
         }
     }
 
@@ -98,7 +98,7 @@ public final class WorkerAgent implements AutoCloseable {
             MeterRegistry registry) {
         this.settings = settings;
         OfferedDataPlanes planes = new OfferedDataPlanes(dataPlanes);
-        this.assignment = new RankAssignment(planes, settings.tf32(), registry);
+        this.assignment = new RankAssignment(planes, settings.gpu(), registry);
         this.epochs = new GroupEpochs(planes, assignment);
         this.staging = new PlacementStaging(assignment);
         ControlMessageHandler handler = new ControlMessageHandler(assignment, epochs, staging);
