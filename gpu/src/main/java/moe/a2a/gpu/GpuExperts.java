@@ -94,15 +94,7 @@ public final class GpuExperts implements AutoCloseable {
             int rank,
             boolean tf32,
             CudaKernels kernels) {
-        this(
-                placement.expertsOf(rank),
-                new CudaMemory[placement.localExperts(rank)][],
-                Source.of(weights, layer, 0),
-                null,
-                weights.hidden(),
-                weights.ffn(),
-                tf32,
-                kernels);
+        this(weights, layer, placement.expertsOf(rank), 0, tf32, kernels);
     }
 
     /**
@@ -122,7 +114,21 @@ public final class GpuExperts implements AutoCloseable {
             CudaKernels kernels) {
         int[] ids = placement.expertsOf(rank);
         int block = ids.length == 0 ? 1 : stored(weights, layer, ids[0]).w1().block();
-        return new GpuExperts(
+        return new GpuExperts(weights, layer, ids, block, tf32, kernels);
+    }
+
+    /**
+     * Slot {@code s} holds expert {@code ids[s]} of {@code layer}, in FP8 of tile {@code block}
+     * unless 0.
+     */
+    private GpuExperts(
+            WeightSource weights,
+            int layer,
+            int[] ids,
+            int block,
+            boolean tf32,
+            CudaKernels kernels) {
+        this(
                 ids,
                 new CudaMemory[ids.length][],
                 Source.of(weights, layer, block),

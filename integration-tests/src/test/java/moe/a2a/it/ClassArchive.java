@@ -1,12 +1,10 @@
 package moe.a2a.it;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import moe.a2a.cli.JvmOptions;
 
 /**
@@ -35,52 +33,41 @@ final class ClassArchive {
             return List.of();
         }
         Path archive = Path.of(where);
-        Path log = archive.resolveSibling(archive.getFileName() + ".log");
+        List<String> command =
+                new ArrayList<>(
+                        JvmOptions.childCommand("-Xmx1g", "-XX:ArchiveClassesAtExit=" + archive));
+        command.addAll(
+                List.of(
+                        "-jar",
+                        CliProcess.jar(),
+                        "serve",
+                        "--plaintext",
+                        "--port",
+                        "0",
+                        "--metrics-port",
+                        "0",
+                        "--world-size",
+                        "2",
+                        "--experts",
+                        "8",
+                        "--hidden",
+                        "64",
+                        "--ffn",
+                        "64"));
         try {
             Files.deleteIfExists(archive);
             Files.createDirectories(archive.getParent());
-            List<String> command =
-                    new ArrayList<>(
-                            JvmOptions.childCommand(
-                                    "-Xmx1g", "-XX:ArchiveClassesAtExit=" + archive));
-            command.addAll(
-                    List.of(
-                            "-jar",
-                            CliProcess.jar(),
-                            "serve",
-                            "--plaintext",
-                            "--port",
-                            "0",
-                            "--metrics-port",
-                            "0",
-                            "--world-size",
-                            "2",
-                            "--experts",
-                            "8",
-                            "--hidden",
-                            "64",
-                            "--ffn",
-                            "64"));
-            Process training =
-                    new ProcessBuilder(command)
-                            .redirectErrorStream(true)
-                            .redirectOutput(log.toFile())
-                            .start();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (training.isAlive()
-                    && System.nanoTime() < deadline
-                    && !Files.readString(log, StandardCharsets.UTF_8).contains("serving on port")) {
-                Thread.sleep(20);
+            try (CliProcess training =
+                    CliProcess.start(archive.getParent(), "class-archive", command)) {
+                training.awaitServingPort(Duration.ofSeconds(60));
+                // the archive is written as the JVM exits
+                training.terminate();
+                training.awaitExit(Duration.ofSeconds(60));
             }
-            training.destroy();
-            if (!training.waitFor(60, TimeUnit.SECONDS)) {
-                training.destroyForcibly();
-                return List.of();
-            }
-        } catch (IOException e) {
-            return List.of();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            return List.of();
+        } catch (Exception | AssertionError e) {
             return List.of();
         }
         if (!Files.isRegularFile(archive)) {
