@@ -4,7 +4,7 @@
 NVRTC needs no device. libnvrtc comes from the JavaCPP CUDA 12.6 redistributable jar on Maven
 Central, read by HTTP range requests (two entries, about 63 MiB, not the jar's 2 GB) and cached
 under target/nvrtc. Prints NVRTC's log; exit 0 when the kernels compile and every kernel
-CudaKernels loads is in the CUBIN, 1 otherwise. Standard library only."""
+CudaKernels launches is in the CUBIN, 1 otherwise. Standard library only."""
 import ctypes
 import io
 import os
@@ -75,7 +75,8 @@ def main():
     with open(SOURCE, "rb") as f:
         source = f.read()
     with open(LOADER) as f:
-        kernels = sorted(set(re.findall(r'function\(module, "(\w+)"\)', f.read())))
+        # every string literal of CudaKernels is a kernel name it launches
+        kernels = sorted(set(re.findall(r'"(\w+)"', f.read())))
     program = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(program), source, b"kernels.cu", 0, None, None) != 0:
         print("check-kernels: nvrtcCreateProgram failed", file=sys.stderr)

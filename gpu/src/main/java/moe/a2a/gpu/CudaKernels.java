@@ -1,48 +1,19 @@
 package moe.a2a.gpu;
 
-import static org.bytedeco.cuda.global.cudart.cuLaunchKernel;
-import static org.bytedeco.cuda.global.cudart.cuModuleGetFunction;
-import static org.bytedeco.cuda.global.cudart.cuModuleLoadData;
-import static org.bytedeco.cuda.global.cudart.cuModuleUnload;
-import static org.bytedeco.cuda.global.cudart.cudaDevAttrComputeCapabilityMajor;
-import static org.bytedeco.cuda.global.cudart.cudaDevAttrComputeCapabilityMinor;
-import static org.bytedeco.cuda.global.cudart.cudaDeviceGetAttribute;
-import static org.bytedeco.cuda.global.cudart.cudaFree;
-import static org.bytedeco.cuda.global.nvrtc.NVRTC_SUCCESS;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcCompileProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcCreateProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcDestroyProgram;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBIN;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetCUBINSize;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetErrorString;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLog;
-import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLogSize;
-
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import moe.a2a.comm.A2aException;
 import moe.a2a.kernels.DType;
-import org.bytedeco.cuda.cudart.CUfunc_st;
-import org.bytedeco.cuda.cudart.CUmod_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
-import org.bytedeco.cuda.nvrtc._nvrtcProgram;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.IntPointer;
 import org.bytedeco.javacpp.LongPointer;
-import org.bytedeco.javacpp.Pointer;
-import org.bytedeco.javacpp.PointerPointer;
-import org.bytedeco.javacpp.SizeTPointer;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The data path's kernels ({@code kernels.cu}): pack and grouping (row gather), combine's weighted
  * sum and its accumulation at the source, SwiGLU's activation, the low-latency mode's grouping from
  * region headers, FP8 dispatch's quantization and dequantization, the shared expert's (gated)
- * addition, and weights held in FP8 made ready for a GEMM. Compiled once by NVRTC straight to CUBIN
- * for this device's architecture (so the driver never JIT-compiles PTX), loaded with the driver
- * API, launched on the caller's stream. Owned by one thread.
+ * addition, and weights held in FP8 made ready for a GEMM: each launched on the caller's stream
+ * with its grid and arguments laid out here ({@link KernelModule} runs them on the device). Owned
+ * by one thread.
  */
 public final class CudaKernels implements AutoCloseable {
     /**
@@ -51,60 +22,20 @@ public final class CudaKernels implements AutoCloseable {
      */
     static final int THREADS = 256;
 
-    private final CUmod_st module;
-    private final CUfunc_st gatherRows;
-    private final CUfunc_st weightedSum;
-    private final CUfunc_st accumulate;
-    private final CUfunc_st siluMul;
-    private final CUfunc_st siluMulFp32;
-    private final CUfunc_st widen;
-    private final CUfunc_st widenRows;
-    private final CUfunc_st llGroup;
-    private final CUfunc_st quantizeFp8;
-    private final CUfunc_st dequantizeFp8;
-    private final CUfunc_st addShared;
-    private final CUfunc_st fp8Weights;
-    private final String arch;
+    private final KernelLauncher launcher;
 
-    private CudaKernels(CUmod_st module, String arch) {
-        this.module = module;
-        this.arch = arch;
-        this.gatherRows = function(module, "gather_rows");
-        this.weightedSum = function(module, "weighted_sum");
-        this.accumulate = function(module, "accumulate");
-        this.siluMul = function(module, "silu_mul_bf16");
-        this.siluMulFp32 = function(module, "silu_mul_fp32");
-        this.widen = function(module, "bf16_to_fp32");
-        this.widenRows = function(module, "widen_rows");
-        this.llGroup = function(module, "ll_group");
-        this.quantizeFp8 = function(module, "quantize_fp8_rows");
-        this.dequantizeFp8 = function(module, "dequantize_fp8_rows");
-        this.addShared = function(module, "add_shared");
-        this.fp8Weights = function(module, "fp8_weights");
+    CudaKernels(KernelLauncher launcher) {
+        this.launcher = launcher;
     }
 
     /** Compiles and loads the kernels for {@code device} (the current device of this thread). */
     public static CudaKernels load(int device) {
-        int[] major = new int[1];
-        int[] minor = new int[1];
-        CudaCheck.check(
-                cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device),
-                "cudaDeviceGetAttribute");
-        CudaCheck.check(
-                cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device),
-                "cudaDeviceGetAttribute");
-        String arch = "sm_" + major[0] + minor[0];
-        // The runtime makes the device's primary context current; the driver calls below use it.
-        CudaCheck.check(cudaFree(new Pointer()), "cudaFree(NULL)");
-        byte[] cubin = compile(source(), arch);
-        CUmod_st module = new CUmod_st();
-        driver(cuModuleLoadData(module, new BytePointer(cubin)), "cuModuleLoadData");
-        return new CudaKernels(module, arch);
+        return new CudaKernels(KernelModule.load(device));
     }
 
     /** The architecture the kernels were compiled for, e.g. {@code sm_90}. */
     public String arch() {
-        return arch;
+        return launcher.arch();
     }
 
     /** {@code dst[r] = src[index[r]]} for {@code rows} rows of {@code rowBytes}. */
@@ -116,8 +47,8 @@ public final class CudaKernels implements AutoCloseable {
             int rows,
             CUstream_st stream) {
         if (rows > 0) {
-            launch(
-                    gatherRows,
+            launcher.launch(
+                    "gather_rows",
                     rows,
                     stream,
                     addr(src),
@@ -152,7 +83,7 @@ public final class CudaKernels implements AutoCloseable {
             int rows,
             DType dtype,
             CUstream_st stream) {
-        rowsOf(quantizeFp8, src, index, dst, hidden, rows, dtype, stream);
+        rowsOf("quantize_fp8_rows", src, index, dst, hidden, rows, dtype, stream);
     }
 
     /**
@@ -167,7 +98,7 @@ public final class CudaKernels implements AutoCloseable {
             int rows,
             DType dtype,
             CUstream_st stream) {
-        rowsOf(dequantizeFp8, src, index, dst, hidden, rows, dtype, stream);
+        rowsOf("dequantize_fp8_rows", src, index, dst, hidden, rows, dtype, stream);
     }
 
     /**
@@ -182,7 +113,7 @@ public final class CudaKernels implements AutoCloseable {
             int rows,
             DType dtype,
             CUstream_st stream) {
-        rowsOf(widenRows, src, index, dst, hidden, rows, dtype, stream);
+        rowsOf("widen_rows", src, index, dst, hidden, rows, dtype, stream);
     }
 
     /**
@@ -199,8 +130,8 @@ public final class CudaKernels implements AutoCloseable {
             int block,
             DType dtype,
             CUstream_st stream) {
-        launch(
-                fp8Weights,
+        launcher.launch(
+                "fp8_weights",
                 rows,
                 stream,
                 addr(codes),
@@ -213,8 +144,8 @@ public final class CudaKernels implements AutoCloseable {
     }
 
     /** One block per row of {@code rows}: the row kernels' shared signature. */
-    private static void rowsOf(
-            CUfunc_st kernel,
+    private void rowsOf(
+            String kernel,
             BytePointer src,
             @Nullable BytePointer index,
             BytePointer dst,
@@ -223,7 +154,7 @@ public final class CudaKernels implements AutoCloseable {
             DType dtype,
             CUstream_st stream) {
         if (rows > 0) {
-            launch(
+            launcher.launch(
                     kernel,
                     rows,
                     stream,
@@ -251,8 +182,8 @@ public final class CudaKernels implements AutoCloseable {
             DType dtype,
             CUstream_st stream) {
         if (tokens > 0) {
-            launch(
-                    addShared,
+            launcher.launch(
+                    "add_shared",
                     tokens,
                     stream,
                     addr(shared),
@@ -280,8 +211,8 @@ public final class CudaKernels implements AutoCloseable {
             DType dtype,
             CUstream_st stream) {
         if (tokens > 0) {
-            launch(
-                    weightedSum,
+            launcher.launch(
+                    "weighted_sum",
                     tokens,
                     stream,
                     addr(expertOut),
@@ -306,8 +237,8 @@ public final class CudaKernels implements AutoCloseable {
             DType dtype,
             CUstream_st stream) {
         if (tokens > 0) {
-            launch(
-                    accumulate,
+            launcher.launch(
+                    "accumulate",
                     tokens,
                     stream,
                     addr(rows),
@@ -341,8 +272,8 @@ public final class CudaKernels implements AutoCloseable {
             BytePointer entryWeight,
             BytePointer received,
             CUstream_st stream) {
-        launch(
-                llGroup,
+        launcher.launch(
+                "ll_group",
                 1,
                 stream,
                 addr(recv),
@@ -373,8 +304,8 @@ public final class CudaKernels implements AutoCloseable {
             CUstream_st stream) {
         if (n > 0) {
             int blocks = (int) ((n + THREADS - 1) / THREADS);
-            launch(
-                    activation == DType.BF16 ? siluMul : siluMulFp32,
+            launcher.launch(
+                    activation == DType.BF16 ? "silu_mul_bf16" : "silu_mul_fp32",
                     blocks,
                     stream,
                     addr(gate),
@@ -388,29 +319,14 @@ public final class CudaKernels implements AutoCloseable {
     public void bf16ToFp32(BytePointer in, BytePointer out, long n, CUstream_st stream) {
         if (n > 0) {
             int blocks = (int) ((n + THREADS - 1) / THREADS);
-            launch(widen, blocks, stream, addr(in), addr(out), new LongPointer(1).put(n));
+            launcher.launch(
+                    "bf16_to_fp32", blocks, stream, addr(in), addr(out), new LongPointer(1).put(n));
         }
     }
 
     @Override
     public void close() {
-        cuModuleUnload(module);
-    }
-
-    /**
-     * Launches {@code blocks} blocks of {@link #THREADS}. cuLaunchKernel takes each argument by
-     * address, so every argument here is a one-element holder: an {@link IntPointer} or {@link
-     * LongPointer} for scalars, and a device address as a {@code LongPointer} ({@link #addr}).
-     */
-    private static void launch(
-            CUfunc_st function, int blocks, CUstream_st stream, Pointer... args) {
-        PointerPointer<Pointer> params = new PointerPointer<>(args.length);
-        for (int i = 0; i < args.length; i++) {
-            params.put(i, args[i]);
-        }
-        driver(
-                cuLaunchKernel(function, blocks, 1, 1, THREADS, 1, 1, 0, stream, params, null),
-                "cuLaunchKernel");
+        launcher.close();
     }
 
     /** A device address (with the pointer's byte offset applied) as a kernel argument. */
@@ -420,75 +336,5 @@ public final class CudaKernels implements AutoCloseable {
 
     private static IntPointer arg(int value) {
         return new IntPointer(1).put(value);
-    }
-
-    private static CUfunc_st function(CUmod_st module, String name) {
-        CUfunc_st f = new CUfunc_st();
-        driver(cuModuleGetFunction(f, module, name), "cuModuleGetFunction(" + name + ")");
-        return f;
-    }
-
-    private static byte[] compile(String source, String arch) {
-        _nvrtcProgram program = new _nvrtcProgram();
-        nvrtc(
-                nvrtcCreateProgram(
-                        program,
-                        new BytePointer(source),
-                        new BytePointer("kernels.cu"),
-                        0,
-                        (PointerPointer<?>) null,
-                        (PointerPointer<?>) null),
-                "nvrtcCreateProgram",
-                program);
-        try {
-            PointerPointer<BytePointer> options =
-                    new PointerPointer<>(
-                            "--gpu-architecture=" + arch, "--fmad=false", "--std=c++17");
-            int result = nvrtcCompileProgram(program, 3, options);
-            if (result != NVRTC_SUCCESS) {
-                SizeTPointer logSize = new SizeTPointer(1);
-                nvrtcGetProgramLogSize(program, logSize);
-                BytePointer log = new BytePointer(logSize.get());
-                nvrtcGetProgramLog(program, log);
-                throw new A2aException(
-                        "nvrtcCompileProgram("
-                                + arch
-                                + ") failed: "
-                                + nvrtcGetErrorString(result).getString()
-                                + "\n"
-                                + log.getString());
-            }
-            SizeTPointer size = new SizeTPointer(1);
-            nvrtc(nvrtcGetCUBINSize(program, size), "nvrtcGetCUBINSize", program);
-            byte[] cubin = new byte[(int) size.get()];
-            nvrtc(nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN", program);
-            return cubin;
-        } finally {
-            nvrtcDestroyProgram(program);
-        }
-    }
-
-    private static String source() {
-        try (InputStream in = CudaKernels.class.getResourceAsStream("kernels.cu")) {
-            if (in == null) {
-                throw new IllegalStateException("kernels.cu missing from the jar");
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    private static void nvrtc(int result, String call, _nvrtcProgram program) {
-        if (result != NVRTC_SUCCESS) {
-            throw new A2aException(call + " failed: " + nvrtcGetErrorString(result).getString());
-        }
-    }
-
-    private static void driver(int result, String call) {
-        if (result != 0) {
-            throw new A2aException(
-                    "cuda driver call failed: " + call + " returned CUresult " + result);
-        }
     }
 }

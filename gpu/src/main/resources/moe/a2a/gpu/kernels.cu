@@ -369,7 +369,11 @@ extern "C" __global__ void quantize_fp8_rows(const unsigned char* __restrict__ s
         __syncthreads();
         float multiplier = __fdiv_rn(448.0f, blockMax);
         for (int i = threadIdx.x; i < len; i += blockDim.x) {
-            d[start + i] = float_to_e4m3(__fmul_rn(load_elem(src, s + start + i, dtype), multiplier));
+            float v = load_elem(src, s + start + i, dtype);
+            // a NaN's code keeps its sign, as on the CPU: a GPU's product of a NaN is the canonical
+            // NaN, whose sign is +
+            d[start + i] = v != v ? (unsigned char) (((__float_as_uint(v) >> 24) & 0x80u) | 0x7fu)
+                    : float_to_e4m3(__fmul_rn(v, multiplier));
         }
         if (threadIdx.x == 0) {
             float scale = __fdiv_rn(blockMax, 448.0f);

@@ -16,8 +16,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * FP8 dispatch's kernels replayed in Java ({@link KernelReplays}) against the CPU path: the pack's
  * quantization must write the CPU quantizer's FP8 rows byte for byte, and the grouping's
  * dequantization the CPU path's values rounded to bf16, bit for bit, on rows full of the cases that
- * break rounding code (NaN, infinities, signed zeros, bf16 subnormals, values past 448 once scaled,
- * an all-zero block, a partial last block), from bf16, fp16 and fp32 tokens.
+ * break rounding code (NaN of either sign, infinities, signed zeros, bf16 subnormals, values past
+ * 448 once scaled, an all-zero block, a partial last block), from bf16, fp16 and fp32 tokens.
  */
 class Fp8KernelsTest {
     @ParameterizedTest
@@ -151,6 +151,7 @@ class Fp8KernelsTest {
                 case 3 -> (short) 0x8000; // -0
                 case 4 -> (short) 0x0001; // the smallest bf16 subnormal
                 case 5 -> (short) 0x8003;
+                case 6 -> (short) 0xffc1; // a negative NaN: its code keeps the sign
                 default -> DType.floatToBf16((float) random.nextGaussian());
             };
         }

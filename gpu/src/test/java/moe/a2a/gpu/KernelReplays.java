@@ -162,7 +162,8 @@ final class KernelReplays {
     /**
      * quantize_fp8_rows: {@code dst[r]} = the FP8 row of row {@code index[r]} (in {@code dtype});
      * per block of 128 channels the largest finite magnitude (at least 1e-4), codes of {@code x *
-     * (448 / amax)}, the scale {@code amax / 448} after the codes.
+     * (448 / amax)} (a NaN's code from {@code x}, keeping its sign), the scale {@code amax / 448}
+     * after the codes.
      */
     static ByteBuffer quantizeFp8Rows(
             ByteBuffer src, int[] index, int rows, int hidden, DType dtype) {
@@ -187,9 +188,12 @@ final class KernelReplays {
                 float blockMax = Math.max(m, 1e-4f);
                 float multiplier = 448f / blockMax;
                 for (int i = 0; i < len; i++) {
+                    float v = load(src, s + start + i, dtype);
                     dst.put(
                             d + start + i,
-                            floatToE4m3(load(src, s + start + i, dtype) * multiplier));
+                            v != v
+                                    ? (byte) (((Float.floatToRawIntBits(v) >>> 24) & 0x80) | 0x7f)
+                                    : floatToE4m3(v * multiplier));
                 }
                 dst.putFloat(d + hidden + 4 * b, blockMax / 448f);
             }
@@ -245,6 +249,78 @@ final class KernelReplays {
             }
         }
         return out;
+    }
+
+    /** What ll_group writes. */
+    record Grouping(
+            int[] groupIndex, int[] start, int[] entryRow, float[] entryWeight, int[] received) {}
+
+    /**
+     * ll_group: its block-wide exclusive scans are the running sums below, taken in the same row
+     * order, so every list is the kernel's.
+     */
+    static Grouping llGroup(
+            ByteBuffer recv,
+            int regionRows,
+            int rowBytes,
+            int sources,
+            int bound,
+            int k,
+            int slots) {
+        int rows = sources * bound;
+        int regionBytes = regionRows * rowBytes;
+        int headerOffset = bound * rowBytes;
+        int[] groupIndex = new int[Math.max(1, slots * rows)];
+        int[] start = new int[rows + 1];
+        int[] entryRow = new int[rows * k];
+        float[] entryWeight = new float[rows * k];
+        int[] received = new int[sources];
+        int carry = 0;
+        for (int i = 0; i < rows; i++) {
+            int h = (i / bound) * regionBytes + headerOffset;
+            int r = i % bound;
+            int count = 0;
+            if (r < recv.getInt(h)) {
+                for (int q = 0; q < k; q++) {
+                    count += recv.getInt(h + Integer.BYTES * (1 + r * k + q)) >= 0 ? 1 : 0;
+                }
+            }
+            start[i] = carry;
+            carry += count;
+        }
+        start[rows] = carry;
+        for (int e = 0; e < slots; e++) {
+            int taken = 0;
+            for (int i = 0; i < rows; i++) {
+                int h = (i / bound) * regionBytes + headerOffset;
+                int r = i % bound;
+                int choice = -1;
+                int before = 0;
+                if (r < recv.getInt(h)) {
+                    for (int q = 0; q < k; q++) {
+                        int slot = recv.getInt(h + Integer.BYTES * (1 + r * k + q));
+                        if (slot == e) {
+                            choice = q;
+                        } else if (slot >= 0 && slot < e) {
+                            before++;
+                        }
+                    }
+                }
+                if (choice >= 0) {
+                    groupIndex[e * rows + taken] = (i / bound) * regionRows + r;
+                    entryRow[start[i] + before] = e * rows + taken;
+                    entryWeight[start[i] + before] =
+                            Float.intBitsToFloat(
+                                    recv.getInt(
+                                            h + Integer.BYTES * (1 + bound * k + r * k + choice)));
+                    taken++;
+                }
+            }
+        }
+        for (int s = 0; s < sources; s++) {
+            received[s] = recv.getInt(s * regionBytes + headerOffset);
+        }
+        return new Grouping(groupIndex, start, entryRow, entryWeight, received);
     }
 
     /** load_elem: element {@code i} of {@code src} in {@code dtype}, as fp32. */

@@ -135,9 +135,11 @@ class LowLatencyPlanTest {
                     ByteBuffer recv =
                             comm.run(0, ExchangePhase.DISPATCH, send, (long) regionRows * rowBytes);
 
-                    Grouping g = llGroup(recv, regionRows, rowBytes, n, bound, slots);
+                    KernelReplays.Grouping g =
+                            KernelReplays.llGroup(
+                                    recv, regionRows, rowBytes, n, bound, TOP_K, slots);
                     for (int s = 0; s < n; s++) {
-                        assertThat((long) g.received[s])
+                        assertThat((long) g.received()[s])
                                 .as("rank %d's count from %d", rank, s)
                                 .isEqualTo(result.handle().recvRowsFrom(s));
                     }
@@ -146,10 +148,10 @@ class LowLatencyPlanTest {
                             dtype == DType.BF16
                                     ? KernelReplays.widen(
                                             KernelReplays.gatherRows(
-                                                    recv, g.groupIndex, slots * rows, rowBytes),
+                                                    recv, g.groupIndex(), slots * rows, rowBytes),
                                             slots * rows * hidden)
                                     : KernelReplays.widenRows(
-                                            recv, g.groupIndex, slots * rows, hidden, dtype);
+                                            recv, g.groupIndex(), slots * rows, hidden, dtype);
                     float[] out = combine(comm, plan, g, expertOut, rows, hidden, dtype);
                     KernelReplays.assertSameBits(
                             "seed=" + seed + " rank=" + rank, out, cpuOut, tokens * hidden);
@@ -253,10 +255,12 @@ class LowLatencyPlanTest {
                                     ExchangePhase.DISPATCH,
                                     send,
                                     (long) regionRows * regionRowBytes);
-                    Grouping g = llGroup(recv, regionRows, regionRowBytes, n, bound, slots);
+                    KernelReplays.Grouping g =
+                            KernelReplays.llGroup(
+                                    recv, regionRows, regionRowBytes, n, bound, TOP_K, slots);
                     ByteBuffer grouped =
                             KernelReplays.dequantizeFp8Rows(
-                                    recv, g.groupIndex, slots * rows, hidden, experts);
+                                    recv, g.groupIndex(), slots * rows, hidden, experts);
                     float[] expertOut =
                             KernelReplays.widenRows(grouped, null, slots * rows, hidden, experts);
                     float[] out = combine(comm, plan, g, expertOut, rows, hidden, dtype);
@@ -302,14 +306,14 @@ class LowLatencyPlanTest {
     private static float[] combine(
             RegionExchange comm,
             LowLatencyPlan plan,
-            Grouping g,
+            KernelReplays.Grouping g,
             float[] expertOut,
             int rows,
             int hidden,
             DType dtype) {
         ByteBuffer combineSend =
                 KernelReplays.weightedSum(
-                        expertOut, g.start, g.entryRow, g.entryWeight, rows, hidden, dtype);
+                        expertOut, g.start(), g.entryRow(), g.entryWeight(), rows, hidden, dtype);
         int bound = plan.bound();
         ByteBuffer combineRecv =
                 comm.run(
@@ -428,71 +432,5 @@ class LowLatencyPlanTest {
                         .order(ByteOrder.LITTLE_ENDIAN);
         comm.allToAllV(step, phase, send, counts, recv, counts.clone());
         return recv;
-    }
-
-    private record Grouping(
-            int[] groupIndex, int[] start, int[] entryRow, float[] entryWeight, int[] received) {}
-
-    /**
-     * ll_group: its block-wide exclusive scans are the running sums below, taken in the same row
-     * order, so every list is the kernel's.
-     */
-    private static Grouping llGroup(
-            ByteBuffer recv, int regionRows, int rowBytes, int sources, int bound, int slots) {
-        int rows = sources * bound;
-        int regionBytes = regionRows * rowBytes;
-        int headerOffset = bound * rowBytes;
-        int k = TOP_K;
-        int[] groupIndex = new int[Math.max(1, slots * rows)];
-        int[] start = new int[rows + 1];
-        int[] entryRow = new int[rows * k];
-        float[] entryWeight = new float[rows * k];
-        int[] received = new int[sources];
-        int carry = 0;
-        for (int i = 0; i < rows; i++) {
-            int h = (i / bound) * regionBytes + headerOffset;
-            int r = i % bound;
-            int count = 0;
-            if (r < recv.getInt(h)) {
-                for (int q = 0; q < k; q++) {
-                    count += recv.getInt(h + Integer.BYTES * (1 + r * k + q)) >= 0 ? 1 : 0;
-                }
-            }
-            start[i] = carry;
-            carry += count;
-        }
-        start[rows] = carry;
-        for (int e = 0; e < slots; e++) {
-            int taken = 0;
-            for (int i = 0; i < rows; i++) {
-                int h = (i / bound) * regionBytes + headerOffset;
-                int r = i % bound;
-                int choice = -1;
-                int before = 0;
-                if (r < recv.getInt(h)) {
-                    for (int q = 0; q < k; q++) {
-                        int slot = recv.getInt(h + Integer.BYTES * (1 + r * k + q));
-                        if (slot == e) {
-                            choice = q;
-                        } else if (slot >= 0 && slot < e) {
-                            before++;
-                        }
-                    }
-                }
-                if (choice >= 0) {
-                    groupIndex[e * rows + taken] = (i / bound) * regionRows + r;
-                    entryRow[start[i] + before] = e * rows + taken;
-                    entryWeight[start[i] + before] =
-                            Float.intBitsToFloat(
-                                    recv.getInt(
-                                            h + Integer.BYTES * (1 + bound * k + r * k + choice)));
-                    taken++;
-                }
-            }
-        }
-        for (int s = 0; s < sources; s++) {
-            received[s] = recv.getInt(s * regionBytes + headerOffset);
-        }
-        return new Grouping(groupIndex, start, entryRow, entryWeight, received);
     }
 }
