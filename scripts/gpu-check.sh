@@ -12,6 +12,7 @@
 # nccl in one process, a client's answers checked in bf16, fp16 and fp32, normal and low-latency,
 # after a placement rollout, with FP8 dispatch, with an expert capacity, and for a checkpoint with a
 # gated shared expert). Prints each check's time as it ends, a table last, then the total time;
+# a check that throws is a failed row and the others still run.
 # exit 0 = every check passed, 1 = one failed, 3 = no usable GPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -8,9 +8,15 @@ public final class CheckTable {
     private final List<String[]> rows = new ArrayList<>();
     private boolean failed;
 
-    /** Adds a row: {@code check} passed ({@code ok}) or failed, with what it found. */
+    /**
+     * Adds a row: {@code check} passed ({@code ok}) or failed, with what it found (on one line,
+     * pipes escaped, so an error with a compiler's log keeps the table whole).
+     */
     public void row(String check, String result, boolean ok) {
-        rows.add(new String[] {check, result, ok ? "ok" : "FAIL"});
+        rows.add(
+                new String[] {
+                    check, result.replace("\n", " ").replace("|", "\\|"), ok ? "ok" : "FAIL"
+                });
         failed |= !ok;
         System.out.println((ok ? "ok   " : "FAIL ") + check + ": " + result);
     }

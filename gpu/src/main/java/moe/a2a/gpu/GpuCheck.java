@@ -15,8 +15,9 @@ import moe.a2a.comm.nccl.NcclUniqueId;
  * ({@link LowLatencyGraphCheck}); kernel and NCCL timings ({@link GpuTimings}); a served step's
  * stages ({@link ServedStepTiming}); NCCL's collectives against a reference ({@link
  * NcclCollectivesCheck}) at world size 1 and, with two or more GPUs, across them; then the checks
- * passed in. Prints each check's time as it ends, a table last, and the total; exits 0 when every
- * check passed, 1 when one failed, 3 without a usable GPU.
+ * passed in. A check that throws is a failed row, and the others still run. Prints each check's
+ * time as it ends, a table last, and the total; exits 0 when every check passed, 1 when one failed,
+ * 3 without a usable GPU.
  */
 public final class GpuCheck {
     /** The most GPUs the multi-GPU collectives check puts in one group. */
@@ -56,11 +57,18 @@ public final class GpuCheck {
         return run(GpuLibraries.resolve(cuda, nccl), device, more);
     }
 
-    /** Runs {@code check} and prints how long it took, so a run shows where its time goes. */
-    private static void timed(String check, Runnable run) {
+    /**
+     * Runs {@code check} and prints how long it took, so a run shows where its time goes. A check
+     * that throws is a failed row and the next one still runs: a first run on a new machine shows
+     * every check's outcome, not only the first failure's.
+     */
+    static void timed(String check, CheckTable table, Runnable run) {
         long start = System.nanoTime();
         try {
             run.run();
+        } catch (RuntimeException | LinkageError | AssertionError e) {
+            e.printStackTrace(System.err);
+            table.row(check, "failed: " + e, false);
         } finally {
             System.out.printf(
                     Locale.ROOT, "time: %s %.1f s%n", check, (System.nanoTime() - start) / 1e9);
@@ -108,30 +116,33 @@ public final class GpuCheck {
                                 TimeUnit.SECONDS.toNanos(60));
                 CudaKernels kernels = CudaKernels.load(device)) {
             System.out.println("kernels compiled for " + kernels.arch());
-            timed("GpuCpuComparison", () -> GpuCpuComparison.run(comm, kernels, table));
-            timed("RestagingCheck", () -> RestagingCheck.run(comm, kernels, table));
-            timed("Fp8HeldCheck", () -> Fp8HeldCheck.run(kernels, comm.stream(), table));
-            timed("LowLatencyGraphCheck", () -> LowLatencyGraphCheck.run(comm, kernels, table));
-            timed("GpuTimings", () -> GpuTimings.run(comm, kernels, table));
-            timed("ServedStepTiming", () -> ServedStepTiming.run(comm, device, table));
+            timed("GpuCpuComparison", table, () -> GpuCpuComparison.run(comm, kernels, table));
+            timed("RestagingCheck", table, () -> RestagingCheck.run(comm, kernels, table));
+            timed("Fp8HeldCheck", table, () -> Fp8HeldCheck.run(kernels, comm.stream(), table));
+            timed(
+                    "LowLatencyGraphCheck",
+                    table,
+                    () -> LowLatencyGraphCheck.run(comm, kernels, table));
+            timed("GpuTimings", table, () -> GpuTimings.run(comm, kernels, table));
+            timed("ServedStepTiming", table, () -> ServedStepTiming.run(comm, device, table));
             timed(
                     "NcclCollectivesCheck",
+                    table,
                     () -> NcclCollectivesCheck.run(new NcclCommunicator[] {comm}, table));
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | LinkageError e) {
+            // the world-size-1 communicator or the kernels could not be made
             e.printStackTrace(System.err);
             table.row("run", "failed: " + e, false);
         }
         for (DeviceCheck check : more) {
-            try {
-                timed(check.getClass().getSimpleName(), () -> check.run(device, table));
-            } catch (RuntimeException e) {
-                e.printStackTrace(System.err);
-                table.row(check.getClass().getSimpleName(), "failed: " + e, false);
-            }
+            timed(check.getClass().getSimpleName(), table, () -> check.run(device, table));
         }
         if (probe.devices() >= 2) {
             int n = Math.min(probe.devices(), MAX_RANKS);
-            timed("NcclCollectivesCheck on " + n + " GPUs", () -> multiGpuCollectives(n, table));
+            timed(
+                    "NcclCollectivesCheck on " + n + " GPUs",
+                    table,
+                    () -> multiGpuCollectives(n, table));
         }
         table.print();
         System.out.printf(
