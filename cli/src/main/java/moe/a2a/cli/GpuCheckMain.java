@@ -10,7 +10,18 @@ import moe.a2a.gpu.GpuCheck;
 public final class GpuCheckMain {
     private GpuCheckMain() {}
 
+    /**
+     * Exits whatever escapes the checks (an {@link OutOfMemoryError}, say): a worker's thread left
+     * running must not keep the JVM, and the script, waiting.
+     */
     public static void main(String[] args) {
-        System.exit(GpuCheck.run(args, List.of(new GpuServedCheck())));
+        int code = 1;
+        try {
+            code = GpuCheck.run(args, List.of(new GpuServedCheck()));
+        } catch (Throwable e) {
+            e.printStackTrace(System.err);
+        } finally {
+            System.exit(code);
+        }
     }
 }

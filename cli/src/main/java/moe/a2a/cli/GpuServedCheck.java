@@ -313,7 +313,10 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                                 0,
                                 TensorCodec.tensor(dtype, tokens, HIDDEN, x),
                                 Tensors.topK(ids, w, TOP_K));
-                ForwardResponse response = stub.forward(request);
+                // a wedged step fails this cluster's row in a minute, not at the control plane's
+                // step timeout, which is several minutes of a device check's budget
+                ForwardResponse response =
+                        stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request);
                 if (check.checkable(response)) {
                     worst.ratio = Math.max(worst.ratio, check.worstRatio(request, response));
                     worst.answers++;

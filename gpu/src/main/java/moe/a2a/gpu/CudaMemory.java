@@ -5,11 +5,15 @@ import static org.bytedeco.cuda.global.cudart.cudaFree;
 import static org.bytedeco.cuda.global.cudart.cudaFreeHost;
 import static org.bytedeco.cuda.global.cudart.cudaMalloc;
 import static org.bytedeco.cuda.global.cudart.cudaMallocHost;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
+import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
+import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
 
 /**
  * Device memory ({@code cudaMalloc}) or pinned host memory ({@code cudaMallocHost}) that grows to
@@ -41,8 +45,8 @@ public final class CudaMemory implements AutoCloseable {
         if (bytes <= capacity) {
             return this;
         }
-        close();
         long size = Math.max(bytes, capacity * 2);
+        close();
         Pointer p = new Pointer();
         int error = host ? cudaMallocHost(p, size) : cudaMalloc(p, size);
         if (!host && error == cudaErrorMemoryAllocation) {
@@ -61,9 +65,45 @@ public final class CudaMemory implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Copies {@code bytes} of pageable host memory to the start of this device memory and waits
+     * until they have landed: {@code cudaMemcpy} returns once a pageable source is staged, before
+     * the last of its DMA ends, and kernels on a non-blocking stream do not wait for the legacy
+     * stream that copy runs on.
+     */
+    public void upload(Pointer source, long bytes, String what) {
+        CudaCheck.check(
+                cudaMemcpy(at(0), source, bytes, cudaMemcpyHostToDevice),
+                "cudaMemcpy(" + what + ")");
+        CudaCheck.check(
+                cudaStreamSynchronize(null), "cudaStreamSynchronize(legacy stream, " + what + ")");
+    }
+
     /** The address {@code offset} bytes in, for CUDA, cuBLAS and NCCL calls. */
     public BytePointer at(long offset) {
         return new BytePointer(memory).capacity(capacity).position(offset);
+    }
+
+    /**
+     * The array of device pointers that starts {@code offset} bytes in, as cuBLAS's batched and
+     * grouped calls take their A, B and C lists: their {@link PointerPointer} overloads pass the
+     * array's address, while their {@link Pointer} overloads ({@code @ByPtrPtr}) would pass the
+     * address of a host variable holding it.
+     */
+    public PointerPointer<Pointer> pointersAt(long offset) {
+        return pointerArray(memory, offset);
+    }
+
+    /**
+     * {@code base + offset} as a {@link PointerPointer}, whose position counts pointers, not bytes
+     * ({@code base} at position 0: the cast keeps a position as it is).
+     */
+    static PointerPointer<Pointer> pointerArray(Pointer base, long offset) {
+        if (offset % Long.BYTES != 0) {
+            throw new IllegalArgumentException(
+                    "offset: " + offset + " (expected: a multiple of " + Long.BYTES + ")");
+        }
+        return new PointerPointer<Pointer>(base).position(offset / Long.BYTES);
     }
 
     /** Pinned host memory as a little-endian buffer over the whole capacity. */

@@ -2,7 +2,6 @@ package moe.a2a.gpu;
 
 import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyDeviceToHost;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.lang.foreign.MemorySegment;
@@ -267,13 +266,7 @@ final class GpuCpuComparison {
     /** {@code host}'s bytes copied to new device memory. */
     static CudaMemory upload(ByteBuffer host) {
         CudaMemory device = CudaMemory.device().ensure(Math.max(1, host.capacity()));
-        CudaCheck.check(
-                cudaMemcpy(
-                        device.at(0),
-                        new BytePointer(host),
-                        host.capacity(),
-                        cudaMemcpyHostToDevice),
-                "cudaMemcpy(tokens)");
+        device.upload(new BytePointer(host), host.capacity(), "tokens");
         return device;
     }
 

@@ -10,12 +10,12 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.IntFunction;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.Placement;
@@ -81,8 +81,11 @@ public final class GpuExperts implements AutoCloseable {
     /** The math of fp32 rows: fp32, or TF32 when the worker allows it. */
     private final ExpertMath fp32Math;
 
-    /** The maths the loaded cuBLAS does not run as grouped calls (a GEMM a slot instead). */
-    private final Set<ExpertMath> ungrouped = EnumSet.noneOf(ExpertMath.class);
+    /**
+     * The maths the loaded cuBLAS does not run as grouped calls (a GEMM a slot instead): the
+     * process has one cuBLAS, so the first layer's refusal holds for every layer after it.
+     */
+    private static final Set<ExpertMath> UNGROUPED = ConcurrentHashMap.newKeySet();
 
     private final Scratch scratch = new Scratch();
 
@@ -442,7 +445,7 @@ public final class GpuExperts implements AutoCloseable {
         if (staged(math)) {
             scratch.weights.ensure((long) w1.length * hidden * ffn * math.inputBytes());
         }
-        if (!ungrouped.contains(math)
+        if (!UNGROUPED.contains(math)
                 && grouped(rows, math, rowsPerSlot, out, stream, scratch, total)) {
             return;
         }
@@ -528,7 +531,7 @@ public final class GpuExperts implements AutoCloseable {
                 total,
                 scratch,
                 stream)) {
-            ungrouped.add(math);
+            UNGROUPED.add(math);
             LOG.info(
                     "cublasGemmGroupedBatchedEx does not support {} GEMMs here: experts run"
                             + " batched GEMMs over rows padded to the fullest slot",

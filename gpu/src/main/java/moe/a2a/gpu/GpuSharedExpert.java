@@ -4,8 +4,6 @@ import static org.bytedeco.cuda.global.cudart.cudaEventCreateWithFlags;
 import static org.bytedeco.cuda.global.cudart.cudaEventDestroy;
 import static org.bytedeco.cuda.global.cudart.cudaEventDisableTiming;
 import static org.bytedeco.cuda.global.cudart.cudaEventRecord;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
-import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import static org.bytedeco.cuda.global.cudart.cudaStreamCreateWithFlags;
 import static org.bytedeco.cuda.global.cudart.cudaStreamDestroy;
 import static org.bytedeco.cuda.global.cudart.cudaStreamNonBlocking;
@@ -52,13 +50,8 @@ final class GpuSharedExpert implements AutoCloseable {
         CudaMemory onDevice = null;
         if (g != null) {
             onDevice = CudaMemory.device().ensure((long) g.length * Float.BYTES);
-            CudaCheck.check(
-                    cudaMemcpy(
-                            onDevice.at(0),
-                            new FloatPointer(g),
-                            (long) g.length * Float.BYTES,
-                            cudaMemcpyHostToDevice),
-                    "cudaMemcpy(shared expert gate)");
+            onDevice.upload(
+                    new FloatPointer(g), (long) g.length * Float.BYTES, "shared expert gate");
         }
         this.gate = onDevice;
         CudaCheck.check(

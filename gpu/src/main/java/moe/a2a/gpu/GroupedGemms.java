@@ -9,10 +9,13 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.List;
 import org.bytedeco.cuda.cublas.cublasContext;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.IntPointer;
 import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -49,15 +52,32 @@ final class GroupedGemms implements AutoCloseable {
 
     private int groups;
 
-    /** What {@link #run} hands cuBLAS: the pointer lists on the device, alpha 1 and beta 0. */
-    private record Device(CudaMemory host, CudaMemory lists, FloatPointer one, FloatPointer zero)
+    /**
+     * What {@link #run} hands cuBLAS: the pointer lists on the device; alpha 1, beta 0 and the
+     * per-group arrays in host memory. Only the call's {@code IntPointer} overload takes the lists
+     * as {@link PointerPointer}s (its {@code int[]} one takes them as output parameters).
+     */
+    private record Device(
+            CudaMemory host,
+            CudaMemory lists,
+            FloatPointer one,
+            FloatPointer zero,
+            IntPointer transA,
+            IntPointer transB,
+            IntPointer n,
+            IntPointer groupSize,
+            List<IntPointer> m,
+            List<IntPointer> k)
             implements AutoCloseable {
         @Override
         public void close() {
             host.close();
             lists.close();
-            one.close();
-            zero.close();
+            for (Pointer p : List.of(one, zero, transA, transB, n, groupSize)) {
+                p.close();
+            }
+            m.forEach(Pointer::close);
+            k.forEach(Pointer::close);
         }
     }
 
@@ -168,9 +188,16 @@ final class GroupedGemms implements AutoCloseable {
                             CudaMemory.pinnedHost().ensure(bytes),
                             CudaMemory.device().ensure(bytes),
                             new FloatPointer(ones),
-                            new FloatPointer(new float[Math.max(1, n.length)]));
+                            new FloatPointer(new float[Math.max(1, n.length)]),
+                            new IntPointer(transA),
+                            new IntPointer(transB),
+                            new IntPointer(Math.max(1, n.length)),
+                            new IntPointer(groupSize),
+                            Arrays.stream(m).map(IntPointer::new).toList(),
+                            Arrays.stream(k).map(IntPointer::new).toList());
             device = d;
         }
+        d.n().put(n);
         ByteBuffer host = d.host().hostView();
         for (int i = 0; i < pointers.length; i++) {
             host.putLong(i * Long.BYTES, pointers[i]);
@@ -189,29 +216,31 @@ final class GroupedGemms implements AutoCloseable {
         }
         int slots = n.length;
         int at = 3 * slots * projection;
-        Pointer a = d.lists().at((long) at * Long.BYTES);
-        Pointer b = d.lists().at((long) (at + slots) * Long.BYTES);
-        Pointer c = d.lists().at((long) (at + 2 * slots) * Long.BYTES);
+        PointerPointer<Pointer> a = d.lists().pointersAt((long) at * Long.BYTES);
+        PointerPointer<Pointer> b = d.lists().pointersAt((long) (at + slots) * Long.BYTES);
+        PointerPointer<Pointer> c = d.lists().pointersAt((long) (at + 2 * slots) * Long.BYTES);
+        IntPointer mOf = d.m().get(projection);
+        IntPointer kOf = d.k().get(projection);
         return cublasGemmGroupedBatchedEx(
                 handle,
-                transA,
-                transB,
-                m[projection],
-                n,
-                k[projection],
+                d.transA(),
+                d.transB(),
+                mOf,
+                d.n(),
+                kOf,
                 d.one(),
                 a,
                 math.inputType,
-                k[projection],
+                kOf,
                 b,
                 math.inputType,
-                k[projection],
+                kOf,
                 d.zero(),
                 c,
                 CUDA_R_32F,
-                m[projection],
+                mOf,
                 groups,
-                groupSize,
+                d.groupSize(),
                 math.computeType);
     }
 

@@ -6,6 +6,8 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import java.nio.ByteBuffer;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
 
 /**
  * The small per-step arrays the kernels read (pack order, grouping, combine's lists), gathered in
@@ -65,6 +67,11 @@ final class IndexUpload implements AutoCloseable {
     /** The device address of the array at {@code offset}. */
     BytePointer at(long offset) {
         return device.at(offset);
+    }
+
+    /** The array of device pointers at {@code offset}, as cuBLAS's batched calls take it. */
+    PointerPointer<Pointer> pointersAt(long offset) {
+        return device.pointersAt(offset);
     }
 
     private long reserve(long bytes) {

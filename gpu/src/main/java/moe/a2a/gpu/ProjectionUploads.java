@@ -1,6 +1,5 @@
 package moe.a2a.gpu;
 
-import static org.bytedeco.cuda.global.cudart.cudaMemcpy;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyAsync;
 import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
@@ -60,13 +59,12 @@ final class ProjectionUploads {
     private static CudaMemory copy(Pointer host, long bytes, @Nullable CUstream_st stream) {
         CudaMemory device = CudaMemory.device().ensure(bytes);
         try {
-            CudaCheck.check(
-                    stream == null
-                            ? cudaMemcpy(device.at(0), host, bytes, cudaMemcpyHostToDevice)
-                            : cudaMemcpyAsync(
-                                    device.at(0), host, bytes, cudaMemcpyHostToDevice, stream),
-                    "cudaMemcpy(weights)");
-            if (stream != null) {
+            if (stream == null) {
+                device.upload(host, bytes, "weights");
+            } else {
+                CudaCheck.check(
+                        cudaMemcpyAsync(device.at(0), host, bytes, cudaMemcpyHostToDevice, stream),
+                        "cudaMemcpyAsync(weights)");
                 CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(weights)");
             }
         } catch (RuntimeException e) {
