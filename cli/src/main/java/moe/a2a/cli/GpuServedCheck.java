@@ -287,14 +287,17 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
     }
 
     /**
-     * One request a dtype and size, routed by a seeded top-k: 40 tokens (a normal step) and 2 (a
-     * low-latency step, under the bound of 16).
+     * Requests a dtype and size, routed by a seeded top-k: 40 tokens (a normal step) and 2 (a
+     * low-latency step, under the bound of 16), the latter three times with new tokens, so that its
+     * steps are enqueued, captured as a CUDA graph, then replayed.
      */
     private static void answers(
             MoeServiceGrpc.MoeServiceBlockingStub stub, AnswerCheck check, Worst worst, int round) {
+        int sent = 0;
         for (DType dtype : DTYPES) {
-            for (int tokens : new int[] {2, 40}) {
-                SplittableRandom random = new SplittableRandom(SEED * 100 + round * 10L + tokens);
+            for (int tokens : new int[] {2, 2, 2, 40}) {
+                SplittableRandom random =
+                        new SplittableRandom(SEED * 100 + round * 10L + 1000L * sent++);
                 float[] x = new float[tokens * HIDDEN];
                 for (int i = 0; i < x.length; i++) {
                     x[i] = (float) random.nextDouble(-1, 1);

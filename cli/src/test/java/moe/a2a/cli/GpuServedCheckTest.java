@@ -37,9 +37,9 @@ class GpuServedCheckTest {
         assertThat(table.failed()).as(rows).isFalse();
         assertThat(rows.lines().filter(l -> l.startsWith("ok   served:")).count()).isEqualTo(4);
         assertThat(rows)
-                .contains("12 answers (6 low-latency)")
-                .contains("FP8 dispatch: 6 answers (3 low-latency)")
-                .contains("capacity 1.0: 6 answers (3 low-latency)")
-                .contains("gated shared expert: 6 answers (3 low-latency)");
+                .contains("24 answers (18 low-latency)")
+                .contains("FP8 dispatch: 12 answers (9 low-latency)")
+                .contains("capacity 1.0: 12 answers (9 low-latency)")
+                .contains("gated shared expert: 12 answers (9 low-latency)");
     }
 }

@@ -40,7 +40,10 @@ public final class CudaMemory implements AutoCloseable {
         return new CudaMemory(true);
     }
 
-    /** At least {@code bytes} (doubling, so repeated growth stays rare); returns this. */
+    /**
+     * At least {@code bytes} (doubling, so repeated growth stays rare, or exactly {@code bytes}
+     * when double does not fit); returns this.
+     */
     public CudaMemory ensure(long bytes) {
         if (bytes <= capacity) {
             return this;
@@ -49,6 +52,11 @@ public final class CudaMemory implements AutoCloseable {
         close();
         Pointer p = new Pointer();
         int error = host ? cudaMallocHost(p, size) : cudaMalloc(p, size);
+        if (error == cudaErrorMemoryAllocation && size > bytes) {
+            // the doubled size did not fit; the request itself may
+            size = bytes;
+            error = host ? cudaMallocHost(p, size) : cudaMalloc(p, size);
+        }
         if (!host && error == cudaErrorMemoryAllocation) {
             throw new OutOfDeviceMemoryException("cudaMalloc(" + size + "): out of device memory");
         }

@@ -85,6 +85,11 @@ final class DeviceGroup {
         nccl.enqueueAllToAllDevice(step, phase, send, recv, bytesPerPeer, offsets(bytesPerPeer));
     }
 
+    /** {@link NcclCommunicator#beforeAbort}. */
+    void beforeAbort(Runnable drop) {
+        nccl.beforeAbort(drop);
+    }
+
     /** {@link NcclCommunicator#awaitEnqueued}. */
     void awaitEnqueued(long step, ExchangePhase phase, String what) {
         nccl.awaitEnqueued(step, phase, what);

@@ -79,6 +79,9 @@ final class GpuLowLatencySteps implements AutoCloseable {
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
     private long step;
 
+    /** Whether the group drops the graphs before NCCL aborts or frees it ({@link #dropGraphs}). */
+    private boolean dropsRegistered;
+
     /**
      * @param capture whether steps after the first are captured and replayed as CUDA graphs (else
      *     each is enqueued anew, the same work)
@@ -144,6 +147,10 @@ final class GpuLowLatencySteps implements AutoCloseable {
         CudaCheck.check(cudaEventRecord(from, stream), "cudaEventRecord");
         Replay replay = replays.computeIfAbsent(new Graph(layer, shape), k -> new Replay());
         if (replay.graph == null && capture && replay.runs > 0) {
+            if (!dropsRegistered) {
+                group.beforeAbort(this::dropGraphs);
+                dropsRegistered = true;
+            }
             replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, dtype, fixed, s));
         }
         CudaGraph graph = replay.graph;
@@ -271,13 +278,23 @@ final class GpuLowLatencySteps implements AutoCloseable {
                 0);
     }
 
-    @Override
-    public void close() {
+    /**
+     * Destroys every captured graph (a later step captures anew): the graphs hold the NCCL
+     * communicator's calls, and NCCL aborts or frees it only once none is left.
+     */
+    void dropGraphs() {
         for (Replay r : replays.values()) {
-            if (r.graph != null) {
-                r.graph.close();
+            CudaGraph graph = r.graph;
+            if (graph != null) {
+                r.graph = null;
+                graph.close();
             }
         }
+    }
+
+    @Override
+    public void close() {
+        dropGraphs();
         for (Fixed f : bounds.values()) {
             f.close();
         }

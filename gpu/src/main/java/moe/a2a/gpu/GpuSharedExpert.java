@@ -49,9 +49,17 @@ final class GpuSharedExpert implements AutoCloseable {
         float[] g = shared.gate();
         CudaMemory onDevice = null;
         if (g != null) {
-            onDevice = CudaMemory.device().ensure((long) g.length * Float.BYTES);
-            onDevice.upload(
-                    new FloatPointer(g), (long) g.length * Float.BYTES, "shared expert gate");
+            onDevice = CudaMemory.device();
+            try {
+                onDevice.ensure((long) g.length * Float.BYTES);
+                onDevice.upload(
+                        new FloatPointer(g), (long) g.length * Float.BYTES, "shared expert gate");
+            } catch (RuntimeException e) {
+                // out of device memory, say: the MLP's weights go too, for the fallback's room
+                onDevice.close();
+                mlp.close();
+                throw e;
+            }
         }
         this.gate = onDevice;
         CudaCheck.check(

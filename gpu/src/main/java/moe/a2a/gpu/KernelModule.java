@@ -22,8 +22,12 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import moe.a2a.comm.A2aException;
 import org.bytedeco.cuda.cudart.CUfunc_st;
 import org.bytedeco.cuda.cudart.CUmod_st;
@@ -37,17 +41,36 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * {@code kernels.cu} compiled once by NVRTC straight to CUBIN for this device's architecture (so
- * the driver never JIT-compiles PTX), loaded with the driver API; each kernel looked up on its
- * first launch.
+ * the driver never JIT-compiles PTX), loaded with the driver API, every kernel looked up at load.
  */
 final class KernelModule implements KernelLauncher {
     private final CUmod_st module;
     private final String arch;
-    private final Map<String, CUfunc_st> functions = new ConcurrentHashMap<>();
 
-    private KernelModule(CUmod_st module, String arch) {
+    /** A kernel's definition in kernels.cu: its name. */
+    private static final Pattern KERNEL = Pattern.compile("extern \"C\" __global__ void (\\w+)\\(");
+
+    private final Map<String, CUfunc_st> functions = new HashMap<>();
+
+    private KernelModule(CUmod_st module, String arch, String source) {
         this.module = module;
         this.arch = arch;
+        // every kernel now, not on its first launch: with lazy module loading the lookup loads the
+        // kernel, which may synchronize the context, and mid-step that would sit beside NCCL's
+        // kernels; a kernel missing from the CUBIN fails here, at load
+        for (String name : kernels(source)) {
+            functions.put(name, function(name));
+        }
+    }
+
+    /** The kernels {@code source} defines, by name. */
+    static List<String> kernels(String source) {
+        List<String> names = new ArrayList<>();
+        Matcher kernel = KERNEL.matcher(source);
+        while (kernel.find()) {
+            names.add(kernel.group(1));
+        }
+        return names;
     }
 
     /** Compiles and loads the kernels for {@code device} (the current device of this thread). */
@@ -63,10 +86,11 @@ final class KernelModule implements KernelLauncher {
         String arch = "sm_" + major[0] + minor[0];
         // The runtime makes the device's primary context current; the driver calls below use it.
         CudaCheck.check(cudaFree(new Pointer()), "cudaFree(NULL)");
-        byte[] cubin = compile(source(), arch);
+        String source = source();
+        byte[] cubin = compile(source, arch);
         CUmod_st module = new CUmod_st();
         driver(cuModuleLoadData(module, new BytePointer(cubin)), "cuModuleLoadData");
-        return new KernelModule(module, arch);
+        return new KernelModule(module, arch, source);
     }
 
     /** kernels.cu as the jar carries it. */
@@ -92,19 +116,13 @@ final class KernelModule implements KernelLauncher {
         for (int i = 0; i < args.length; i++) {
             params.put(i, args[i]);
         }
+        CUfunc_st function = functions.get(kernel);
+        if (function == null) {
+            throw new IllegalArgumentException("kernel: " + kernel + " (not in kernels.cu)");
+        }
         driver(
                 cuLaunchKernel(
-                        functions.computeIfAbsent(kernel, this::function),
-                        blocks,
-                        1,
-                        1,
-                        CudaKernels.THREADS,
-                        1,
-                        1,
-                        0,
-                        stream,
-                        params,
-                        null),
+                        function, blocks, 1, 1, CudaKernels.THREADS, 1, 1, 0, stream, params, null),
                 "cuLaunchKernel(" + kernel + ")");
     }
 

@@ -4,9 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.SplittableRandom;
 import moe.a2a.kernels.DType;
 import org.bytedeco.javacpp.BytePointer;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -25,9 +28,20 @@ import org.junit.jupiter.params.provider.ValueSource;
 class HostKernelsTest {
     private static CudaKernels kernels;
 
+    /**
+     * Every "device" buffer of a test, held until it ends: a launch reads them through addresses
+     * only, and a buffer no longer referenced could be freed mid-launch.
+     */
+    private final List<BytePointer> held = new ArrayList<>();
+
     @BeforeAll
     static void compile() {
         kernels = new CudaKernels(HostLauncher.compiled());
+    }
+
+    @AfterEach
+    void free() {
+        held.forEach(BytePointer::close);
     }
 
     @ParameterizedTest
@@ -36,7 +50,7 @@ class HostKernelsTest {
         SplittableRandom random = new SplittableRandom(rowBytes);
         ByteBuffer src = randomBytes(random, 20 * rowBytes);
         int[] index = random.ints(33, 0, 20).toArray();
-        BytePointer dst = new BytePointer(index.length * rowBytes);
+        BytePointer dst = allocate(index.length * rowBytes);
         kernels.gatherRows(device(src), device(ints(index)), dst, rowBytes, index.length, null);
         assertThat(host(dst, index.length * rowBytes))
                 .isEqualTo(KernelReplays.gatherRows(src, index, index.length, rowBytes));
@@ -53,7 +67,7 @@ class HostKernelsTest {
         int[] start = starts(random, tokens, 4);
         int[] row = random.ints(start[tokens], 0, expertRows).toArray();
         float[] weight = gaussians(random, start[tokens]);
-        BytePointer out = new BytePointer((long) tokens * hidden * dtype.sizeBytes());
+        BytePointer out = allocate((long) tokens * hidden * dtype.sizeBytes());
         kernels.weightedSum(
                 device(floats(expertOut)),
                 device(ints(start)),
@@ -71,11 +85,21 @@ class HostKernelsTest {
     }
 
     /**
-     * Rows of whole 16-byte chunks take the kernel's chunked loop (bf16 and fp16 at hidden 304,
-     * fp32 at 300), the others its scalar loop.
+     * Rows of whole 16-byte chunks take the kernel's chunked loop (bf16 and fp16 at hidden 304 and
+     * 2064, fp32 at 300 and 1040: 258 and 260 chunks, past one block of threads), the others its
+     * scalar loop.
      */
     @ParameterizedTest
-    @CsvSource({"BF16, 304", "FP16, 304", "FP32, 300", "BF16, 300", "FP16, 300", "FP32, 302"})
+    @CsvSource({
+        "BF16, 304",
+        "FP16, 304",
+        "FP32, 300",
+        "BF16, 2064",
+        "FP32, 1040",
+        "BF16, 300",
+        "FP16, 300",
+        "FP32, 302"
+    })
     void shouldAccumulateReturnedRows(DType dtype, int hidden) {
         SplittableRandom random = new SplittableRandom(5 + dtype.ordinal() + hidden);
         int tokens = 11;
@@ -83,7 +107,7 @@ class HostKernelsTest {
         ByteBuffer rows = rows(random, returned * hidden, dtype);
         int[] start = starts(random, tokens, 4);
         int[] index = random.ints(start[tokens], 0, returned).toArray();
-        BytePointer out = new BytePointer((long) tokens * hidden * Float.BYTES);
+        BytePointer out = allocate((long) tokens * hidden * Float.BYTES);
         kernels.accumulate(
                 device(rows),
                 device(ints(start)),
@@ -104,7 +128,7 @@ class HostKernelsTest {
         ByteBuffer src = rows(random, 12 * hidden, dtype);
         int[] index = indexed ? random.ints(17, 0, 12).toArray() : null;
         int rows = indexed ? index.length : 12;
-        BytePointer dst = new BytePointer((long) rows * hidden * Float.BYTES);
+        BytePointer dst = allocate((long) rows * hidden * Float.BYTES);
         kernels.widenRows(
                 device(src), indexed ? device(ints(index)) : null, dst, hidden, rows, dtype, null);
         assertSameFloats(dst, KernelReplays.widenRows(src, index, rows, hidden, dtype));
@@ -114,7 +138,7 @@ class HostKernelsTest {
     void shouldWidenBf16() {
         int n = 1000;
         ByteBuffer in = rows(new SplittableRandom(11), n, DType.BF16);
-        BytePointer out = new BytePointer((long) n * Float.BYTES);
+        BytePointer out = allocate((long) n * Float.BYTES);
         kernels.bf16ToFp32(device(in), out, n, null);
         assertSameFloats(out, KernelReplays.widen(in, n));
     }
@@ -132,7 +156,7 @@ class HostKernelsTest {
         int n = 700;
         float[] gate = gaussians(random, n);
         float[] up = gaussians(random, n);
-        BytePointer out = new BytePointer((long) n * activation.sizeBytes());
+        BytePointer out = allocate((long) n * activation.sizeBytes());
         kernels.siluMul(device(floats(gate)), device(floats(up)), out, n, activation, null);
         ByteBuffer got = host(out, n * activation.sizeBytes());
         for (int i = 0; i < n; i++) {
@@ -180,11 +204,11 @@ class HostKernelsTest {
             }
         }
         int rows = sources * bound;
-        BytePointer groupIndex = new BytePointer((long) slots * rows * Integer.BYTES);
-        BytePointer start = new BytePointer((long) (rows + 1) * Integer.BYTES);
-        BytePointer entryRow = new BytePointer((long) rows * k * Integer.BYTES);
-        BytePointer entryWeight = new BytePointer((long) rows * k * Float.BYTES);
-        BytePointer received = new BytePointer((long) sources * Integer.BYTES);
+        BytePointer groupIndex = allocate((long) slots * rows * Integer.BYTES);
+        BytePointer start = allocate((long) (rows + 1) * Integer.BYTES);
+        BytePointer entryRow = allocate((long) rows * k * Integer.BYTES);
+        BytePointer entryWeight = allocate((long) rows * k * Float.BYTES);
+        BytePointer received = allocate((long) sources * Integer.BYTES);
         kernels.llGroup(
                 device(recv),
                 regionBytes,
@@ -227,7 +251,7 @@ class HostKernelsTest {
         ByteBuffer src = encoded(values, dtype);
         int[] index = {2, 0, 1, 5, 1, 4, 3};
         int fp8Bytes = hidden + 4 * ((hidden + 127) / 128);
-        BytePointer quantized = new BytePointer((long) index.length * fp8Bytes);
+        BytePointer quantized = allocate((long) index.length * fp8Bytes);
         kernels.quantizeFp8Rows(
                 device(src), device(ints(index)), quantized, hidden, index.length, dtype, null);
         ByteBuffer expected =
@@ -237,7 +261,7 @@ class HostKernelsTest {
 
         DType experts = dtype == DType.BF16 ? DType.BF16 : DType.FP32;
         int[] group = {6, 0, 2, 2, 1};
-        BytePointer grouped = new BytePointer((long) group.length * hidden * experts.sizeBytes());
+        BytePointer grouped = allocate((long) group.length * hidden * experts.sizeBytes());
         kernels.dequantizeFp8Rows(
                 device(fp8), device(ints(group)), grouped, hidden, group.length, experts, null);
         assertThat(host(grouped, group.length * hidden * experts.sizeBytes()))
@@ -261,7 +285,7 @@ class HostKernelsTest {
         for (int i = 0; i < scales.length; i++) {
             scales[i] = (float) Math.scalb(random.nextDouble(0.5, 1), random.nextInt(-20, 4));
         }
-        BytePointer out = new BytePointer((long) rows * cols * dtype.sizeBytes());
+        BytePointer out = allocate((long) rows * cols * dtype.sizeBytes());
         kernels.fp8Weights(
                 device(codes), device(floats(scales)), out, rows, cols, block, dtype, null);
         assertThat(host(out, rows * cols * dtype.sizeBytes()))
@@ -358,9 +382,16 @@ class HostKernelsTest {
     }
 
     /** {@code b} copied to "device" memory: host memory here, allocated as JavaCPP allocates. */
-    private static BytePointer device(ByteBuffer b) {
-        BytePointer p = new BytePointer(Math.max(1, b.capacity()));
+    private BytePointer device(ByteBuffer b) {
+        BytePointer p = allocate(b.capacity());
         p.asBuffer().put(b.duplicate().clear());
+        return p;
+    }
+
+    /** {@code bytes} of "device" memory, held until the test ends. */
+    private BytePointer allocate(long bytes) {
+        BytePointer p = new BytePointer(Math.max(1, bytes));
+        held.add(p);
         return p;
     }
 

@@ -37,6 +37,9 @@ import org.junit.jupiter.api.Assumptions;
 final class HostLauncher implements KernelLauncher {
     private static @Nullable HostLauncher compiled;
 
+    /** What {@link KernelModule} looks up at load: a launch of anything else fails there too. */
+    private static final List<String> KERNELS = KernelModule.kernels(KernelModule.source());
+
     private final SymbolLookup library;
     private final MethodHandle blockThreads;
     private final MethodHandle enter;
@@ -68,6 +71,9 @@ final class HostLauncher implements KernelLauncher {
 
     @Override
     public void launch(String kernel, int blocks, @Nullable CUstream_st stream, Pointer... args) {
+        if (!KERNELS.contains(kernel)) {
+            throw new IllegalArgumentException("kernel: " + kernel + " (not in kernels.cu)");
+        }
         List<Object> values = new ArrayList<>(args.length);
         MemoryLayout[] layouts = new MemoryLayout[args.length];
         for (int i = 0; i < args.length; i++) {

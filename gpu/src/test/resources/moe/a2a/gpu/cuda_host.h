@@ -2,7 +2,8 @@
 // g++ (-include cuda_host.h -x c++ kernels.cu). A launch runs its blocks one at a time, each on
 // blockDim host threads, so a static is the running block's shared memory and __syncthreads a
 // barrier of its threads. Float operations are IEEE single precision with no contraction
-// (-ffp-contract=off), as NVRTC's --fmad=false; __expf stands in as expf.
+// (-ffp-contract=off), as NVRTC's --fmad=false; the _rn intrinsics return a GPU's canonical NaN;
+// __expf stands in as expf.
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -61,16 +62,22 @@ static inline unsigned int __float_as_uint(float f) {
     return u;
 }
 
+// A GPU's float arithmetic returns the canonical NaN, 0x7fffffff, where x86 keeps an operand's
+// sign and payload: the intrinsics do as the GPU does (plain operators keep x86's NaN).
+static inline float device_nan(float r) {
+    return r != r ? __uint_as_float(0x7fffffffu) : r;
+}
+
 static inline float __fadd_rn(float a, float b) {
-    return a + b;
+    return device_nan(a + b);
 }
 
 static inline float __fmul_rn(float a, float b) {
-    return a * b;
+    return device_nan(a * b);
 }
 
 static inline float __fdiv_rn(float a, float b) {
-    return a / b;
+    return device_nan(a / b);
 }
 
 static inline int min(int a, int b) {

@@ -425,10 +425,29 @@ public final class NcclCommunicator implements Communicator {
     }
 
     /**
+     * Registers {@code drop}, which destroys the CUDA graphs the calling thread captured with this
+     * communicator's calls: NCCL 2.26+ makes {@code ncclCommAbort} and {@code ncclCommDestroy} wait
+     * until no such graph is left, so it runs before either. Such a communicator is aborted and
+     * freed on that thread; an abort from another thread only marks the group failed, and the
+     * owner's wait aborts it at its deadline.
+     */
+    public void beforeAbort(Runnable drop) {
+        launcher.beforeAbort(drop);
+    }
+
+    /**
      * One aborted while idle (its group dropped) is aborted in NCCL now: {@code ncclCommAbort}
-     * waits for no peer, and some may be gone; any other is finalized and destroyed.
+     * waits for no peer, and some may be gone; any other is finalized and destroyed. The graphs
+     * holding it go first.
      */
     private void free() {
+        if (!launcher.dropGraphs()) {
+            throw new IllegalStateException(
+                    "rank "
+                            + backend.rank()
+                            + "'s nccl communicator is held by CUDA graphs of another thread: free"
+                            + " it on that thread");
+        }
         if (launcher.failed()) {
             backend.abort();
         }

@@ -2,10 +2,13 @@ package moe.a2a.comm.nccl;
 
 import static org.bytedeco.cuda.global.nccl.ncclSuccess;
 
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.IntSupplier;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Launches one rank's NCCL calls and waits for each through the {@link NcclWatchdog}, to the
@@ -20,6 +23,39 @@ final class NcclLauncher {
     private final long timeoutNs;
     private final int rank;
     private volatile A2aException failure;
+
+    /**
+     * What drops the CUDA graphs that captured this communicator's calls: NCCL 2.26+ makes {@code
+     * ncclCommAbort} and {@code ncclCommDestroy} wait until no such graph is left, so each runs
+     * before them, on the thread that owns the graphs.
+     */
+    private final List<Runnable> graphDrops = new CopyOnWriteArrayList<>();
+
+    private volatile @Nullable Thread graphOwner;
+
+    /** The backend as the watchdog sees it: its abort drops the graphs first. */
+    private final NcclWatchdog.Progress progress =
+            new NcclWatchdog.Progress() {
+                @Override
+                public int asyncError() {
+                    return backend.asyncError();
+                }
+
+                @Override
+                public boolean isIdle() {
+                    return backend.isIdle();
+                }
+
+                @Override
+                public void abort() {
+                    abortNccl();
+                }
+
+                @Override
+                public String lastError() {
+                    return backend.lastError();
+                }
+            };
 
     NcclLauncher(NcclBackend backend, NcclWatchdog watchdog, long timeoutNs) {
         this.backend = backend;
@@ -41,10 +77,10 @@ final class NcclLauncher {
             int launched = backend.exchange(sendOff, sendBytes, recvOff, recvBytes);
             if (NcclResults.isError(launched)) {
                 String detail = backend.lastError();
-                backend.abort();
+                abortNccl();
                 throw NcclResults.failure(launched, what + " (ncclGroupEnd)", rank, detail);
             }
-            watchdog.await(backend, timeoutNs, step, phase, rank, what);
+            watchdog.await(progress, timeoutNs, step, phase, rank, what);
         } catch (A2aException e) {
             throw fail(e);
         }
@@ -60,10 +96,10 @@ final class NcclLauncher {
             int launched = launch.getAsInt();
             if (NcclResults.isError(launched)) {
                 String detail = backend.lastError();
-                backend.abort();
+                abortNccl();
                 throw NcclResults.failure(launched, call, rank, detail);
             }
-            watchdog.await(backend, timeoutNs, -1, ExchangePhase.COLLECTIVE, rank, call, peer);
+            watchdog.await(progress, timeoutNs, -1, ExchangePhase.COLLECTIVE, rank, call, peer);
         } catch (A2aException e) {
             throw fail(e);
         }
@@ -71,7 +107,7 @@ final class NcclLauncher {
 
     /** Aborts the group after {@code e}; returns what to throw. */
     A2aException fail(A2aException e) {
-        backend.abort();
+        abortNccl();
         A2aException earlier = failure;
         if (earlier != null) {
             // aborted from another thread while this one waited: that is the cause to report
@@ -83,7 +119,7 @@ final class NcclLauncher {
 
     /** Waits, to the group's timeout, for what was launched last on this rank's stream. */
     void await(long step, ExchangePhase phase, String what) {
-        watchdog.await(backend, timeoutNs, step, phase, rank, what);
+        watchdog.await(progress, timeoutNs, step, phase, rank, what);
     }
 
     /**
@@ -91,7 +127,7 @@ final class NcclLauncher {
      * for it to run (see {@link NcclWatchdog#awaitLaunched}).
      */
     void awaitLaunched(long step, ExchangePhase phase, String what) {
-        watchdog.awaitLaunched(backend, timeoutNs, step, phase, rank, what);
+        watchdog.awaitLaunched(progress, timeoutNs, step, phase, rank, what);
     }
 
     /**
@@ -106,9 +142,41 @@ final class NcclLauncher {
                     cause instanceof A2aException a
                             ? a
                             : new A2aException("aborted: " + cause, cause);
-            if (!quiescent()) {
+            // from a thread other than the graphs' owner, the owner's wait aborts at its deadline
+            if (!quiescent() && dropGraphs()) {
                 backend.abort();
             }
+        }
+    }
+
+    /**
+     * Registers {@code drop}, which destroys the CUDA graphs the calling thread captured with this
+     * communicator's calls; it runs before NCCL aborts or frees the communicator.
+     */
+    void beforeAbort(Runnable drop) {
+        graphOwner = Thread.currentThread();
+        graphDrops.add(drop);
+    }
+
+    /**
+     * Runs the graph drops; false, having run none, when there are some and this is not their
+     * owner's thread (a graph must not be destroyed while its owner may launch it).
+     */
+    boolean dropGraphs() {
+        if (graphDrops.isEmpty()) {
+            return true;
+        }
+        if (Thread.currentThread() != graphOwner) {
+            return false;
+        }
+        graphDrops.forEach(Runnable::run);
+        return true;
+    }
+
+    /** Aborts NCCL, the graphs holding the communicator dropped first. */
+    private void abortNccl() {
+        if (dropGraphs()) {
+            backend.abort();
         }
     }
 

@@ -87,6 +87,23 @@ public final class FakeNcclGroup {
         }
     }
 
+    /**
+     * A CUDA graph captured with {@code rank}'s calls ({@code delta} 1) or destroyed (-1): while
+     * any is left, that rank's abort or destroy fails, where NCCL would wait forever.
+     */
+    public void graphs(int rank, int delta) {
+        for (Rank r : ranks) {
+            if (r.rank == rank) {
+                r.graphs += delta;
+            }
+        }
+    }
+
+    /** Whether {@code rank}'s communicator was aborted. */
+    public boolean aborted(int rank) {
+        return ranks.stream().anyMatch(r -> r.rank == rank && r.aborted);
+    }
+
     /** A fresh simulated group of {@code size} ranks: its communicators, in rank order. */
     public static Communicator[] group(int size, long timeoutNs) {
         FakeNcclGroup group = new FakeNcclGroup(size);
@@ -160,6 +177,7 @@ public final class FakeNcclGroup {
         private volatile int error = ncclSuccess;
         private volatile String errorText = "";
         private volatile boolean aborted;
+        private volatile int graphs;
         private boolean closed;
         private boolean shrunk;
 
@@ -523,7 +541,22 @@ public final class FakeNcclGroup {
 
         @Override
         public void abort() {
+            holdingGraphs("ncclCommAbort");
             aborted = true;
+        }
+
+        /** As NCCL 2.26+: abort and destroy wait for as long as a graph holds the communicator. */
+        private void holdingGraphs(String call) {
+            if (graphs > 0) {
+                throw new IllegalStateException(
+                        "fake: "
+                                + call
+                                + " of rank "
+                                + rank
+                                + " would wait forever: "
+                                + graphs
+                                + " CUDA graph(s) still hold the communicator");
+            }
         }
 
         /** Host staging only: nothing to free. */
@@ -532,6 +565,9 @@ public final class FakeNcclGroup {
 
         @Override
         public synchronized void close() {
+            if (!aborted) {
+                holdingGraphs("ncclCommDestroy");
+            }
             closed = true;
         }
     }

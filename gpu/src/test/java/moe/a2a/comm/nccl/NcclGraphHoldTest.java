@@ -1,0 +1,123 @@
+package moe.a2a.comm.nccl;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import moe.a2a.comm.A2aException;
+import moe.a2a.comm.ExchangePhase;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A communicator held by CUDA graphs: NCCL 2.26+ aborts or destroys it only once no graph that
+ * captured its calls is left (the simulated NCCL fails where NCCL would wait forever), so the
+ * graphs are dropped first, on the thread that owns them.
+ */
+class NcclGraphHoldTest {
+    private static final long[] COUNTS = {8, 8};
+
+    /** The graph drop of the tests: destroys rank 0's graph once, noting the thread. */
+    private static final class Drop implements Runnable {
+        final FakeNcclGroup group;
+        final List<String> log = new CopyOnWriteArrayList<>();
+        boolean held = true;
+
+        Drop(FakeNcclGroup group) {
+            this.group = group;
+            group.graphs(0, 1);
+        }
+
+        @Override
+        public void run() {
+            if (held) {
+                held = false;
+                log.add(Thread.currentThread().getName() + " aborted=" + group.aborted(0));
+                group.graphs(0, -1);
+            }
+        }
+    }
+
+    @Test
+    void shouldDropTheGraphsBeforeTheWatchdogAborts() {
+        FakeNcclGroup group = new FakeNcclGroup(2);
+        NcclCommunicator rank0 = group.communicator(0, TimeUnit.MILLISECONDS.toNanos(200));
+        group.communicator(1, TimeUnit.MILLISECONDS.toNanos(200));
+        Drop drop = new Drop(group);
+        rank0.beforeAbort(drop);
+
+        // rank 1 never joins: the wait times out and aborts
+        assertThatThrownBy(() -> exchange(rank0)).isInstanceOf(A2aException.class);
+        assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
+        assertThat(group.aborted(0)).isTrue();
+        rank0.close();
+    }
+
+    @Test
+    void shouldLeaveTheAbortToTheOwnersWaitWhenAnotherThreadAborts() throws Exception {
+        FakeNcclGroup group = new FakeNcclGroup(2);
+        NcclCommunicator rank0 = group.communicator(0, TimeUnit.SECONDS.toNanos(1));
+        group.communicator(1, TimeUnit.SECONDS.toNanos(1));
+        Drop drop = new Drop(group);
+        Thread owner =
+                Thread.ofPlatform()
+                        .name("rank-0")
+                        .unstarted(
+                                () -> {
+                                    rank0.beforeAbort(drop);
+                                    exchange(rank0);
+                                });
+        CompletableFuture<Throwable> failed = new CompletableFuture<>();
+        owner.setUncaughtExceptionHandler((t, e) -> failed.complete(e));
+        owner.start();
+        Thread.sleep(100);
+        rank0.abort(new A2aException("peer 1 lost"));
+        assertThat(group.aborted(0)).as("aborted from another thread").isFalse();
+
+        assertThat(failed.get(10, TimeUnit.SECONDS))
+                .isInstanceOf(A2aException.class)
+                .hasMessageContaining("peer 1 lost");
+        assertThat(drop.log).containsExactly("rank-0 aborted=false");
+        assertThat(group.aborted(0)).isTrue();
+        owner.join();
+    }
+
+    @Test
+    void shouldFreeOnlyOnTheGraphsThread() throws Exception {
+        FakeNcclGroup group = new FakeNcclGroup(1);
+        NcclCommunicator rank0 = group.communicator(0, TimeUnit.SECONDS.toNanos(1));
+        Drop drop = new Drop(group);
+        rank0.beforeAbort(drop);
+        CompletableFuture<Throwable> elsewhere = new CompletableFuture<>();
+        Thread.ofPlatform()
+                .start(
+                        () -> {
+                            try {
+                                rank0.close();
+                                elsewhere.complete(null);
+                            } catch (RuntimeException e) {
+                                elsewhere.complete(e);
+                            }
+                        })
+                .join();
+        assertThat(elsewhere.get())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("held by CUDA graphs of another thread");
+
+        rank0.close();
+        assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
+    }
+
+    private static void exchange(NcclCommunicator comm) {
+        comm.allToAllV(
+                0,
+                ExchangePhase.DISPATCH,
+                ByteBuffer.allocateDirect(16),
+                COUNTS,
+                ByteBuffer.allocateDirect(16),
+                COUNTS.clone());
+    }
+}
