@@ -41,6 +41,7 @@ import moe.a2a.v1.ForwardResponse;
 import moe.a2a.v1.ModelSpec;
 import moe.a2a.v1.MoeServiceGrpc;
 import moe.a2a.worker.WorkerAgent;
+import org.jspecify.annotations.Nullable;
 
 /**
  * gpu-check's served path: a control plane and one worker in this process (gRPC in process, so the
@@ -59,8 +60,17 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
     private static final long SEED = 31;
     private static final DType[] DTYPES = {DType.BF16, DType.FP16, DType.FP32};
 
+    /** How long a worker's group may take to form: NCCL's init, kernels compiled, weights up. */
+    private static final int FORM_SECONDS = 60;
+
     private final IntFunction<DataPlane> plane;
     private final UnaryOperator<WeightSource> held;
+
+    /**
+     * Why the clusters after one whose worker's group did not form are skipped, or null: the cause
+     * is systematic (the device, NCCL), and each wait would spend a minute of a device check.
+     */
+    private @Nullable String unformed;
 
     /** On the device: NCCL's data plane, the weights rounded to bf16 as GPU ranks hold them. */
     GpuServedCheck() {
@@ -155,6 +165,10 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
             ModelSpec spec,
             double capacityFactor,
             boolean rollout) {
+        if (unformed != null) {
+            table.row("served: " + what, "skipped: " + unformed, false);
+            return;
+        }
         DispatchDType dispatch = DispatchDType.parse("dispatch_dtype", spec.getDispatchDtype());
         ModelConfig config = new ModelConfig(EXPERTS, HIDDEN, FFN, TOP_K, 1, dispatch);
         RemoteCluster cluster =
@@ -214,12 +228,16 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                             List.of(plane.apply(device)),
                             new SimpleMeterRegistry());
             agentThread = start(agent);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(FORM_SECONDS);
             while (cluster.healthy() < 1 && System.nanoTime() < deadline) {
                 Thread.sleep(20);
             }
             if (cluster.healthy() < 1) {
-                table.row("served: " + what, "the worker's group did not form in 120 s", false);
+                unformed = "the worker's group of \"" + what + "\" did not form";
+                table.row(
+                        "served: " + what,
+                        "the worker's group did not form in " + FORM_SECONDS + " s",
+                        false);
                 return;
             }
             client = InProcessChannelBuilder.forName(clientName).build();

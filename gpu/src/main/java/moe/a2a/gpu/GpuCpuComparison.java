@@ -124,9 +124,29 @@ final class GpuCpuComparison {
                             "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
                             worst),
                     worst <= 1);
-            sharedExpert(comm, kernels, table, deviceTokens, out, x, ids, weights);
-            fp8(comm, kernels, table, deviceTokens, tokens, x, ids, weights, placement);
-            GpuDTypeComparison.run(comm, kernels, table, x, ids, weights, placement);
+            // each its own part: one that throws leaves the others' rows
+            GpuCheck.timed(
+                    "GpuCpuComparison, gated shared expert",
+                    table,
+                    () -> sharedExpert(comm, kernels, table, deviceTokens, out, x, ids, weights));
+            GpuCheck.timed(
+                    "GpuCpuComparison, FP8 dispatch",
+                    table,
+                    () ->
+                            fp8(
+                                    comm,
+                                    kernels,
+                                    table,
+                                    deviceTokens,
+                                    tokens,
+                                    x,
+                                    ids,
+                                    weights,
+                                    placement));
+            GpuCheck.timed(
+                    "GpuDTypeComparison",
+                    table,
+                    () -> GpuDTypeComparison.run(comm, kernels, table, x, ids, weights, placement));
         }
     }
 
@@ -245,18 +265,25 @@ final class GpuCpuComparison {
 
     /** The worst error of {@code actual} in units of 2^-6 of each row's largest magnitude. */
     static double worstOfTolerance(float[] actual, float[] expected) {
+        return worstOfTolerance(actual, expected, TOKENS, HIDDEN);
+    }
+
+    /**
+     * As {@link #worstOfTolerance(float[], float[])}, for {@code tokens} rows of {@code hidden}.
+     */
+    static double worstOfTolerance(float[] actual, float[] expected, int tokens, int hidden) {
         double worst = 0;
-        for (int t = 0; t < TOKENS; t++) {
+        for (int t = 0; t < tokens; t++) {
             double rowMax = 0;
-            for (int c = 0; c < HIDDEN; c++) {
-                rowMax = Math.max(rowMax, Math.abs(expected[t * HIDDEN + c]));
+            for (int c = 0; c < hidden; c++) {
+                rowMax = Math.max(rowMax, Math.abs(expected[t * hidden + c]));
             }
             double tolerance = 0x1p-6 * rowMax + 1e-7;
-            for (int c = 0; c < HIDDEN; c++) {
+            for (int c = 0; c < hidden; c++) {
                 worst =
                         Math.max(
                                 worst,
-                                Math.abs(actual[t * HIDDEN + c] - expected[t * HIDDEN + c])
+                                Math.abs(actual[t * hidden + c] - expected[t * hidden + c])
                                         / tolerance);
             }
         }

@@ -15,7 +15,6 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.IntFunction;
 import moe.a2a.comm.A2aException;
 import moe.a2a.dispatch.Placement;
@@ -80,12 +79,6 @@ public final class GpuExperts implements AutoCloseable {
 
     /** The math of fp32 rows: fp32, or TF32 when the worker allows it. */
     private final ExpertMath fp32Math;
-
-    /**
-     * The maths the loaded cuBLAS does not run as grouped calls (a GEMM a slot instead): the
-     * process has one cuBLAS, so the first layer's refusal holds for every layer after it.
-     */
-    private static final Set<ExpertMath> UNGROUPED = ConcurrentHashMap.newKeySet();
 
     private final Scratch scratch = new Scratch();
 
@@ -445,7 +438,7 @@ public final class GpuExperts implements AutoCloseable {
         if (staged(math)) {
             scratch.weights.ensure((long) w1.length * hidden * ffn * math.inputBytes());
         }
-        if (!UNGROUPED.contains(math)
+        if (!GroupedGemms.refused(math)
                 && grouped(rows, math, rowsPerSlot, out, stream, scratch, total)) {
             return;
         }
@@ -531,7 +524,7 @@ public final class GpuExperts implements AutoCloseable {
                 total,
                 scratch,
                 stream)) {
-            UNGROUPED.add(math);
+            GroupedGemms.refuse(math);
             LOG.info(
                     "cublasGemmGroupedBatchedEx does not support {} GEMMs here: experts run"
                             + " batched GEMMs over rows padded to the fullest slot",

@@ -10,6 +10,8 @@ import static org.bytedeco.cuda.global.cudart.cudaMemcpyHostToDevice;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.bytedeco.cuda.cublas.cublasContext;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.FloatPointer;
@@ -33,6 +35,12 @@ final class GroupedGemms implements AutoCloseable {
     static final int GATE = 0;
     static final int UP = 1;
     static final int DOWN = 2;
+
+    /**
+     * The maths the loaded cuBLAS refused as grouped calls: the process has one cuBLAS, so the
+     * first layer's refusal holds for every layer after it.
+     */
+    private static final Set<ExpertMath> REFUSED = ConcurrentHashMap.newKeySet();
 
     private final int hidden;
     private final int ffn;
@@ -79,6 +87,23 @@ final class GroupedGemms implements AutoCloseable {
             m.forEach(Pointer::close);
             k.forEach(Pointer::close);
         }
+    }
+
+    /** Whether the loaded cuBLAS refused {@code math}'s grouped calls. */
+    static boolean refused(ExpertMath math) {
+        return REFUSED.contains(math);
+    }
+
+    /** Records that the loaded cuBLAS refused {@code math}'s grouped calls. */
+    static void refuse(ExpertMath math) {
+        REFUSED.add(math);
+    }
+
+    /** Which call this process runs {@code math}'s expert GEMMs with, for a check's report. */
+    static String calls(ExpertMath math) {
+        return refused(math)
+                ? "cublasGemmBatchedEx over padded rows"
+                : "cublasGemmGroupedBatchedEx";
     }
 
     GroupedGemms(int hidden, int ffn, int slots, ExpertMath math) {

@@ -66,7 +66,10 @@ final class LowLatencyGraphCheck {
 
     static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
         for (Variant variant : Variant.values()) {
-            check(comm, kernels, table, variant);
+            GpuCheck.timed(
+                    "LowLatencyGraphCheck " + variant.label,
+                    table,
+                    () -> check(comm, kernels, table, variant));
         }
     }
 

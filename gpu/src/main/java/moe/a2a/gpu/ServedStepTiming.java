@@ -11,6 +11,7 @@ import moe.a2a.dispatch.Placement;
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.ModelConfig;
 import moe.a2a.experts.RankStepResult;
+import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.RoutingInput;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.kernels.DType;
@@ -22,14 +23,20 @@ import moe.a2a.workload.BenchWorkload;
  * over the E / N experts rank 0 hosts there, each of DeepSeek-V3's FFN width, so the experts get
  * about the T × K rows rank 0 gets. World size 1: dispatch and combine run NCCL's send/recv to
  * itself, not across N ranks. Prints the step's stages from the rank's CUDA events, medians of a
- * few steps: moe-a2a's own time (dispatch, combine) beside the experts' grouped GEMMs; it fails
- * unless every one of the T × K pairs reached an expert. Every expert holds the same seeded weights
- * (values do not change the time; one is generated, not E / N).
+ * few steps: moe-a2a's own time (dispatch, combine) beside the experts' GEMMs, and which cuBLAS
+ * call ran them. Every expert holds the same seeded weights (values do not change the time; one is
+ * generated, not E / N), and each token's routing weights sum to 1, so every output row is that one
+ * MLP of the token: the row fails unless all T × K pairs reached an expert and {@link #CHECKED}
+ * tokens' outputs match the reference MLP of the bf16 weights within 2^-6 of the row's largest
+ * magnitude.
  */
 final class ServedStepTiming {
     private static final int FFN = 2048;
     private static final int WARMUP = 2;
     private static final int STEPS = 5;
+
+    /** The tokens whose outputs are checked: first, second, middle and last. */
+    private static final int CHECKED = 4;
 
     private ServedStepTiming() {}
 
@@ -78,8 +85,9 @@ final class ServedStepTiming {
             }
             long[][] ns = new long[4][STEPS];
             long routed = 0;
+            RankStepResult r = null;
             for (int s = -WARMUP; s < STEPS; s++) {
-                RankStepResult r =
+                r =
                         rank.step(
                                 0,
                                 DType.BF16,
@@ -96,6 +104,7 @@ final class ServedStepTiming {
                     ns[3][s] = r.dispatchNs() + r.expertNs() + r.combineNs();
                 }
             }
+            double worst = worstOfChecked(r.output(), input, tokens, hidden);
             double dispatch = medianMs(ns[0]);
             double gemms = medianMs(ns[1]);
             double combine = medianMs(ns[2]);
@@ -105,21 +114,52 @@ final class ServedStepTiming {
                     what,
                     String.format(
                             Locale.ROOT,
-                            "step %.2f ms: dispatch %.2f ms, experts %.2f ms (%.0f TFLOP/s),"
+                            "step %.2f ms: dispatch %.2f ms, experts %.2f ms (%.0f TFLOP/s, %s),"
                                     + " combine %.2f ms; moe-a2a's own %.0f %% of the step (median"
-                                    + " of %d, CUDA events)",
+                                    + " of %d, CUDA events); %d of %d pairs routed, worst error"
+                                    + " %.2f of the bf16 tolerance on %d tokens",
                             step,
                             dispatch,
                             gemms,
                             flops / gemms / 1e9,
+                            GroupedGemms.calls(ExpertMath.BF16),
                             combine,
                             100 * (dispatch + combine) / step,
-                            STEPS),
-                    routed == (long) tokens * topK);
+                            STEPS,
+                            routed,
+                            (long) tokens * topK,
+                            worst,
+                            CHECKED),
+                    routed == (long) tokens * topK && worst <= 1);
         } catch (RuntimeException e) {
             e.printStackTrace(System.err);
             table.row(what, "failed: " + e, false);
         }
+    }
+
+    /**
+     * The worst error, as a share of the bf16 tolerance, of the {@link #CHECKED} tokens' output
+     * rows (bf16) against the reference MLP of one expert held in bf16.
+     */
+    private static double worstOfChecked(
+            ByteBuffer output, ByteBuffer input, int tokens, int hidden) {
+        int[] checked = {0, 1, tokens / 2, tokens - 1};
+        float[] x = new float[CHECKED * hidden];
+        float[] actual = new float[CHECKED * hidden];
+        for (int i = 0; i < CHECKED; i++) {
+            for (int c = 0; c < hidden; c++) {
+                int at = (checked[i] * hidden + c) * Short.BYTES;
+                x[i * hidden + c] = DType.bf16ToFloat(input.getShort(at));
+                actual[i * hidden + c] = DType.bf16ToFloat(output.getShort(at));
+            }
+        }
+        int[] ids = new int[CHECKED];
+        float[] ones = new float[CHECKED];
+        Arrays.fill(ones, 1f);
+        float[] expected =
+                new ReferenceMoeLayer(new Bf16Weights(new OneExpert(1, hidden)))
+                        .forward(0, x, CHECKED, 1, ids, ones);
+        return GpuCpuComparison.worstOfTolerance(actual, expected, CHECKED, hidden);
     }
 
     private static double medianMs(long[] ns) {
