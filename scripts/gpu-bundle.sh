@@ -25,6 +25,12 @@ jdk=$(moe_a2a_find_jdk) || exit $?
   --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$out/jre"
 # the JVM's native symbols: 5 MiB the device run's 64 MiB cannot spare
 strip --strip-unneeded "$out/jre/lib/server/libjvm.so"
+# the commit the bundle was built from, for gpu-check's report (and whether the tree had changes)
+commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  commit="$commit (with uncommitted changes)"
+fi
+echo "$commit" > "$out/COMMIT"
 du -sh "$out/jre" "$out/lib" "$out"
 total_mib=$(du -sm "$out" | cut -f1)
 if [ "$total_mib" -ge 64 ]; then

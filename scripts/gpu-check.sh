@@ -51,6 +51,7 @@ fi
 # A private JavaCPP cache: a symlink cached by an earlier run must not pick the libraries.
 cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
+echo "bundle built from commit $(cat "$bundle/COMMIT" 2>/dev/null || echo unknown)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
 exec "$bundle/jre/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
   --sun-misc-unsafe-memory-access=allow -XX:MaxRAMPercentage=75 -Dorg.bytedeco.javacpp.cachedir="$cache" -Xmx4g \

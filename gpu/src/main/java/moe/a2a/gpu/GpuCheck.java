@@ -97,6 +97,39 @@ public final class GpuCheck {
         }
     }
 
+    /**
+     * The checks' world-size-1 communicator. One a check left aborted (a timeout, an NCCL error) is
+     * replaced before the next check, so that check's row says what it found, not "broken".
+     */
+    private static final class World implements AutoCloseable {
+        private final int device;
+        private NcclCommunicator comm;
+
+        World(int device) {
+            this.device = device;
+            this.comm = create(device);
+        }
+
+        NcclCommunicator comm() {
+            if (comm.failed()) {
+                System.out.println("a fresh world-size-1 communicator: the last one was aborted");
+                comm.close();
+                comm = create(device);
+            }
+            return comm;
+        }
+
+        private static NcclCommunicator create(int device) {
+            return NcclCommunicator.create(
+                    NcclCommunicator.newUniqueId(), 0, 1, device, TimeUnit.SECONDS.toNanos(60));
+        }
+
+        @Override
+        public void close() {
+            comm.close();
+        }
+    }
+
     static int run(GpuLibraries libraries, int device, List<DeviceCheck> more) {
         long start = System.nanoTime();
         CheckTable table = new CheckTable();
@@ -107,28 +140,31 @@ public final class GpuCheck {
             table.print();
             return 3;
         }
-        try (NcclCommunicator comm =
-                        NcclCommunicator.create(
-                                NcclCommunicator.newUniqueId(),
-                                0,
-                                1,
-                                device,
-                                TimeUnit.SECONDS.toNanos(60));
+        try (World world = new World(device);
                 CudaKernels kernels = CudaKernels.load(device)) {
             System.out.println("kernels compiled for " + kernels.arch());
-            timed("GpuCpuComparison", table, () -> GpuCpuComparison.run(comm, kernels, table));
-            timed("RestagingCheck", table, () -> RestagingCheck.run(comm, kernels, table));
-            timed("Fp8HeldCheck", table, () -> Fp8HeldCheck.run(kernels, comm.stream(), table));
+            timed(
+                    "GpuCpuComparison",
+                    table,
+                    () -> GpuCpuComparison.run(world.comm(), kernels, table));
+            timed("RestagingCheck", table, () -> RestagingCheck.run(world.comm(), kernels, table));
+            timed(
+                    "Fp8HeldCheck",
+                    table,
+                    () -> Fp8HeldCheck.run(kernels, world.comm().stream(), table));
             timed(
                     "LowLatencyGraphCheck",
                     table,
-                    () -> LowLatencyGraphCheck.run(comm, kernels, table));
-            timed("GpuTimings", table, () -> GpuTimings.run(comm, kernels, table));
-            timed("ServedStepTiming", table, () -> ServedStepTiming.run(comm, device, table));
+                    () -> LowLatencyGraphCheck.run(world::comm, kernels, table));
+            timed("GpuTimings", table, () -> GpuTimings.run(world.comm(), kernels, table));
+            timed(
+                    "ServedStepTiming",
+                    table,
+                    () -> ServedStepTiming.run(world.comm(), device, table));
             timed(
                     "NcclCollectivesCheck",
                     table,
-                    () -> NcclCollectivesCheck.run(new NcclCommunicator[] {comm}, table));
+                    () -> NcclCollectivesCheck.run(new NcclCommunicator[] {world.comm()}, table));
         } catch (RuntimeException | LinkageError e) {
             // the world-size-1 communicator or the kernels could not be made
             e.printStackTrace(System.err);

@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.function.Supplier;
 import moe.a2a.comm.SparseCommunicator;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.Placement;
@@ -64,12 +65,16 @@ final class LowLatencyGraphCheck {
         }
     }
 
-    static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
+    /**
+     * Every variant, each on the communicator {@code comm} gives then (a fresh one when a variant
+     * before it left it aborted).
+     */
+    static void run(Supplier<NcclCommunicator> comm, CudaKernels kernels, CheckTable table) {
         for (Variant variant : Variant.values()) {
             GpuCheck.timed(
                     "LowLatencyGraphCheck " + variant.label,
                     table,
-                    () -> check(comm, kernels, table, variant));
+                    () -> check(comm.get(), kernels, table, variant));
         }
     }
 

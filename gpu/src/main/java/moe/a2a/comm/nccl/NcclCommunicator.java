@@ -380,6 +380,11 @@ public final class NcclCommunicator implements Communicator {
         launcher.abort(cause);
     }
 
+    /** Whether the group failed or was aborted: every later call fails. */
+    public boolean failed() {
+        return launcher.failed();
+    }
+
     /**
      * Whether {@link #shrink} can run: the loaded NCCL has {@code ncclCommShrink} and this
      * communicator was never aborted by NCCL (an abort while idle leaves it intact).
