@@ -433,8 +433,8 @@ public final class NcclCommunicator implements Communicator {
      * Registers {@code drop}, which destroys the CUDA graphs the calling thread captured with this
      * communicator's calls: NCCL 2.26+ makes {@code ncclCommAbort} and {@code ncclCommDestroy} wait
      * until no such graph is left, so it runs before either. Such a communicator is aborted and
-     * freed on that thread; an abort from another thread only marks the group failed, and the
-     * owner's wait aborts it at its deadline.
+     * freed on that thread: an abort from another thread marks the group failed, and the owner's
+     * wait, if one is under way, aborts it at its next poll.
      */
     public void beforeAbort(Runnable drop) {
         launcher.beforeAbort(drop);

@@ -1,5 +1,6 @@
 package moe.a2a.comm.nccl;
 
+import static org.bytedeco.cuda.global.nccl.ncclRemoteError;
 import static org.bytedeco.cuda.global.nccl.ncclSuccess;
 
 import java.util.List;
@@ -33,12 +34,18 @@ final class NcclLauncher {
 
     private volatile @Nullable Thread graphOwner;
 
+    /**
+     * An abort another thread asked for while graphs hold the communicator: the owner's wait
+     * carries it out at its next poll, dropping its graphs first.
+     */
+    private volatile boolean abortDeferred;
+
     /** The backend as the watchdog sees it: its abort drops the graphs first. */
     private final NcclWatchdog.Progress progress =
             new NcclWatchdog.Progress() {
                 @Override
                 public int asyncError() {
-                    return backend.asyncError();
+                    return abortDeferred ? ncclRemoteError : backend.asyncError();
                 }
 
                 @Override
@@ -53,7 +60,7 @@ final class NcclLauncher {
 
                 @Override
                 public String lastError() {
-                    return backend.lastError();
+                    return abortDeferred ? "aborted by another thread" : backend.lastError();
                 }
             };
 
@@ -142,9 +149,12 @@ final class NcclLauncher {
                     cause instanceof A2aException a
                             ? a
                             : new A2aException("aborted: " + cause, cause);
-            // from a thread other than the graphs' owner, the owner's wait aborts at its deadline
-            if (!quiescent() && dropGraphs()) {
-                backend.abort();
+            if (!quiescent()) {
+                if (dropGraphs()) {
+                    backend.abort();
+                } else {
+                    abortDeferred = true;
+                }
             }
         }
     }
