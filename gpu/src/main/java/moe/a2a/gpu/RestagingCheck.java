@@ -51,22 +51,33 @@ final class RestagingCheck {
                 cudaStreamCreateWithFlags(uploads, cudaStreamNonBlocking),
                 "cudaStreamCreateWithFlags");
         try {
-            GpuExperts kept = new GpuExperts(held, 0, first, 0, false, kernels);
-            GpuExperts shared = kept.restaged(reversed, held, 0, uploads);
-            kept.retire(shared);
-            layer(comm, kernels, table, held, next, shared, "every expert kept", 0);
-            GpuExperts named = new GpuExperts(unnamed, HIDDEN, FFN, false, kernels);
-            GpuExperts uploaded = named.restaged(reversed, held, 0, uploads);
-            named.retire(uploaded);
-            layer(
-                    comm,
-                    kernels,
+            // each restaging its own part: one that throws leaves the other's row
+            GpuCheck.timed(
+                    "RestagingCheck, every expert kept",
                     table,
-                    held,
-                    next,
-                    uploaded,
-                    "every expert uploaded",
-                    3L * EXPERTS * HIDDEN * FFN * Short.BYTES);
+                    () -> {
+                        GpuExperts kept = new GpuExperts(held, 0, first, 0, false, kernels);
+                        GpuExperts shared = kept.restaged(reversed, held, 0, uploads);
+                        kept.retire(shared);
+                        layer(comm, kernels, table, held, next, shared, "every expert kept", 0);
+                    });
+            GpuCheck.timed(
+                    "RestagingCheck, every expert uploaded",
+                    table,
+                    () -> {
+                        GpuExperts named = new GpuExperts(unnamed, HIDDEN, FFN, false, kernels);
+                        GpuExperts uploaded = named.restaged(reversed, held, 0, uploads);
+                        named.retire(uploaded);
+                        layer(
+                                comm,
+                                kernels,
+                                table,
+                                held,
+                                next,
+                                uploaded,
+                                "every expert uploaded",
+                                3L * EXPERTS * HIDDEN * FFN * Short.BYTES);
+                    });
         } finally {
             cudaStreamDestroy(uploads);
         }
