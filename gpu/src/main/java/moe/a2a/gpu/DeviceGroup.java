@@ -85,9 +85,19 @@ final class DeviceGroup {
         nccl.enqueueAllToAllDevice(step, phase, send, recv, bytesPerPeer, offsets(bytesPerPeer));
     }
 
-    /** {@link NcclCommunicator#beforeAbort}. */
-    void beforeAbort(Runnable drop) {
-        nccl.beforeAbort(drop);
+    /** {@link NcclCommunicator#holdGraphs}. */
+    void holdGraphs(Runnable drop) {
+        nccl.holdGraphs(drop);
+    }
+
+    /** {@link NcclCommunicator#releaseGraphs}. */
+    void releaseGraphs(Runnable drop) {
+        nccl.releaseGraphs(drop);
+    }
+
+    /** {@link NcclCommunicator#capturing}. */
+    void capturing(boolean open) {
+        nccl.capturing(open);
     }
 
     /** {@link NcclCommunicator#awaitEnqueued}. */

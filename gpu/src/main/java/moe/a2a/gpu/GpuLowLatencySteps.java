@@ -79,8 +79,11 @@ final class GpuLowLatencySteps implements AutoCloseable {
     private ByteBuffer output = ByteBuffer.allocateDirect(0);
     private long step;
 
-    /** Whether the group drops the graphs before NCCL aborts or frees it ({@link #dropGraphs}). */
-    private boolean dropsRegistered;
+    /** What the group runs before NCCL aborts or frees it: {@link #dropGraphs}. */
+    private final Runnable drop = this::dropGraphs;
+
+    /** Whether the group holds {@link #drop}: a graph was captured on it. */
+    private boolean holding;
 
     /**
      * @param capture whether steps after the first are captured and replayed as CUDA graphs (else
@@ -147,11 +150,16 @@ final class GpuLowLatencySteps implements AutoCloseable {
         CudaCheck.check(cudaEventRecord(from, stream), "cudaEventRecord");
         Replay replay = replays.computeIfAbsent(new Graph(layer, shape), k -> new Replay());
         if (replay.graph == null && capture && replay.runs > 0) {
-            if (!dropsRegistered) {
-                group.beforeAbort(this::dropGraphs);
-                dropsRegistered = true;
+            if (!holding) {
+                group.holdGraphs(drop);
+                holding = true;
             }
-            replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, dtype, fixed, s));
+            group.capturing(true);
+            try {
+                replay.graph = CudaGraph.capture(stream, () -> enqueue(layer, dtype, fixed, s));
+            } finally {
+                group.capturing(false);
+            }
         }
         CudaGraph graph = replay.graph;
         if (graph != null) {
@@ -295,6 +303,9 @@ final class GpuLowLatencySteps implements AutoCloseable {
     @Override
     public void close() {
         dropGraphs();
+        if (holding) {
+            group.releaseGraphs(drop);
+        }
         for (Fixed f : bounds.values()) {
             f.close();
         }

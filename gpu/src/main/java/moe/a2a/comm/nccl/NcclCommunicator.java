@@ -17,6 +17,8 @@ import moe.a2a.gpu.CudaMemory;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.ReduceOp;
 import org.bytedeco.cuda.cudart.CUstream_st;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The {@link Communicator} collectives over NCCL. NCCL has no all-to-all-v, and mismatched counts
@@ -41,6 +43,8 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  * <p>Owned by the rank's thread, like every communicator.
  */
 public final class NcclCommunicator implements Communicator {
+    private static final Logger LOG = LoggerFactory.getLogger(NcclCommunicator.class);
+
     private static final int UNKNOWN_PEER = ExchangeTimeoutException.UNKNOWN_PEER;
 
     private final NcclBackend backend;
@@ -430,28 +434,42 @@ public final class NcclCommunicator implements Communicator {
     }
 
     /**
-     * Registers {@code drop}, which destroys the CUDA graphs the calling thread captured with this
+     * Registers {@code drop}, which destroys the CUDA graphs the calling thread captures with this
      * communicator's calls: NCCL 2.26+ makes {@code ncclCommAbort} and {@code ncclCommDestroy} wait
-     * until no such graph is left, so it runs before either. Such a communicator is aborted and
-     * freed on that thread: an abort from another thread marks the group failed, and the owner's
-     * wait, if one is under way, aborts it at its next poll.
+     * until no such graph is left, so it runs before either, on this thread. An abort from another
+     * thread marks the group failed, and the owner's wait, if one is under way, aborts it at its
+     * next poll.
      */
-    public void beforeAbort(Runnable drop) {
-        launcher.beforeAbort(drop);
+    public void holdGraphs(Runnable drop) {
+        launcher.graphs().hold(drop);
+    }
+
+    /** Forgets {@code drop} ({@link #holdGraphs}): its graphs are gone for good. */
+    public void releaseGraphs(Runnable drop) {
+        launcher.graphs().release(drop);
+    }
+
+    /**
+     * A capture of this communicator's calls into a CUDA graph opens ({@code open}) or ends: while
+     * one is open, an abort waits for it to end.
+     */
+    public void capturing(boolean open) {
+        launcher.graphs().capturing(open);
     }
 
     /**
      * One aborted while idle (its group dropped) is aborted in NCCL now: {@code ncclCommAbort}
      * waits for no peer, and some may be gone; any other is finalized and destroyed. The graphs
-     * holding it go first.
+     * holding it go first; one held by another thread's graphs is left as it is.
      */
     private void free() {
-        if (!launcher.dropGraphs()) {
-            throw new IllegalStateException(
-                    "rank "
-                            + backend.rank()
-                            + "'s nccl communicator is held by CUDA graphs of another thread: free"
-                            + " it on that thread");
+        if (!launcher.graphs().clear()) {
+            // NCCL would wait for those graphs forever, and only their owner may destroy them
+            LOG.warn(
+                    "rank {}'s NCCL communicator is left to the process's exit: CUDA graphs of"
+                            + " another thread hold it",
+                    backend.rank());
+            return;
         }
         if (launcher.failed()) {
             backend.abort();

@@ -3,13 +3,10 @@ package moe.a2a.comm.nccl;
 import static org.bytedeco.cuda.global.nccl.ncclRemoteError;
 import static org.bytedeco.cuda.global.nccl.ncclSuccess;
 
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.IntSupplier;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Launches one rank's NCCL calls and waits for each through the {@link NcclWatchdog}, to the
@@ -25,14 +22,8 @@ final class NcclLauncher {
     private final int rank;
     private volatile A2aException failure;
 
-    /**
-     * What drops the CUDA graphs that captured this communicator's calls: NCCL 2.26+ makes {@code
-     * ncclCommAbort} and {@code ncclCommDestroy} wait until no such graph is left, so each runs
-     * before them, on the thread that owns the graphs.
-     */
-    private final List<Runnable> graphDrops = new CopyOnWriteArrayList<>();
-
-    private volatile @Nullable Thread graphOwner;
+    /** The CUDA graphs holding the communicator, which NCCL's abort and destroy wait for. */
+    private final GraphHolds graphs = new GraphHolds();
 
     /**
      * An abort another thread asked for while graphs hold the communicator: the owner's wait
@@ -150,43 +141,25 @@ final class NcclLauncher {
                             ? a
                             : new A2aException("aborted: " + cause, cause);
             if (!quiescent()) {
-                if (dropGraphs()) {
-                    backend.abort();
-                } else {
-                    abortDeferred = true;
-                }
+                abortNccl();
             }
         }
     }
 
-    /**
-     * Registers {@code drop}, which destroys the CUDA graphs the calling thread captured with this
-     * communicator's calls; it runs before NCCL aborts or frees the communicator.
-     */
-    void beforeAbort(Runnable drop) {
-        graphOwner = Thread.currentThread();
-        graphDrops.add(drop);
+    /** The CUDA graphs holding the communicator. */
+    GraphHolds graphs() {
+        return graphs;
     }
 
     /**
-     * Runs the graph drops; false, having run none, when there are some and this is not their
-     * owner's thread (a graph must not be destroyed while its owner may launch it).
+     * Aborts NCCL, the graphs holding the communicator dropped first; where they cannot be dropped
+     * now (another thread owns them, or a capture is open), the owner's next wait aborts it.
      */
-    boolean dropGraphs() {
-        if (graphDrops.isEmpty()) {
-            return true;
-        }
-        if (Thread.currentThread() != graphOwner) {
-            return false;
-        }
-        graphDrops.forEach(Runnable::run);
-        return true;
-    }
-
-    /** Aborts NCCL, the graphs holding the communicator dropped first. */
     private void abortNccl() {
-        if (dropGraphs()) {
+        if (graphs.clear()) {
             backend.abort();
+        } else {
+            abortDeferred = true;
         }
     }
 

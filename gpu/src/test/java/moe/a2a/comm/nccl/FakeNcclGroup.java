@@ -104,6 +104,16 @@ public final class FakeNcclGroup {
         return ranks.stream().anyMatch(r -> r.rank == rank && r.aborted);
     }
 
+    /** Whether {@code rank}'s communicator was destroyed or aborted and closed. */
+    public boolean closed(int rank) {
+        return ranks.stream().anyMatch(r -> r.rank == rank && r.isClosed());
+    }
+
+    /** Whether {@code rank} has launched work that has not finished. */
+    public boolean pending(int rank) {
+        return ranks.stream().anyMatch(r -> r.rank == rank && r.hasPending());
+    }
+
     /** A fresh simulated group of {@code size} ranks: its communicators, in rank order. */
     public static Communicator[] group(int size, long timeoutNs) {
         FakeNcclGroup group = new FakeNcclGroup(size);
@@ -562,6 +572,14 @@ public final class FakeNcclGroup {
         /** Host staging only: nothing to free. */
         @Override
         public void retire() {}
+
+        synchronized boolean isClosed() {
+            return closed;
+        }
+
+        synchronized boolean hasPending() {
+            return !expected.isEmpty();
+        }
 
         @Override
         public synchronized void close() {

@@ -7,6 +7,7 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
@@ -14,8 +15,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A communicator held by CUDA graphs: NCCL 2.26+ aborts or destroys it only once no graph that
- * captured its calls is left (the simulated NCCL fails where NCCL would wait forever), so the
- * graphs are dropped first, on the thread that owns them.
+ * captured its calls is left, an open capture included (the simulated NCCL fails where NCCL would
+ * wait forever), so the graphs are dropped first, on the thread that owns them.
  */
 class NcclGraphHoldTest {
     private static final long[] COUNTS = {8, 8};
@@ -47,7 +48,7 @@ class NcclGraphHoldTest {
         NcclCommunicator rank0 = group.communicator(0, TimeUnit.MILLISECONDS.toNanos(200));
         group.communicator(1, TimeUnit.MILLISECONDS.toNanos(200));
         Drop drop = new Drop(group);
-        rank0.beforeAbort(drop);
+        rank0.holdGraphs(drop);
 
         // rank 1 never joins: the wait times out and aborts
         assertThatThrownBy(() -> exchange(rank0)).isInstanceOf(A2aException.class);
@@ -66,18 +67,23 @@ class NcclGraphHoldTest {
         NcclCommunicator rank0 = group.communicator(0, TimeUnit.MINUTES.toNanos(1));
         group.communicator(1, TimeUnit.MINUTES.toNanos(1));
         Drop drop = new Drop(group);
+        CountDownLatch holding = new CountDownLatch(1);
         Thread owner =
                 Thread.ofPlatform()
                         .name("rank-0")
                         .unstarted(
                                 () -> {
-                                    rank0.beforeAbort(drop);
+                                    rank0.holdGraphs(drop);
+                                    holding.countDown();
                                     exchange(rank0);
                                 });
         CompletableFuture<Throwable> failed = new CompletableFuture<>();
         owner.setUncaughtExceptionHandler((t, e) -> failed.complete(e));
         owner.start();
-        Thread.sleep(100);
+        holding.await();
+        while (!group.pending(0)) {
+            Thread.sleep(1);
+        }
         rank0.abort(new A2aException("peer 1 lost"));
         assertThat(group.aborted(0)).as("aborted from another thread").isFalse();
 
@@ -89,30 +95,69 @@ class NcclGraphHoldTest {
         owner.join();
     }
 
+    /** A timeout while a capture is open: NCCL is aborted only once the capture has ended. */
     @Test
-    void shouldFreeOnlyOnTheGraphsThread() throws Exception {
+    void shouldAbortOnlyOnceTheCaptureEnds() {
+        FakeNcclGroup group = new FakeNcclGroup(2);
+        NcclCommunicator rank0 = group.communicator(0, TimeUnit.MILLISECONDS.toNanos(200));
+        group.communicator(1, TimeUnit.MILLISECONDS.toNanos(200));
+        Drop drop = new Drop(group);
+        rank0.holdGraphs(drop);
+        group.graphs(0, 1);
+        rank0.capturing(true);
+
+        assertThatThrownBy(() -> exchange(rank0)).isInstanceOf(A2aException.class);
+        assertThat(group.aborted(0)).as("aborted while capturing").isFalse();
+        assertThat(drop.log).isEmpty();
+
+        // the capture ends and its partial graph is destroyed; then the rank frees the group
+        group.graphs(0, -1);
+        rank0.capturing(false);
+        rank0.close();
+        assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
+        assertThat(group.aborted(0)).isTrue();
+        assertThat(group.closed(0)).isTrue();
+    }
+
+    @Test
+    void shouldFreeOnlyOnTheGraphsThreadWhileTheyAreHeld() throws Exception {
         FakeNcclGroup group = new FakeNcclGroup(1);
         NcclCommunicator rank0 = group.communicator(0, TimeUnit.SECONDS.toNanos(1));
         Drop drop = new Drop(group);
-        rank0.beforeAbort(drop);
-        CompletableFuture<Throwable> elsewhere = new CompletableFuture<>();
-        Thread.ofPlatform()
-                .start(
-                        () -> {
-                            try {
-                                rank0.close();
-                                elsewhere.complete(null);
-                            } catch (RuntimeException e) {
-                                elsewhere.complete(e);
-                            }
-                        })
-                .join();
-        assertThat(elsewhere.get())
-                .isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("held by CUDA graphs of another thread");
+        rank0.holdGraphs(drop);
+        closeOnAnotherThread(rank0);
+        assertThat(group.closed(0)).as("freed by another thread").isFalse();
 
         rank0.close();
         assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
+        assertThat(group.closed(0)).isTrue();
+    }
+
+    @Test
+    void shouldFreeOnAnyThreadOnceTheGraphsAreReleased() throws Exception {
+        FakeNcclGroup group = new FakeNcclGroup(1);
+        NcclCommunicator rank0 = group.communicator(0, TimeUnit.SECONDS.toNanos(1));
+        Drop drop = new Drop(group);
+        rank0.holdGraphs(drop);
+        drop.run();
+        rank0.releaseGraphs(drop);
+
+        closeOnAnotherThread(rank0);
+        assertThat(group.closed(0)).isTrue();
+    }
+
+    @Test
+    void shouldRefuseACaptureOnceFreed() {
+        FakeNcclGroup group = new FakeNcclGroup(1);
+        NcclCommunicator rank0 = group.communicator(0, TimeUnit.SECONDS.toNanos(1));
+        rank0.close();
+        assertThatThrownBy(() -> rank0.holdGraphs(() -> {}))
+                .isInstanceOf(A2aException.class)
+                .hasMessageContaining("no capture");
+    }
+
+    private static void closeOnAnotherThread(NcclCommunicator comm) throws InterruptedException {
+        Thread.ofPlatform().start(comm::close).join();
     }
 
     private static void exchange(NcclCommunicator comm) {
