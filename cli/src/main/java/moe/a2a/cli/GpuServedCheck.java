@@ -191,6 +191,7 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
         String clientName = InProcessServerBuilder.generateName();
         WorkerAgent agent = null;
         Thread agentThread = null;
+        DataPlane dataPlane = null;
         ManagedChannel channel = null;
         ManagedChannel client = null;
         ClusterServer clusterPort = null;
@@ -215,6 +216,7 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                             new SimpleMeterRegistry(),
                             true);
             channel = InProcessChannelBuilder.forName(clusterName).build();
+            dataPlane = plane.apply(device);
             agent =
                     new WorkerAgent(
                             channel,
@@ -225,7 +227,7 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                                     Duration.ofSeconds(30),
                                     Duration.ofMillis(500),
                                     "gpu-check"),
-                            List.of(plane.apply(device)),
+                            List.of(dataPlane),
                             new SimpleMeterRegistry());
             agentThread = start(agent);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(FORM_SECONDS);
@@ -282,6 +284,11 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                 agent.close();
             }
             join(agentThread);
+            if (dataPlane != null) {
+                // the worker closed its rank on the data-plane thread, which has stopped: the
+                // plane's last communicator is freed here, not left to the process's exit
+                dataPlane.close();
+            }
             if (channel != null) {
                 channel.shutdownNow();
             }

@@ -522,7 +522,10 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                 cudaEventDestroy(e);
             }
         }
-        cudaStreamDestroy(uploads);
+        if (!uploads.isNull()) {
+            // a constructor that failed before making it leaves the null handle
+            cudaStreamDestroy(uploads);
+        }
         pinned.close();
         tokens.close();
         expertOut.close();
