@@ -51,11 +51,11 @@ public final class CudaMemory implements AutoCloseable {
         long size = Math.max(bytes, capacity * 2);
         close();
         Pointer p = new Pointer();
-        int error = host ? cudaMallocHost(p, size) : cudaMalloc(p, size);
+        int error = allocate(p, size);
         if (error == cudaErrorMemoryAllocation && size > bytes) {
             // the doubled size did not fit; the request itself may
             size = bytes;
-            error = host ? cudaMallocHost(p, size) : cudaMalloc(p, size);
+            error = allocate(p, size);
         }
         if (!host && error == cudaErrorMemoryAllocation) {
             throw new OutOfDeviceMemoryException("cudaMalloc(" + size + "): out of device memory");
@@ -85,6 +85,10 @@ public final class CudaMemory implements AutoCloseable {
                 "cudaMemcpy(" + what + ")");
         CudaCheck.check(
                 cudaStreamSynchronize(null), "cudaStreamSynchronize(legacy stream, " + what + ")");
+    }
+
+    private int allocate(Pointer p, long size) {
+        return host ? cudaMallocHost(p, size) : cudaMalloc(p, size);
     }
 
     /** The address {@code offset} bytes in, for CUDA, cuBLAS and NCCL calls. */

@@ -57,10 +57,11 @@ final class ServedStepTiming {
                         topK,
                         experts,
                         FFN);
+        OneExpert held = new OneExpert(experts, hidden);
         try (GpuRankRuntime rank =
                 new GpuRankRuntime(
                         model,
-                        new OneExpert(experts, hidden),
+                        held,
                         Placement.contiguous(experts, 1),
                         0,
                         device,
@@ -104,7 +105,7 @@ final class ServedStepTiming {
                     ns[3][s] = r.dispatchNs() + r.expertNs() + r.combineNs();
                 }
             }
-            double worst = worstOfChecked(r.output(), input, tokens, hidden);
+            double worst = worstOfChecked(held, r.output(), input, tokens, hidden);
             double dispatch = medianMs(ns[0]);
             double gemms = medianMs(ns[1]);
             double combine = medianMs(ns[2]);
@@ -139,10 +140,11 @@ final class ServedStepTiming {
 
     /**
      * The worst error, as a share of the bf16 tolerance, of the {@link #CHECKED} tokens' output
-     * rows (bf16) against the reference MLP of one expert held in bf16.
+     * rows (bf16) against the reference MLP of the one expert {@code weights} holds (its expert 0,
+     * the instance the rank was loaded from), held in bf16.
      */
     private static double worstOfChecked(
-            ByteBuffer output, ByteBuffer input, int tokens, int hidden) {
+            OneExpert weights, ByteBuffer output, ByteBuffer input, int tokens, int hidden) {
         int[] checked = {0, 1, tokens / 2, tokens - 1};
         float[] x = new float[CHECKED * hidden];
         float[] actual = new float[CHECKED * hidden];
@@ -157,7 +159,7 @@ final class ServedStepTiming {
         float[] ones = new float[CHECKED];
         Arrays.fill(ones, 1f);
         float[] expected =
-                new ReferenceMoeLayer(new Bf16Weights(new OneExpert(1, hidden)))
+                new ReferenceMoeLayer(new Bf16Weights(weights))
                         .forward(0, x, CHECKED, 1, ids, ones);
         return GpuCpuComparison.worstOfTolerance(actual, expected, CHECKED, hidden);
     }
