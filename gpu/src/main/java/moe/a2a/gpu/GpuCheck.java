@@ -146,7 +146,7 @@ public final class GpuCheck {
             timed(
                     "GpuCpuComparison",
                     table,
-                    () -> GpuCpuComparison.run(world.comm(), kernels, table));
+                    () -> GpuCpuComparison.run(world::comm, kernels, table));
             timed("RestagingCheck", table, () -> RestagingCheck.run(world.comm(), kernels, table));
             timed(
                     "Fp8HeldCheck",

@@ -10,6 +10,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.function.Supplier;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.Dispatcher;
@@ -37,50 +38,105 @@ final class GpuCpuComparison {
 
     private GpuCpuComparison() {}
 
-    /** World size 1 on both paths, the same seeded tokens and routing. */
-    static void run(NcclCommunicator comm, CudaKernels kernels, CheckTable table) {
-        SplittableRandom random = new SplittableRandom(42);
-        int rowBytes = HIDDEN * Short.BYTES;
-        ByteBuffer tokens =
-                ByteBuffer.allocateDirect(TOKENS * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
-        float[] x = new float[TOKENS * HIDDEN];
-        for (int i = 0; i < x.length; i++) {
-            short b = DType.floatToBf16((float) random.nextDouble(-1, 1));
-            tokens.putShort(i * Short.BYTES, b);
-            x[i] = DType.bf16ToFloat(b);
+    /** The seeded bf16 tokens (and their values as floats) and their routing every part takes. */
+    private record Inputs(
+            ByteBuffer tokens, float[] x, int[] ids, float[] weights, Placement placement) {
+        static Inputs seeded() {
+            SplittableRandom random = new SplittableRandom(42);
+            int rowBytes = HIDDEN * Short.BYTES;
+            ByteBuffer tokens =
+                    ByteBuffer.allocateDirect(TOKENS * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
+            float[] x = new float[TOKENS * HIDDEN];
+            for (int i = 0; i < x.length; i++) {
+                short b = DType.floatToBf16((float) random.nextDouble(-1, 1));
+                tokens.putShort(i * Short.BYTES, b);
+                x[i] = DType.bf16ToFloat(b);
+            }
+            int[] ids = new int[TOKENS * TOP_K];
+            float[] weights = new float[TOKENS * TOP_K];
+            for (int t = 0; t < TOKENS; t++) {
+                int first = random.nextInt(EXPERTS);
+                int second = (first + 1 + random.nextInt(EXPERTS - 1)) % EXPERTS;
+                ids[t * TOP_K] = first;
+                ids[t * TOP_K + 1] = second;
+                float w = (float) random.nextDouble(0.2, 0.8);
+                weights[t * TOP_K] = w;
+                weights[t * TOP_K + 1] = 1 - w;
+            }
+            return new Inputs(tokens, x, ids, weights, Placement.contiguous(EXPERTS, 1));
         }
-        int[] ids = new int[TOKENS * TOP_K];
-        float[] weights = new float[TOKENS * TOP_K];
-        for (int t = 0; t < TOKENS; t++) {
-            int first = random.nextInt(EXPERTS);
-            int second = (first + 1 + random.nextInt(EXPERTS - 1)) % EXPERTS;
-            ids[t * TOP_K] = first;
-            ids[t * TOP_K + 1] = second;
-            float w = (float) random.nextDouble(0.2, 0.8);
-            weights[t * TOP_K] = w;
-            weights[t * TOP_K + 1] = 1 - w;
-        }
-        Placement placement = Placement.contiguous(EXPERTS, 1);
+    }
 
+    /**
+     * World size 1 on both paths, the same seeded tokens and routing. Each part (bf16, FP8
+     * dispatch, fp16 and fp32) is a part of its own and takes the communicator from {@code world}
+     * when it starts, so one that aborts its communicator leaves the next a fresh one.
+     */
+    static void run(Supplier<NcclCommunicator> world, CudaKernels kernels, CheckTable table) {
+        Inputs in = Inputs.seeded();
+        try (CudaMemory deviceTokens = upload(in.tokens())) {
+            GpuCheck.timed(
+                    "GpuCpuComparison, bf16",
+                    table,
+                    () -> bf16(world.get(), kernels, table, in, deviceTokens));
+            GpuCheck.timed(
+                    "GpuCpuComparison, FP8 dispatch",
+                    table,
+                    () -> fp8(world.get(), kernels, table, in, deviceTokens));
+            GpuCheck.timed(
+                    "GpuDTypeComparison",
+                    table,
+                    () ->
+                            GpuDTypeComparison.run(
+                                    world.get(),
+                                    kernels,
+                                    table,
+                                    in.x(),
+                                    in.ids(),
+                                    in.weights(),
+                                    in.placement()));
+        }
+    }
+
+    /**
+     * The bf16 step: the rows NCCL moved and combine with identity experts against the CPU path,
+     * then the layer with cuBLAS experts, alone and with a gated shared expert, against the
+     * reference.
+     */
+    private static void bf16(
+            NcclCommunicator comm,
+            CudaKernels kernels,
+            CheckTable table,
+            Inputs in,
+            CudaMemory deviceTokens) {
+        int rowBytes = HIDDEN * Short.BYTES;
         CpuIdentityLayer cpu =
                 CpuIdentityLayer.run(
-                        tokens, TOKENS, HIDDEN, DType.BF16, ids, weights, TOP_K, placement);
+                        in.tokens(),
+                        TOKENS,
+                        HIDDEN,
+                        DType.BF16,
+                        in.ids(),
+                        in.weights(),
+                        TOP_K,
+                        in.placement());
 
         // GPU path on the same inputs.
         CUstream_st stream = comm.stream();
-        try (CudaMemory deviceTokens = upload(tokens);
-                CudaMemory expertOut = CudaMemory.device();
+        try (CudaMemory expertOut = CudaMemory.device();
                 CudaMemory out = CudaMemory.device();
-                GpuDispatcher gpu = new GpuDispatcher(comm, placement, HIDDEN, TOP_K, kernels);
+                GpuDispatcher gpu =
+                        new GpuDispatcher(comm, in.placement(), HIDDEN, TOP_K, kernels);
                 GpuExperts experts =
                         new GpuExperts(
                                 new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)),
                                 0,
-                                placement,
+                                in.placement(),
                                 0,
                                 false,
                                 kernels)) {
-            CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, DType.BF16, ids, weights);
+            CudaMemory grouped =
+                    gpu.dispatch(deviceTokens, TOKENS, DType.BF16, in.ids(), in.weights());
             sync(stream);
             ByteBuffer gpuRecv = download(gpu.received(), (long) gpu.numReceived() * rowBytes);
             boolean exchangeExact =
@@ -115,7 +171,7 @@ final class GpuCpuComparison {
             float[] reference =
                     new ReferenceMoeLayer(
                                     new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1)))
-                            .forward(0, x, TOKENS, TOP_K, ids, weights);
+                            .forward(0, in.x(), TOKENS, TOP_K, in.ids(), in.weights());
             double worst = worstOfTolerance(layer, reference);
             table.row(
                     "layer, cuBLAS bf16 experts, vs reference",
@@ -124,29 +180,20 @@ final class GpuCpuComparison {
                             "worst error %.2f of the bf16 tolerance (2^-6 of the row's max)",
                             worst),
                     worst <= 1);
-            // each its own part: one that throws leaves the others' rows
+            // a part of its own: one that throws leaves the rows above
             GpuCheck.timed(
                     "GpuCpuComparison, gated shared expert",
                     table,
-                    () -> sharedExpert(comm, kernels, table, deviceTokens, out, x, ids, weights));
-            GpuCheck.timed(
-                    "GpuCpuComparison, FP8 dispatch",
-                    table,
                     () ->
-                            fp8(
+                            sharedExpert(
                                     comm,
                                     kernels,
                                     table,
                                     deviceTokens,
-                                    tokens,
-                                    x,
-                                    ids,
-                                    weights,
-                                    placement));
-            GpuCheck.timed(
-                    "GpuDTypeComparison",
-                    table,
-                    () -> GpuDTypeComparison.run(comm, kernels, table, x, ids, weights, placement));
+                                    out,
+                                    in.x(),
+                                    in.ids(),
+                                    in.weights()));
         }
     }
 
@@ -205,21 +252,18 @@ final class GpuCpuComparison {
             NcclCommunicator comm,
             CudaKernels kernels,
             CheckTable table,
-            CudaMemory deviceTokens,
-            ByteBuffer tokens,
-            float[] x,
-            int[] ids,
-            float[] weights,
-            Placement placement) {
+            Inputs in,
+            CudaMemory deviceTokens) {
         CUstream_st stream = comm.stream();
         Bf16Weights bf16 = new Bf16Weights(new SeededWeights(7, EXPERTS, HIDDEN, FFN, 1));
         try (CudaMemory expertOut = CudaMemory.device();
                 CudaMemory out = CudaMemory.device();
                 GpuDispatcher gpu =
                         new GpuDispatcher(
-                                comm, placement, HIDDEN, TOP_K, DispatchDType.FP8, kernels);
-                GpuExperts experts = new GpuExperts(bf16, 0, placement, 0, false, kernels)) {
-            CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, DType.BF16, ids, weights);
+                                comm, in.placement(), HIDDEN, TOP_K, DispatchDType.FP8, kernels);
+                GpuExperts experts = new GpuExperts(bf16, 0, in.placement(), 0, false, kernels)) {
+            CudaMemory grouped =
+                    gpu.dispatch(deviceTokens, TOKENS, DType.BF16, in.ids(), in.weights());
             sync(stream);
             int fp8Bytes = gpu.sentRowBytes();
             int rows = gpu.numReceived();
@@ -228,7 +272,7 @@ final class GpuCpuComparison {
                     ByteBuffer.allocateDirect(rows * fp8Bytes).order(ByteOrder.LITTLE_ENDIAN);
             for (int i = 0; i < rows; i++) {
                 RowKernels.quantizeFp8FromBf16(
-                        MemorySegment.ofBuffer(tokens),
+                        MemorySegment.ofBuffer(in.tokens()),
                         (long) gpu.layout().packOrder(i) * HIDDEN * Short.BYTES,
                         MemorySegment.ofBuffer(cpu),
                         (long) i * fp8Bytes,
@@ -250,7 +294,8 @@ final class GpuCpuComparison {
             gpu.combine(expertOut, out);
             float[] layer = downloadFloats(out, TOKENS * HIDDEN);
             float[] reference =
-                    new ReferenceMoeLayer(bf16).forward(0, x, TOKENS, TOP_K, ids, weights);
+                    new ReferenceMoeLayer(bf16)
+                            .forward(0, in.x(), TOKENS, TOP_K, in.ids(), in.weights());
             // FP8 keeps 3 mantissa bits: 2^-3 of the row's largest magnitude, as the client checks
             double worst = worstOfTolerance(layer, reference) * 0x1p-6 / 0x1p-3;
             table.row(
