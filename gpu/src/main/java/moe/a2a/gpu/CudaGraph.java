@@ -8,6 +8,7 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamBeginCapture;
 import static org.bytedeco.cuda.global.cudart.cudaStreamCaptureModeThreadLocal;
 import static org.bytedeco.cuda.global.cudart.cudaStreamEndCapture;
 
+import java.util.concurrent.locks.ReentrantLock;
 import org.bytedeco.cuda.cudart.CUgraphExec_st;
 import org.bytedeco.cuda.cudart.CUgraph_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -15,8 +16,9 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 /**
  * A CUDA graph captured from what one call enqueues on a stream, launched again as one unit. The
  * capture is thread-local, as NCCL asks when each rank of a process has its own thread: other
- * ranks' threads may go on with their own work meanwhile. What the capture holds must not allocate
- * (every buffer sized beforehand) nor wait on the stream. Owned by one thread.
+ * ranks' threads may go on with their own work meanwhile, except what may synchronize the device,
+ * which waits its turn ({@link CaptureTurns}). What the capture holds must not allocate (every
+ * buffer sized beforehand) nor wait on the stream. Owned by one thread.
  */
 final class CudaGraph implements AutoCloseable {
     private final CUgraphExec_st exec;
@@ -27,6 +29,16 @@ final class CudaGraph implements AutoCloseable {
 
     /** Captures what {@code enqueue} puts on {@code stream} (nothing runs) and instantiates it. */
     static CudaGraph capture(CUstream_st stream, Runnable enqueue) {
+        ReentrantLock turn = CaptureTurns.current();
+        turn.lock();
+        try {
+            return captureInTurn(stream, enqueue);
+        } finally {
+            turn.unlock();
+        }
+    }
+
+    private static CudaGraph captureInTurn(CUstream_st stream, Runnable enqueue) {
         CudaCheck.check(
                 cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
                 "cudaStreamBeginCapture");

@@ -49,6 +49,18 @@ public final class CudaMemory implements AutoCloseable {
             return this;
         }
         long size = Math.max(bytes, capacity * 2);
+        if (host) {
+            // its ByteBuffer view addresses at most Integer.MAX_VALUE bytes
+            if (bytes > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException(
+                        "pinned host memory of "
+                                + bytes
+                                + " bytes (at most "
+                                + Integer.MAX_VALUE
+                                + ")");
+            }
+            size = Math.min(size, Integer.MAX_VALUE);
+        }
         close();
         Pointer p = new Pointer();
         int error = allocate(p, size);

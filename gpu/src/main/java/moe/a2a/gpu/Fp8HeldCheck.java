@@ -73,8 +73,9 @@ final class Fp8HeldCheck {
                         .order(ByteOrder.LITTLE_ENDIAN);
         dtype.encode(x, 0, x.length, rows, 0);
         try (CudaMemory deviceRows = GpuCpuComparison.upload(rows);
-                CudaMemory out = CudaMemory.device().ensure((long) ROWS * HIDDEN * Float.BYTES)) {
-            experts.forward(deviceRows, dtype, rowsPerSlot, out, stream);
+                CudaMemory out = CudaMemory.device().ensure((long) ROWS * HIDDEN * Float.BYTES);
+                GpuExperts.Scratch scratch = new GpuExperts.Scratch()) {
+            experts.forward(deviceRows, dtype, rowsPerSlot, out, stream, scratch);
             GpuCpuComparison.sync(stream);
             ByteBuffer host = GpuCpuComparison.download(out, (long) ROWS * HIDDEN * Float.BYTES);
             byte[] bytes = new byte[ROWS * HIDDEN * Float.BYTES];

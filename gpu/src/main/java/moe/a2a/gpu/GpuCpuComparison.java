@@ -134,7 +134,8 @@ final class GpuCpuComparison {
                                 in.placement(),
                                 0,
                                 false,
-                                kernels)) {
+                                kernels);
+                GpuExperts.Scratch scratch = new GpuExperts.Scratch()) {
             CudaMemory grouped =
                     gpu.dispatch(deviceTokens, TOKENS, DType.BF16, in.ids(), in.weights());
             sync(stream);
@@ -165,7 +166,7 @@ final class GpuCpuComparison {
                     differing == 0);
 
             // The layer with cuBLAS experts (same dispatch) against the scalar reference.
-            experts.forward(grouped, gpu.rowsPerSlot(), expertOut, stream);
+            experts.forward(grouped, DType.BF16, gpu.rowsPerSlot(), expertOut, stream, scratch);
             gpu.combine(expertOut, out);
             float[] layer = downloadFloats(out, TOKENS * HIDDEN);
             float[] reference =
@@ -261,7 +262,8 @@ final class GpuCpuComparison {
                 GpuDispatcher gpu =
                         new GpuDispatcher(
                                 comm, in.placement(), HIDDEN, TOP_K, DispatchDType.FP8, kernels);
-                GpuExperts experts = new GpuExperts(bf16, 0, in.placement(), 0, false, kernels)) {
+                GpuExperts experts = new GpuExperts(bf16, 0, in.placement(), 0, false, kernels);
+                GpuExperts.Scratch scratch = new GpuExperts.Scratch()) {
             CudaMemory grouped =
                     gpu.dispatch(deviceTokens, TOKENS, DType.BF16, in.ids(), in.weights());
             sync(stream);
@@ -290,7 +292,7 @@ final class GpuCpuComparison {
                     exact);
             int groupedRows = Arrays.stream(gpu.rowsPerSlot()).sum();
             expertOut.ensure((long) groupedRows * HIDDEN * Float.BYTES);
-            experts.forward(grouped, gpu.rowsPerSlot(), expertOut, stream);
+            experts.forward(grouped, DType.BF16, gpu.rowsPerSlot(), expertOut, stream, scratch);
             gpu.combine(expertOut, out);
             float[] layer = downloadFloats(out, TOKENS * HIDDEN);
             float[] reference =

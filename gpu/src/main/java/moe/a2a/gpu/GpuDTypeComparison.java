@@ -66,7 +66,8 @@ final class GpuDTypeComparison {
                 CudaMemory expertOut = CudaMemory.device();
                 CudaMemory out = CudaMemory.device();
                 GpuDispatcher gpu = new GpuDispatcher(comm, placement, HIDDEN, TOP_K, kernels);
-                GpuExperts experts = new GpuExperts(held, 0, placement, 0, false, kernels)) {
+                GpuExperts experts = new GpuExperts(held, 0, placement, 0, false, kernels);
+                GpuExperts.Scratch scratch = new GpuExperts.Scratch()) {
             CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, dtype, ids, weights);
             GpuCpuComparison.sync(comm.stream());
             ByteBuffer gpuRecv =
@@ -95,7 +96,8 @@ final class GpuDTypeComparison {
 
             int groupedRows = Arrays.stream(gpu.rowsPerSlot()).sum();
             expertOut.ensure(Math.max(1, (long) groupedRows * HIDDEN * Float.BYTES));
-            experts.forward(grouped, DType.FP32, gpu.rowsPerSlot(), expertOut, comm.stream());
+            experts.forward(
+                    grouped, DType.FP32, gpu.rowsPerSlot(), expertOut, comm.stream(), scratch);
             gpu.combine(expertOut, out);
             float[] layer = GpuCpuComparison.downloadFloats(out, TOKENS * HIDDEN);
             float[] reference =

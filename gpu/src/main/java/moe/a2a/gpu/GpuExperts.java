@@ -1,5 +1,7 @@
 package moe.a2a.gpu;
 
+import static org.bytedeco.cuda.global.cublas.CUBLAS_STATUS_ALLOC_FAILED;
+import static org.bytedeco.cuda.global.cublas.CUBLAS_STATUS_INVALID_VALUE;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_STATUS_NOT_SUPPORTED;
 import static org.bytedeco.cuda.global.cublas.CUBLAS_STATUS_SUCCESS;
 import static org.bytedeco.cuda.global.cublas.cublasCreate_v2;
@@ -79,8 +81,6 @@ public final class GpuExperts implements AutoCloseable {
 
     /** The math of fp32 rows: fp32, or TF32 when the worker allows it. */
     private final ExpertMath fp32Math;
-
-    private final Scratch scratch = new Scratch();
 
     /** Loads {@code layer}'s experts of {@code rank} under {@code placement}, by local slot. */
     public GpuExperts(
@@ -241,7 +241,12 @@ public final class GpuExperts implements AutoCloseable {
                 }
                 loaded += w1[s].capacity() + w3[s].capacity() + w2[s].capacity();
             }
-            check(cublasCreate_v2(handle), "cublasCreate");
+            int created = cublasCreate_v2(handle);
+            if (created == CUBLAS_STATUS_ALLOC_FAILED) {
+                // as a cudaMalloc refused: the caller may hold these experts in FP8 or on the host
+                throw new OutOfDeviceMemoryException("cublasCreate: out of device memory");
+            }
+            check(created, "cublasCreate");
         } catch (RuntimeException e) {
             Set<CudaMemory> shared = Collections.newSetFromMap(new IdentityHashMap<>());
             for (CudaMemory[] h : held) {
@@ -296,7 +301,8 @@ public final class GpuExperts implements AutoCloseable {
 
     /**
      * Frees what {@code successor} does not share: the projections of experts it no longer holds,
-     * this one's cuBLAS handle and scratch. Between steps; this one is not used again.
+     * this one's cuBLAS handle. Between steps; this one is not used again (its argument lists in a
+     * {@link Scratch} are the scratch owner's to {@link Scratch#forget}).
      */
     void retire(GpuExperts successor) {
         Set<CudaMemory> kept = Collections.newSetFromMap(new IdentityHashMap<>());
@@ -328,8 +334,10 @@ public final class GpuExperts implements AutoCloseable {
 
     /**
      * The device memory between the projections, and the grouped GEMMs' argument lists of each
-     * layer that runs in it. A step captured as a CUDA graph keeps the addresses it was captured
-     * with, so it brings its own, which nothing else grows, frees or rewrites.
+     * layer that runs in it. Layers run one after another on one stream, so a rank's steps share
+     * one across all its layers (the memory a step needs once, not once a layer). A step captured
+     * as a CUDA graph keeps the addresses it was captured with, so it brings its own, which nothing
+     * else grows, frees or rewrites.
      */
     public static final class Scratch implements AutoCloseable {
         private final CudaMemory gate = CudaMemory.device();
@@ -391,26 +399,10 @@ public final class GpuExperts implements AutoCloseable {
     }
 
     /**
-     * {@code out[i] = W2 · (silu(W1·x_i) ⊙ (W3·x_i))} for the bf16 rows of {@code rows}, grouped by
-     * slot ({@code rowsPerSlot[s]} rows of slot {@code s}, in order); {@code out} is fp32 {@code
-     * [n, H]}.
-     */
-    public void forward(CudaMemory rows, int[] rowsPerSlot, CudaMemory out, CUstream_st stream) {
-        forward(rows, DType.BF16, rowsPerSlot, out, stream, scratch);
-    }
-
-    /**
-     * As {@link #forward(CudaMemory, int[], CudaMemory, CUstream_st)}, for rows in {@code dtype}.
-     */
-    public void forward(
-            CudaMemory rows, DType dtype, int[] rowsPerSlot, CudaMemory out, CUstream_st stream) {
-        forward(rows, dtype, rowsPerSlot, out, stream, scratch);
-    }
-
-    /**
-     * As {@link #forward(CudaMemory, int[], CudaMemory, CUstream_st)}, for rows in {@code dtype}
-     * (bf16, or fp32 for the fp32 GEMMs), in {@code scratch}: one grouped GEMM call a projection
-     * for every slot with rows, and one activation over all rows.
+     * {@code out[i] = W2 · (silu(W1·x_i) ⊙ (W3·x_i))} for the rows of {@code rows} in {@code dtype}
+     * (bf16, or fp32 for the fp32 GEMMs), grouped by slot ({@code rowsPerSlot[s]} rows of slot
+     * {@code s}, in order), in {@code scratch}: one grouped GEMM call a projection for every slot
+     * with rows, and one activation over all rows. {@code out} is fp32 {@code [n, H]}.
      */
     public void forward(
             CudaMemory rows,
@@ -479,12 +471,15 @@ public final class GpuExperts implements AutoCloseable {
                 address(scratch.paddedOut));
         calls.upload(stream);
         calls.pad(kernels, rows, scratch.paddedRows, stream);
-        if (!project(calls::run, "cublasGemmBatchedEx", math, rowsPerSlot, p, scratch, stream)) {
+        int status =
+                project(calls::run, "cublasGemmBatchedEx", math, rowsPerSlot, p, scratch, stream);
+        if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
             throw new A2aException(
                     "cublas: neither cublasGemmGroupedBatchedEx nor cublasGemmBatchedEx supports "
                             + math
                             + " GEMMs here");
         }
+        check(status, "cublasGemmBatchedEx(gate)");
         calls.unpad(kernels, scratch.paddedOut, out, stream);
     }
 
@@ -516,19 +511,24 @@ public final class GpuExperts implements AutoCloseable {
                 address(scratch.act),
                 address(out));
         calls.upload(stream);
-        if (!project(
-                calls::run,
-                "cublasGemmGroupedBatchedEx",
-                math,
-                rowsPerSlot,
-                total,
-                scratch,
-                stream)) {
+        int status =
+                project(
+                        calls::run,
+                        "cublasGemmGroupedBatchedEx",
+                        math,
+                        rowsPerSlot,
+                        total,
+                        scratch,
+                        stream);
+        if (status != CUBLAS_STATUS_SUCCESS) {
+            // the grouped call's type table is narrower than the batched one's, and cuBLAS may
+            // answer a combination it does not list with either status
             GroupedGemms.refuse(math);
             LOG.info(
-                    "cublasGemmGroupedBatchedEx does not support {} GEMMs here: experts run"
-                            + " batched GEMMs over rows padded to the fullest slot",
-                    math);
+                    "cublasGemmGroupedBatchedEx refused {} GEMMs here ({}): experts run batched"
+                            + " GEMMs over rows padded to the fullest slot",
+                    math,
+                    cublasGetStatusString(status).getString());
             return false;
         }
         return true;
@@ -541,10 +541,11 @@ public final class GpuExperts implements AutoCloseable {
 
     /**
      * Gate and up, the activation over {@code rows} rows, down, each projection's weights widened
-     * first for fp32 GEMMs; false, having run nothing else, when cuBLAS does not support the first
-     * call.
+     * first for fp32 GEMMs; returns {@code CUBLAS_STATUS_SUCCESS}, or, having run nothing else, the
+     * first call's status when cuBLAS refused it as not supported or invalid (for the caller to
+     * judge: a type combination the call lacks, or a fault).
      */
-    private boolean project(
+    private int project(
             Projection calls,
             String call,
             ExpertMath math,
@@ -554,8 +555,8 @@ public final class GpuExperts implements AutoCloseable {
             CUstream_st stream) {
         widen(math, w1, rowsPerSlot, scratch, stream);
         int status = calls.run(handle, GroupedGemms.GATE);
-        if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
-            return false;
+        if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) {
+            return status;
         }
         check(status, call + "(gate)");
         widen(math, w3, rowsPerSlot, scratch, stream);
@@ -569,7 +570,7 @@ public final class GpuExperts implements AutoCloseable {
                 stream);
         widen(math, w2, rowsPerSlot, scratch, stream);
         check(calls.run(handle, GroupedGemms.DOWN), call + "(down)");
-        return true;
+        return CUBLAS_STATUS_SUCCESS;
     }
 
     /**
@@ -679,9 +680,8 @@ public final class GpuExperts implements AutoCloseable {
         release();
     }
 
-    /** The cuBLAS handle and the scratch; the weights stay. */
+    /** The cuBLAS handle; the weights stay. */
     private void release() {
-        scratch.close();
         cublasDestroy_v2(handle);
     }
 }

@@ -170,7 +170,8 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
      * Stages a step of {@code numTokens} rows of {@code tokens} (in this dispatcher's dtype)
      * ({@code [T, H]} on the host) routed by {@code topkIds}/{@code topkWeights} ({@code [T, K]}):
      * the rows, the region headers and the index lists go to pinned memory, for {@link
-     * #enqueueDispatch} or a replay of a graph that captured it. The stream must be idle.
+     * #enqueueStaged} and {@link #enqueueDispatch} or a replay of a graph that captured them. The
+     * stream must be idle.
      *
      * @throws IllegalArgumentException when {@code numTokens} exceeds the bound
      */
@@ -187,11 +188,10 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     }
 
     /**
-     * Enqueues the dispatch of what {@link #stage} staged: the copies to the device, the pack, the
-     * exchange and the grouping. Returns the grouped rows: slot {@code s}'s at row {@code s * N *
-     * T}, {@link #rowsPerSlot} each, those past what arrived left over from before.
+     * Enqueues the copies of what {@link #stage} staged to the device: the rows, the headers and
+     * the index lists; {@link #tokens} are there once they ran.
      */
-    public CudaMemory enqueueDispatch(long step) {
+    public void enqueueStaged() {
         CUstream_st stream = group.stream();
         CudaCheck.check(
                 cudaMemcpyAsync(
@@ -212,6 +212,15 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                     "cudaMemcpyAsync(staged tokens)");
         }
         indexes.upload(stream);
+    }
+
+    /**
+     * Enqueues the dispatch of what {@link #enqueueStaged} copied: the pack, the exchange and the
+     * grouping. Returns the grouped rows: slot {@code s}'s at row {@code s * N * T}, {@link
+     * #rowsPerSlot} each, those past what arrived left over from before.
+     */
+    public CudaMemory enqueueDispatch(long step) {
+        CUstream_st stream = group.stream();
         int regionRows = plan.regionRows();
         long regionBytes = (long) regionRows * regionRowBytes;
         kernels.gatherRows(
@@ -286,7 +295,7 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
     }
 
     /**
-     * The staged tokens on the device once {@link #enqueueDispatch} copied them: {@code [T, H]} in
+     * The staged tokens on the device once {@link #enqueueStaged} copied them: {@code [T, H]} in
      * this dispatcher's dtype, the first {@link #numTokens} the step's (the others left over, never
      * read back).
      */

@@ -210,13 +210,15 @@ final class GpuLowLatencySteps implements AutoCloseable {
      * back.
      */
     private void enqueue(int layer, DType dtype, Fixed fixed, long s) {
-        CudaMemory grouped = fixed.dispatcher.enqueueDispatch(s);
+        fixed.dispatcher.enqueueStaged();
         GpuSharedExpert sharedExpert = shared.apply(layer);
         int bound = fixed.dispatcher.bound();
         CudaMemory tokens = fixed.dispatcher.tokens();
         if (sharedExpert != null) {
+            // from here on its stream overlaps the pack, the exchange, the experts and combine
             sharedExpert.start(fixed.shared, tokens, bound, dtype, group.stream());
         }
+        CudaMemory grouped = fixed.dispatcher.enqueueDispatch(s);
         int[] rowsPerSlot = fixed.dispatcher.rowsPerSlot();
         long groupedRows = 0;
         for (int n : rowsPerSlot) {

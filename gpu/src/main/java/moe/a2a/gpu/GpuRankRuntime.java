@@ -19,6 +19,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.ReentrantLock;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.Communicator;
 import moe.a2a.dispatch.Placement;
@@ -96,6 +97,10 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final CudaMemory tokens = CudaMemory.device();
     private final CudaMemory expertOut = CudaMemory.device();
     private final CudaMemory combined = CudaMemory.device();
+
+    /** The normal steps' memory between the projections, one for every layer. */
+    private final GpuExperts.Scratch scratch = new GpuExperts.Scratch();
+
     private final CUevent_st[] events = new CUevent_st[4];
     private @Nullable GpuDispatcher dispatcher;
     private @Nullable GpuLowLatencySteps lowLatency;
@@ -251,6 +256,17 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             + slots
                             + ", as it started with)");
         }
+        ReentrantLock turn = CaptureTurns.of(device);
+        turn.lock();
+        try {
+            return stageInTurn(layer, next);
+        } finally {
+            turn.unlock();
+        }
+    }
+
+    /** {@link #stage}, in the device's turn: a capture on the rank's thread is not under way. */
+    private LayerSlots stageInTurn(int layer, Placement next) {
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         Staged dropped = staged.getAndSet(layer, null);
         GpuExperts now = experts.get(layer);
@@ -308,6 +324,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             // its graphs hold the old experts' weight addresses, slot order and cuBLAS workspace
             lowLatency.forget(layer, before);
         }
+        scratch.forget(before);
         before.retire(s.device());
         placements[layer] = s.placement();
         CpuRankRuntime h = host;
@@ -441,7 +458,13 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         expertOut.ensure(Math.max(1, groupedRows * hidden * Float.BYTES));
         experts.get(layer)
-                .forward(grouped, GpuDispatcher.expertDType(dtype), rowsPerSlot, expertOut, stream);
+                .forward(
+                        grouped,
+                        GpuDispatcher.expertDType(dtype),
+                        rowsPerSlot,
+                        expertOut,
+                        stream,
+                        scratch);
         CudaCheck.check(cudaEventRecord(events[2], stream), "cudaEventRecord");
         gpu.combine(expertOut, combined);
         if (sharedExpert != null) {
@@ -530,6 +553,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         tokens.close();
         expertOut.close();
         combined.close();
+        scratch.close();
         kernels.close();
     }
 }

@@ -208,10 +208,18 @@ final class GroupedGemms implements AutoCloseable {
         if (d == null) {
             float[] ones = new float[Math.max(1, n.length)];
             Arrays.fill(ones, 1f);
+            CudaMemory host = CudaMemory.pinnedHost().ensure(bytes);
+            CudaMemory lists;
+            try {
+                lists = CudaMemory.device().ensure(bytes);
+            } catch (RuntimeException e) {
+                host.close();
+                throw e;
+            }
             d =
                     new Device(
-                            CudaMemory.pinnedHost().ensure(bytes),
-                            CudaMemory.device().ensure(bytes),
+                            host,
+                            lists,
                             new FloatPointer(ones),
                             new FloatPointer(new float[Math.max(1, n.length)]),
                             new IntPointer(transA),

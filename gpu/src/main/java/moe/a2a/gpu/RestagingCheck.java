@@ -115,6 +115,7 @@ final class RestagingCheck {
                 CudaMemory deviceTokens = GpuCpuComparison.upload(tokens);
                 CudaMemory expertOut = CudaMemory.device();
                 CudaMemory out = CudaMemory.device();
+                GpuExperts.Scratch scratch = new GpuExperts.Scratch();
                 GpuDispatcher gpu =
                         new GpuDispatcher(
                                 comm, Placement.contiguous(EXPERTS, 1), HIDDEN, TOP_K, kernels)) {
@@ -122,7 +123,8 @@ final class RestagingCheck {
             CudaMemory grouped = gpu.dispatch(deviceTokens, TOKENS, DType.BF16, ids, weights);
             int groupedRows = Arrays.stream(gpu.rowsPerSlot()).sum();
             expertOut.ensure(Math.max(1, (long) groupedRows * HIDDEN * Float.BYTES));
-            experts.forward(grouped, gpu.rowsPerSlot(), expertOut, comm.stream());
+            experts.forward(
+                    grouped, DType.BF16, gpu.rowsPerSlot(), expertOut, comm.stream(), scratch);
             gpu.combine(expertOut, out);
             float[] layer = GpuCpuComparison.downloadFloats(out, TOKENS * HIDDEN);
             float[] reference =

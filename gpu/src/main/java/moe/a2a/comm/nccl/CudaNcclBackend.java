@@ -8,7 +8,6 @@ import static org.bytedeco.cuda.global.cudart.cudaStreamNonBlocking;
 import static org.bytedeco.cuda.global.cudart.cudaStreamQuery;
 import static org.bytedeco.cuda.global.cudart.cudaStreamSynchronize;
 import static org.bytedeco.cuda.global.nccl.NCCL_SHRINK_DEFAULT;
-import static org.bytedeco.cuda.global.nccl.NCCL_VERSION_CODE;
 import static org.bytedeco.cuda.global.nccl.ncclAllGather;
 import static org.bytedeco.cuda.global.nccl.ncclAllReduce;
 import static org.bytedeco.cuda.global.nccl.ncclBfloat16;
@@ -42,6 +41,8 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.nccl.ncclComm;
 import org.bytedeco.cuda.nccl.ncclUniqueId;
 import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
 
 /**
  * {@link NcclBackend} on a real GPU: one NCCL communicator, one non-blocking CUDA stream, pinned
@@ -51,15 +52,18 @@ import org.bytedeco.javacpp.BytePointer;
  * {@code ncclReduceScatter}, {@code ncclBroadcast}), the result copied back.
  *
  * <p>Only CUDA 13.0 runtime calls and NCCL calls present since 2.14 are made ({@link
- * moe.a2a.gpu.GpuProbe#MIN_NCCL_VERSION}); the non-blocking {@code ncclCommInitRankConfig} is used
- * only when the loaded NCCL is at least the presets' header version, whose {@code ncclConfig_t}
- * layout this code fills. {@code ncclCommShrink} (NCCL 2.27) is used under the same condition, with
- * the same non-blocking config: an older NCCL made the parent blocking, and its shrink could not be
- * bounded. Native calls are serialized on {@code this}, so {@link #abort} may come from another
- * thread without racing a poll on a freed communicator.
+ * moe.a2a.gpu.GpuProbe#MIN_NCCL_VERSION}); the non-blocking {@code ncclCommInitRankConfig} and
+ * {@code ncclCommShrink} are used when the loaded NCCL is at least 2.27, shrink's first: {@code
+ * ncclConfig_t} only grows at its end, and NCCL reads no more of it than its own layout holds, so
+ * the presets' (2.29.3) config is read right by any of them. An older NCCL makes the parent
+ * blocking, and its shrink could not be bounded. Native calls are serialized on {@code this}, so
+ * {@link #abort} may come from another thread without racing a poll on a freed communicator.
  */
 final class CudaNcclBackend implements NcclBackend {
     private static final int LAST_ERROR_SINCE = 21300;
+
+    /** NCCL 2.27: {@code ncclCommShrink}, and the non-blocking config used with it. */
+    static final int NON_BLOCKING_SINCE = 22700;
 
     private final int rank;
     private final int size;
@@ -99,7 +103,7 @@ final class CudaNcclBackend implements NcclBackend {
         ncclUniqueId uid = new ncclUniqueId();
         uid.internal().put(id.toByteArray());
         ncclComm comm = new ncclComm();
-        if (v[0] >= NCCL_VERSION_CODE) {
+        if (v[0] >= NON_BLOCKING_SINCE) {
             check(
                     ncclCommInitRankConfig(comm, size, uid, rank, NcclInit.nonBlockingConfig()),
                     "ncclCommInitRankConfig",
@@ -116,12 +120,22 @@ final class CudaNcclBackend implements NcclBackend {
 
     @Override
     public synchronized boolean canShrink() {
-        return version >= NCCL_VERSION_CODE && !aborted && !closed;
+        return version >= NON_BLOCKING_SINCE && !aborted && !closed;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>A non-blocking shrink runs on NCCL's own thread: meanwhile the parent reports {@code
+     * ncclInProgress}, and NCCL writes the new communicator's handle into the slot it was given
+     * only once it is complete. So the slot is native memory of its own, held until NCCL's thread
+     * is done with it (a JavaCPP {@code ncclComm} out-parameter is a temporary of the call's native
+     * frame), and the parent is the one polled.
+     */
     @Override
     public NcclBackend shrink(int[] excludedRanks, long timeoutNs, NcclWatchdog watchdog) {
-        ncclComm child = new ncclComm();
+        long deadline = System.nanoTime() + timeoutNs;
+        PointerPointer<ncclComm> slot = new PointerPointer<ncclComm>(1).put(0, (Pointer) null);
         synchronized (this) {
             if (!canShrink()) {
                 throw new IllegalStateException(
@@ -134,20 +148,45 @@ final class CudaNcclBackend implements NcclBackend {
                                 + ", nccl="
                                 + version
                                 + ", expected: at least "
-                                + NCCL_VERSION_CODE
+                                + NON_BLOCKING_SINCE
                                 + ")");
             }
             CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
-            check(
+            int started =
                     ncclCommShrink(
                             comm,
                             excludedRanks.clone(),
                             excludedRanks.length,
-                            child,
+                            slot,
                             NcclInit.nonBlockingConfig(),
-                            NCCL_SHRINK_DEFAULT),
+                            NCCL_SHRINK_DEFAULT);
+            if (NcclResults.isError(started)) {
+                slot.close();
+                throw NcclResults.failure(started, "ncclCommShrink", rank, "");
+            }
+        }
+        ncclComm child;
+        try {
+            watchdog.awaitLaunched(
+                    initProgress(), timeoutNs, -1, ExchangePhase.BARRIER, rank, "ncclCommShrink");
+        } catch (RuntimeException e) {
+            // the parent's abort ends the shrink and joins NCCL's thread: what it left is freed
+            abort();
+            child = slot.get(ncclComm.class, 0);
+            if (child != null && !child.isNull()) {
+                ncclCommAbort(child);
+            }
+            slot.close();
+            throw e;
+        }
+        child = slot.get(ncclComm.class, 0);
+        slot.close();
+        if (child == null || child.isNull()) {
+            throw NcclResults.failure(
+                    ncclSystemError,
                     "ncclCommShrink",
-                    rank);
+                    rank,
+                    "NCCL reported the shrink done but gave no communicator");
         }
         return awaitInit(
                 new CudaNcclBackend(
@@ -157,7 +196,7 @@ final class CudaNcclBackend implements NcclBackend {
                         version,
                         child,
                         newStream()),
-                timeoutNs,
+                Math.max(1, deadline - System.nanoTime()),
                 watchdog,
                 "ncclCommShrink");
     }
@@ -455,15 +494,24 @@ final class CudaNcclBackend implements NcclBackend {
         closed = true;
         if (!aborted) {
             cudaStreamSynchronize(stream);
-            ncclCommFinalize(comm);
-            int[] state = {ncclInProgress};
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (state[0] == ncclInProgress
-                    && System.nanoTime() < deadline
-                    && ncclCommGetAsyncError(comm, state) == ncclSuccess) {
-                Thread.onSpinWait();
+            int[] state = {ncclCommFinalize(comm)};
+            if (state[0] == ncclSuccess || state[0] == ncclInProgress) {
+                state[0] = ncclInProgress;
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (state[0] == ncclInProgress
+                        && System.nanoTime() < deadline
+                        && ncclCommGetAsyncError(comm, state) == ncclSuccess) {
+                    Thread.onSpinWait();
+                }
             }
-            ncclCommDestroy(comm);
+            // ncclCommDestroy of a communicator that is not ready returns early, leaving this
+            // thread inside an NCCL group (every later group call here would launch nothing):
+            // one that finalize did not bring to ncclSuccess is aborted instead
+            if (state[0] == ncclSuccess) {
+                ncclCommDestroy(comm);
+            } else {
+                ncclCommAbort(comm);
+            }
         }
         staging.close();
         cudaStreamDestroy(stream);

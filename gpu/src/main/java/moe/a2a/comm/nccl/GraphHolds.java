@@ -2,6 +2,7 @@ package moe.a2a.comm.nccl;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import moe.a2a.comm.A2aException;
 import org.jspecify.annotations.Nullable;
 
@@ -37,6 +38,15 @@ final class GraphHolds {
      */
     synchronized void capturing(boolean open) {
         capturing += open ? 1 : -1;
+    }
+
+    /**
+     * {@code query}'s answer about the communicator's stream, asked with no capture open and none
+     * starting meanwhile (querying a stream under capture invalidates the capture); false, without
+     * asking, while one is open.
+     */
+    synchronized boolean unlessCapturing(BooleanSupplier query) {
+        return capturing == 0 && query.getAsBoolean();
     }
 
     /**

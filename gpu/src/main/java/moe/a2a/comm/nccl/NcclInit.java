@@ -47,7 +47,8 @@ final class NcclInit {
                 .commName((BytePointer) null)
                 .collnetEnable(UNDEF_INT)
                 .CTAPolicy(UNDEF_INT)
-                .shrinkShare(UNDEF_INT)
+                // a shrunk child shares nothing with its parent, which is aborted after the shrink
+                .shrinkShare(0)
                 .nvlsCTAs(UNDEF_INT)
                 .nChannelsPerNetPeer(UNDEF_INT)
                 .nvlinkCentricSched(UNDEF_INT)

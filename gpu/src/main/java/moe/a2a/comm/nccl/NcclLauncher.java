@@ -168,10 +168,14 @@ final class NcclLauncher {
         return failure != null;
     }
 
-    /** Nothing enqueued is left to run and NCCL reports no error. */
+    /**
+     * Nothing enqueued is left to run and NCCL reports no error; not known while the stream is
+     * being captured.
+     */
     private boolean quiescent() {
         try {
-            return backend.asyncError() == ncclSuccess && backend.isIdle();
+            return graphs.unlessCapturing(
+                    () -> backend.asyncError() == ncclSuccess && backend.isIdle());
         } catch (A2aException e) {
             // a CUDA error polling the stream: not known to be idle
             return false;

@@ -99,6 +99,20 @@ public final class FakeNcclGroup {
         }
     }
 
+    /** {@code rank}'s stream is being captured into a CUDA graph ({@code open}), or no longer. */
+    public void capture(int rank, boolean open) {
+        for (Rank r : ranks) {
+            if (r.rank == rank) {
+                r.captured = open;
+            }
+        }
+    }
+
+    /** Whether {@code rank}'s stream was queried while captured, which invalidates a capture. */
+    public boolean queriedUnderCapture(int rank) {
+        return ranks.stream().anyMatch(r -> r.rank == rank && r.queriedUnderCapture);
+    }
+
     /** Whether {@code rank}'s communicator was aborted. */
     public boolean aborted(int rank) {
         return ranks.stream().anyMatch(r -> r.rank == rank && r.aborted);
@@ -188,6 +202,8 @@ public final class FakeNcclGroup {
         private volatile String errorText = "";
         private volatile boolean aborted;
         private volatile int graphs;
+        private volatile boolean captured;
+        private volatile boolean queriedUnderCapture;
         private boolean closed;
         private boolean shrunk;
 
@@ -441,6 +457,11 @@ public final class FakeNcclGroup {
 
         @Override
         public synchronized boolean isIdle() {
+            if (captured) {
+                // CUDA would invalidate the capture: a stream under capture must not be queried
+                queriedUnderCapture = true;
+                return false;
+            }
             if (error != ncclSuccess) {
                 return false;
             }

@@ -119,6 +119,34 @@ class NcclGraphHoldTest {
         assertThat(group.closed(0)).isTrue();
     }
 
+    /**
+     * Another thread aborts an idle communicator while its owner captures: the stream under capture
+     * is not queried (that would invalidate the capture), and NCCL's abort waits for the owner.
+     */
+    @Test
+    void shouldNotQueryTheStreamUnderCaptureWhenAnotherThreadAborts() throws Exception {
+        FakeNcclGroup group = new FakeNcclGroup(1);
+        NcclCommunicator rank0 = group.communicator(0, TimeUnit.SECONDS.toNanos(1));
+        Drop drop = new Drop(group);
+        rank0.holdGraphs(drop);
+        group.graphs(0, 1);
+        group.capture(0, true);
+        rank0.capturing(true);
+
+        Thread other = Thread.ofPlatform().start(() -> rank0.abort(new A2aException("dropped")));
+        other.join();
+        assertThat(group.queriedUnderCapture(0)).as("stream queried under capture").isFalse();
+        assertThat(group.aborted(0)).as("aborted while capturing").isFalse();
+
+        // the capture ends and its partial graph is destroyed; then the rank frees the group
+        group.graphs(0, -1);
+        group.capture(0, false);
+        rank0.capturing(false);
+        rank0.close();
+        assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
+        assertThat(group.aborted(0)).isTrue();
+    }
+
     @Test
     void shouldFreeOnlyOnTheGraphsThreadWhileTheyAreHeld() throws Exception {
         FakeNcclGroup group = new FakeNcclGroup(1);

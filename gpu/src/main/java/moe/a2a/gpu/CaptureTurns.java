@@ -1,0 +1,32 @@
+package moe.a2a.gpu;
+
+import static org.bytedeco.cuda.global.cudart.cudaGetDevice;
+
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Per device, turns between a CUDA graph capture and work on other threads that may synchronize the
+ * whole device: {@code cudaFree} and {@code cublasDestroy} do so implicitly, and a device
+ * synchronized while one of its streams is being captured invalidates that capture, whatever the
+ * capture's mode. A rank's placement staging (uploads, frees, cuBLAS handles, off the rank's
+ * thread) takes its turn like a capture does.
+ */
+final class CaptureTurns {
+    private static final ConcurrentHashMap<Integer, ReentrantLock> BY_DEVICE =
+            new ConcurrentHashMap<>();
+
+    private CaptureTurns() {}
+
+    /** {@code device}'s turn. */
+    static ReentrantLock of(int device) {
+        return BY_DEVICE.computeIfAbsent(device, d -> new ReentrantLock());
+    }
+
+    /** The calling thread's current device's turn. */
+    static ReentrantLock current() {
+        int[] device = new int[1];
+        CudaCheck.check(cudaGetDevice(device), "cudaGetDevice");
+        return of(device[0]);
+    }
+}
