@@ -51,8 +51,28 @@ fi
 # A private JavaCPP cache: a symlink cached by an earlier run must not pick the libraries.
 cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
-echo "bundle built from commit $(cat "$bundle/COMMIT" 2>/dev/null || echo unknown)"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
-exec "$bundle/jre/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
-  --sun-misc-unsafe-memory-access=allow -XX:MaxRAMPercentage=75 -Dorg.bytedeco.javacpp.cachedir="$cache" -Xmx4g \
-  -cp "$bundle/lib/*" moe.a2a.cli.GpuCheckMain "${args[@]}" "$@"
+# NCCL's own warnings in the output; cuBLAS with one fixed workspace a stream, so a graph's replay
+# and the same step enqueued compute alike (cuBLAS's documented setting for reproducible results).
+export NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
+export CUBLAS_WORKSPACE_CONFIG="${CUBLAS_WORKSPACE_CONFIG:-:4096:8}"
+# Under a device run, the whole output and a JVM crash's report come back in $OUT as well.
+out_dir="${OUT:-}"
+log=/dev/null
+error_file=/tmp/hs_err_%p.log
+if [ -n "$out_dir" ] && [ -d "$out_dir" ]; then
+  log="$out_dir/gpu-check.log"
+  error_file="$out_dir/hs_err_%p.log"
+fi
+{
+  echo "bundle built from commit $(cat "$bundle/COMMIT" 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
+} | tee "$log"
+# JavaCPP's own limits on native memory are off: the served step's shape uploads gigabytes of
+# experts through host buffers, and the device's memory is not the JVM's to count.
+set +e
+"$bundle/jre/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
+  --sun-misc-unsafe-memory-access=allow -XX:MaxRAMPercentage=75 -XX:ErrorFile="$error_file" \
+  -Dorg.bytedeco.javacpp.cachedir="$cache" -Dorg.bytedeco.javacpp.maxBytes=0 \
+  -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Xmx4g \
+  -cp "$bundle/lib/*" moe.a2a.cli.GpuCheckMain "${args[@]}" "$@" 2>&1 | tee -a "$log"
+exit "${PIPESTATUS[0]}"

@@ -1,6 +1,8 @@
 package moe.a2a.cli;
 
 import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -63,14 +65,21 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
     /** How long a worker's group may take to form: NCCL's init, kernels compiled, weights up. */
     private static final int FORM_SECONDS = 60;
 
+    /**
+     * A request's deadline: a step of this check's model takes milliseconds, so a wedged one fails
+     * its cluster's row here, not at the control plane's step timeout (minutes of the budget).
+     */
+    private static final int REQUEST_SECONDS = 20;
+
     private final IntFunction<DataPlane> plane;
     private final UnaryOperator<WeightSource> held;
 
     /**
-     * Why the clusters after one whose worker's group did not form are skipped, or null: the cause
-     * is systematic (the device, NCCL), and each wait would spend a minute of a device check.
+     * Why the clusters after one whose worker's group did not form, or whose step wedged, are
+     * skipped, or null: the cause is systematic (the device, NCCL), and each wait would spend
+     * another deadline of a device check.
      */
-    private @Nullable String unformed;
+    private @Nullable String skipping;
 
     /** On the device: NCCL's data plane, the weights rounded to bf16 as GPU ranks hold them. */
     GpuServedCheck() {
@@ -165,8 +174,8 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
             ModelSpec spec,
             double capacityFactor,
             boolean rollout) {
-        if (unformed != null) {
-            table.row("served: " + what, "skipped: " + unformed, false);
+        if (skipping != null) {
+            table.row("served: " + what, "skipped: " + skipping, false);
             return;
         }
         DispatchDType dispatch = DispatchDType.parse("dispatch_dtype", spec.getDispatchDtype());
@@ -235,7 +244,7 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                 Thread.sleep(20);
             }
             if (cluster.healthy() < 1) {
-                unformed = "the worker's group of \"" + what + "\" did not form";
+                skipping = "the worker's group of \"" + what + "\" did not form";
                 table.row(
                         "served: " + what,
                         "the worker's group did not form in " + FORM_SECONDS + " s",
@@ -276,6 +285,10 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
         } catch (Exception e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
+            }
+            if (e instanceof StatusRuntimeException s
+                    && s.getStatus().getCode() == Status.Code.DEADLINE_EXCEEDED) {
+                skipping = "a step of \"" + what + "\" passed its deadline";
             }
             e.printStackTrace(System.err);
             table.row("served: " + what, "failed: " + e, false);
@@ -341,10 +354,8 @@ final class GpuServedCheck implements GpuCheck.DeviceCheck {
                                 0,
                                 TensorCodec.tensor(dtype, tokens, HIDDEN, x),
                                 Tensors.topK(ids, w, TOP_K));
-                // a wedged step fails this cluster's row in a minute, not at the control plane's
-                // step timeout, which is several minutes of a device check's budget
                 ForwardResponse response =
-                        stub.withDeadlineAfter(60, TimeUnit.SECONDS).forward(request);
+                        stub.withDeadlineAfter(REQUEST_SECONDS, TimeUnit.SECONDS).forward(request);
                 if (check.checkable(response)) {
                     worst.ratio = Math.max(worst.ratio, check.worstRatio(request, response));
                     worst.answers++;

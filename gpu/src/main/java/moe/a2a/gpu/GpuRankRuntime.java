@@ -312,6 +312,18 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
      */
     @Override
     public void install(LayerSlots slots) {
+        // in the device's turn: a staging of this layer on the loader's thread, which would retire
+        // what this installs, is not under way
+        ReentrantLock turn = CaptureTurns.of(device);
+        turn.lock();
+        try {
+            installInTurn(slots);
+        } finally {
+            turn.unlock();
+        }
+    }
+
+    private void installInTurn(LayerSlots slots) {
         int layer = slots.layer();
         Staged s = staged.get(layer);
         if (s == null || s.placement() != slots.placement()) {

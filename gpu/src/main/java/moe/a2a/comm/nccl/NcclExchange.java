@@ -87,7 +87,7 @@ final class NcclExchange {
             long[] sendCounts,
             ByteBuffer recv,
             long[] recvCounts) {
-        long sendTotal = prepare(sendCounts, recvCounts);
+        long sendTotal = prepare(sendCounts, recvCounts, Integer.MAX_VALUE);
         ByteBuffer staging = backend.sendStaging(sendTotal);
         for (int p = 0; p < size; p++) {
             if (sendCounts[p] > 0) {
@@ -125,7 +125,7 @@ final class NcclExchange {
             long[] sendCounts,
             CudaMemory recv,
             long[] recvCounts) {
-        prepare(sendCounts, recvCounts);
+        prepare(sendCounts, recvCounts, Long.MAX_VALUE);
         try {
             int launched =
                     backend.exchangeDevice(
@@ -150,7 +150,7 @@ final class NcclExchange {
     void enqueueAllToAllDevice(
             long step, ExchangePhase phase, CudaMemory send, CudaMemory recv, long bytesPerPeer) {
         Arrays.fill(fixedBytes, bytesPerPeer);
-        prepare(fixedBytes, fixedBytes);
+        prepare(fixedBytes, fixedBytes, Long.MAX_VALUE);
         enqueueFixed(step, phase, send, sendOffsets, recv, recvOffsets);
     }
 
@@ -200,26 +200,30 @@ final class NcclExchange {
 
     /** Lays out the exchange and copies {@code send} into the pinned staging. */
     private void stage(ByteBuffer send, long[] sendCounts, long[] recvCounts) {
-        long sendTotal = prepare(sendCounts, recvCounts);
+        long sendTotal = prepare(sendCounts, recvCounts, Integer.MAX_VALUE);
         backend.sendStaging(sendTotal).put(0, send, 0, (int) sendTotal);
     }
 
-    /** Checks the counts and lays out both sides' segments; returns the bytes to send. */
-    private long prepare(long[] sendCounts, long[] recvCounts) {
+    /**
+     * Checks the counts and lays out both sides' segments; returns the bytes to send. {@code limit}
+     * caps each side's total: a {@link ByteBuffer}'s for the pinned staging; device buffers and
+     * NCCL's counts are 64-bit.
+     */
+    private long prepare(long[] sendCounts, long[] recvCounts, long limit) {
         Segments.checkLength("sendCounts", sendCounts, size);
         Segments.checkLength("recvCounts", recvCounts, size);
         launcher.checkOpen();
         long sendTotal = prefix(sendCounts, sendOffsets, "sendCounts");
         long recvTotal = prefix(recvCounts, recvOffsets, "recvCounts");
-        if (sendTotal > Integer.MAX_VALUE || recvTotal > Integer.MAX_VALUE) {
+        if (sendTotal > limit || recvTotal > limit) {
             throw new IllegalArgumentException(
                     "exchange of "
                             + sendTotal
                             + " bytes out, "
                             + recvTotal
                             + " in (expected: at most "
-                            + Integer.MAX_VALUE
-                            + " each way per rank)");
+                            + limit
+                            + " each way per rank through host staging)");
         }
         return sendTotal;
     }
