@@ -226,9 +226,10 @@ final class GpuCpuComparison {
         if (shared == null) {
             throw new IllegalStateException("the check's weights lost their shared expert");
         }
-        try (GpuSharedExpert onDevice = new GpuSharedExpert(shared, false, kernels)) {
-            onDevice.start(deviceTokens, TOKENS, DType.BF16, comm.stream());
-            onDevice.addTo(out, deviceTokens, TOKENS, DType.BF16, comm.stream());
+        try (GpuSharedExpert onDevice = new GpuSharedExpert(shared, false, kernels);
+                GpuSharedExpert.Lane lane = new GpuSharedExpert.Lane()) {
+            onDevice.start(lane, deviceTokens, TOKENS, DType.BF16, comm.stream());
+            onDevice.addTo(lane, out, deviceTokens, TOKENS, DType.BF16, comm.stream());
             sync(comm.stream());
             float[] layer = downloadFloats(out, TOKENS * HIDDEN);
             float[] reference =

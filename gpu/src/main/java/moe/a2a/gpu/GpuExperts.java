@@ -48,7 +48,6 @@ import org.slf4j.LoggerFactory;
 public final class GpuExperts implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuExperts.class);
 
-    private final cublasContext handle = new cublasContext();
     private final CudaKernels kernels;
     private final int hidden;
     private final int ffn;
@@ -241,12 +240,6 @@ public final class GpuExperts implements AutoCloseable {
                 }
                 loaded += w1[s].capacity() + w3[s].capacity() + w2[s].capacity();
             }
-            int created = cublasCreate_v2(handle);
-            if (created == CUBLAS_STATUS_ALLOC_FAILED) {
-                // as a cudaMalloc refused: the caller may hold these experts in FP8 or on the host
-                throw new OutOfDeviceMemoryException("cublasCreate: out of device memory");
-            }
-            check(created, "cublasCreate");
         } catch (RuntimeException e) {
             Set<CudaMemory> shared = Collections.newSetFromMap(new IdentityHashMap<>());
             for (CudaMemory[] h : held) {
@@ -300,9 +293,9 @@ public final class GpuExperts implements AutoCloseable {
     }
 
     /**
-     * Frees what {@code successor} does not share: the projections of experts it no longer holds,
-     * this one's cuBLAS handle. Between steps; this one is not used again (its argument lists in a
-     * {@link Scratch} are the scratch owner's to {@link Scratch#forget}).
+     * Frees what {@code successor} does not share: the projections of experts it no longer holds.
+     * Between steps; this one is not used again (its argument lists in a {@link Scratch} are the
+     * scratch owner's to {@link Scratch#forget}).
      */
     void retire(GpuExperts successor) {
         Set<CudaMemory> kept = Collections.newSetFromMap(new IdentityHashMap<>());
@@ -316,7 +309,6 @@ public final class GpuExperts implements AutoCloseable {
                 }
             }
         }
-        release();
     }
 
     /**
@@ -333,13 +325,18 @@ public final class GpuExperts implements AutoCloseable {
     }
 
     /**
-     * The device memory between the projections, and the grouped GEMMs' argument lists of each
-     * layer that runs in it. Layers run one after another on one stream, so a rank's steps share
-     * one across all its layers (the memory a step needs once, not once a layer). A step captured
-     * as a CUDA graph keeps the addresses it was captured with, so it brings its own, which nothing
-     * else grows, frees or rewrites.
+     * The device memory between the projections, the grouped GEMMs' argument lists of each layer
+     * that runs in it, and the cuBLAS handle they run on (with its workspace). Layers run one after
+     * another on one stream, so a rank's steps share one across all its layers (the memory a step
+     * needs once, not once a layer). A step captured as a CUDA graph keeps the addresses it was
+     * captured with, so it brings its own, which nothing else grows, frees or rewrites; so does a
+     * stream that runs beside another (a shared expert's): a handle's workspace is not to be shared
+     * by two streams at once.
      */
     public static final class Scratch implements AutoCloseable {
+        private final cublasContext handle = new cublasContext();
+        private boolean created;
+
         private final CudaMemory gate = CudaMemory.device();
         private final CudaMemory up = CudaMemory.device();
         private final CudaMemory act = CudaMemory.device();
@@ -381,8 +378,28 @@ public final class GpuExperts implements AutoCloseable {
             }
         }
 
+        /**
+         * The cuBLAS handle, made by the first call (out of device memory: {@link
+         * OutOfDeviceMemoryException}).
+         */
+        cublasContext handle() {
+            if (!created) {
+                int status = cublasCreate_v2(handle);
+                if (status == CUBLAS_STATUS_ALLOC_FAILED) {
+                    throw new OutOfDeviceMemoryException("cublasCreate: out of device memory");
+                }
+                check(status, "cublasCreate");
+                created = true;
+            }
+            return handle;
+        }
+
         @Override
         public void close() {
+            if (created) {
+                created = false;
+                cublasDestroy_v2(handle);
+            }
             gate.close();
             up.close();
             act.close();
@@ -423,6 +440,7 @@ public final class GpuExperts implements AutoCloseable {
         if (total == 0) {
             return;
         }
+        cublasContext handle = scratch.handle();
         check(cublasSetStream_v2(handle, stream), "cublasSetStream");
         scratch.gate.ensure(total * ffn * Float.BYTES);
         scratch.up.ensure(total * ffn * Float.BYTES);
@@ -554,6 +572,7 @@ public final class GpuExperts implements AutoCloseable {
             Scratch scratch,
             CUstream_st stream) {
         widen(math, w1, rowsPerSlot, scratch, stream);
+        cublasContext handle = scratch.handle();
         int status = calls.run(handle, GroupedGemms.GATE);
         if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) {
             return status;
@@ -677,11 +696,5 @@ public final class GpuExperts implements AutoCloseable {
                 w.close();
             }
         }
-        release();
-    }
-
-    /** The cuBLAS handle; the weights stay. */
-    private void release() {
-        cublasDestroy_v2(handle);
     }
 }

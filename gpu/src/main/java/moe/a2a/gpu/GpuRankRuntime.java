@@ -101,6 +101,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     /** The normal steps' memory between the projections, one for every layer. */
     private final GpuExperts.Scratch scratch = new GpuExperts.Scratch();
 
+    /** The normal steps' memory of the shared experts, one for every layer. */
+    private final GpuSharedExpert.Lane sharedLane = new GpuSharedExpert.Lane();
+
     private final CUevent_st[] events = new CUevent_st[4];
     private @Nullable GpuDispatcher dispatcher;
     private @Nullable GpuLowLatencySteps lowLatency;
@@ -333,7 +336,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         staged.set(layer, null);
         GpuExperts before = experts.getAndSet(layer, s.device());
         if (lowLatency != null) {
-            // its graphs hold the old experts' weight addresses, slot order and cuBLAS workspace
+            // its graphs hold the old experts' weight addresses and slot order
             lowLatency.forget(layer, before);
         }
         scratch.forget(before);
@@ -458,7 +461,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         GpuSharedExpert sharedExpert = shared[layer];
         if (sharedExpert != null) {
-            sharedExpert.start(tokens, numTokens, dtype, stream);
+            sharedExpert.start(sharedLane, tokens, numTokens, dtype, stream);
         }
         gpu.use(placements[layer]);
         CudaMemory grouped = gpu.dispatch(tokens, numTokens, dtype, ids, weights);
@@ -480,7 +483,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         CudaCheck.check(cudaEventRecord(events[2], stream), "cudaEventRecord");
         gpu.combine(expertOut, combined);
         if (sharedExpert != null) {
-            sharedExpert.addTo(combined, tokens, numTokens, dtype, stream);
+            sharedExpert.addTo(sharedLane, combined, tokens, numTokens, dtype, stream);
         }
         long outBytes = (long) numTokens * hidden * Float.BYTES;
         if (outBytes > 0) {
@@ -566,6 +569,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         expertOut.close();
         combined.close();
         scratch.close();
+        sharedLane.close();
         kernels.close();
     }
 }

@@ -29,7 +29,6 @@ final class GpuSharedExpert implements AutoCloseable {
     private final CudaKernels kernels;
     private final int hidden;
     private final @Nullable CudaMemory gate;
-    private final Lane lane = new Lane();
 
     private final CUstream_st side = new CUstream_st();
     private final CUevent_st tokensReady = new CUevent_st();
@@ -73,8 +72,10 @@ final class GpuSharedExpert implements AutoCloseable {
     }
 
     /**
-     * The device memory of one caller's steps: the MLP's rows, scratch and argument lists. A step
-     * captured as a graph keeps their addresses, so it brings its own, which nothing else grows.
+     * The device memory of one caller's steps: the MLP's rows, scratch and argument lists. A rank's
+     * normal steps share one across all their layers' shared experts (a layer's runs before the
+     * next one's starts); a step captured as a graph keeps their addresses, so it brings its own,
+     * which nothing else grows.
      */
     static final class Lane implements AutoCloseable {
         private final CudaMemory out = CudaMemory.device();
@@ -93,19 +94,6 @@ final class GpuSharedExpert implements AutoCloseable {
             widened.close();
             scratch.close();
         }
-    }
-
-    /** As {@link #start(Lane, CudaMemory, int, DType, CUstream_st)}, in this expert's own lane. */
-    void start(CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
-        start(lane, tokens, numTokens, dtype, main);
-    }
-
-    /**
-     * As {@link #addTo(Lane, CudaMemory, CudaMemory, int, DType, CUstream_st)}, in its own lane.
-     */
-    void addTo(
-            CudaMemory combined, CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
-        addTo(lane, combined, tokens, numTokens, dtype, main);
     }
 
     /**
@@ -156,7 +144,6 @@ final class GpuSharedExpert implements AutoCloseable {
     @Override
     public void close() {
         mlp.close();
-        lane.close();
         if (gate != null) {
             gate.close();
         }
