@@ -1,5 +1,6 @@
 package moe.a2a.gpu;
 
+import static org.bytedeco.cuda.global.cudart.cuGetErrorName;
 import static org.bytedeco.cuda.global.cudart.cuLaunchKernel;
 import static org.bytedeco.cuda.global.cudart.cuModuleGetFunction;
 import static org.bytedeco.cuda.global.cudart.cuModuleLoadData;
@@ -8,6 +9,7 @@ import static org.bytedeco.cuda.global.cudart.cudaDevAttrComputeCapabilityMajor;
 import static org.bytedeco.cuda.global.cudart.cudaDevAttrComputeCapabilityMinor;
 import static org.bytedeco.cuda.global.cudart.cudaDeviceGetAttribute;
 import static org.bytedeco.cuda.global.cudart.cudaFree;
+import static org.bytedeco.cuda.global.cudart.cudaSetDevice;
 import static org.bytedeco.cuda.global.nvrtc.NVRTC_SUCCESS;
 import static org.bytedeco.cuda.global.nvrtc.nvrtcCompileProgram;
 import static org.bytedeco.cuda.global.nvrtc.nvrtcCreateProgram;
@@ -73,8 +75,12 @@ final class KernelModule implements KernelLauncher {
         return names;
     }
 
-    /** Compiles and loads the kernels for {@code device} (the current device of this thread). */
+    /**
+     * Compiles and loads the kernels for {@code device}, which becomes this thread's current
+     * device.
+     */
     static KernelModule load(int device) {
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         int[] major = new int[1];
         int[] minor = new int[1];
         CudaCheck.check(
@@ -185,8 +191,17 @@ final class KernelModule implements KernelLauncher {
 
     private static void driver(int result, String call) {
         if (result != 0) {
+            PointerPointer<BytePointer> name = new PointerPointer<>(1);
+            BytePointer text =
+                    cuGetErrorName(result, name) == 0 ? name.get(BytePointer.class, 0) : null;
             throw new A2aException(
-                    "cuda driver call failed: " + call + " returned CUresult " + result);
+                    "cuda driver call failed: "
+                            + call
+                            + " returned "
+                            + (text == null || text.isNull() ? "" : text.getString() + " ")
+                            + "(CUresult "
+                            + result
+                            + ")");
         }
     }
 }
