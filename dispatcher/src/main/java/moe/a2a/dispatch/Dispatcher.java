@@ -142,7 +142,7 @@ public final class Dispatcher implements DispatchPath {
      * @throws IllegalArgumentException when {@code next} gives {@code rank} another number of slots
      *     than {@code slots}
      */
-    static void checkSlots(Placement next, int rank, int slots) {
+    public static void checkSlots(Placement next, int rank, int slots) {
         if (next.localExperts(rank) != slots) {
             throw new IllegalArgumentException(
                     "placement.localExperts("

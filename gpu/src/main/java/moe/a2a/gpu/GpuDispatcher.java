@@ -8,6 +8,7 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.Fp8RowLayout;
@@ -116,8 +117,11 @@ public final class GpuDispatcher implements AutoCloseable {
     /**
      * Routes the next dispatches by {@code next}: the same experts in this rank's slots, other
      * shares (as a layer's placement changes while serving).
+     *
+     * @throws IllegalArgumentException when {@code next} gives this rank another number of slots
      */
     public void use(Placement next) {
+        Dispatcher.checkSlots(next, group.rank(), plan.rowsPerSlot().length);
         layout.use(next);
     }
 

@@ -11,6 +11,7 @@ import java.util.function.Consumer;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
+import moe.a2a.dispatch.Dispatcher;
 import moe.a2a.dispatch.Placement;
 import moe.a2a.kernels.DType;
 import moe.a2a.kernels.Fp8RowLayout;
@@ -156,8 +157,14 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
                 : hidden * dtype.sizeBytes();
     }
 
-    /** Routes the next steps by {@code next} (this rank's experts unchanged, other shares). */
+    /**
+     * Routes the next steps by {@code next} (this rank's experts unchanged, other shares): the
+     * grouping's lists are sized by the slots it started with.
+     *
+     * @throws IllegalArgumentException when {@code next} gives this rank another number of slots
+     */
     public void use(Placement next) {
+        Dispatcher.checkSlots(next, group.rank(), slots);
         plan.layout().use(next);
     }
 
