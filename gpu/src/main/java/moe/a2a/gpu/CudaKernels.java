@@ -22,6 +22,9 @@ public final class CudaKernels implements AutoCloseable {
      */
     static final int THREADS = 256;
 
+    /** gather_rows copies a row a warp. */
+    private static final int ROWS_PER_GATHER_BLOCK = THREADS / 32;
+
     private final KernelLauncher launcher;
 
     CudaKernels(KernelLauncher launcher) {
@@ -49,7 +52,7 @@ public final class CudaKernels implements AutoCloseable {
         if (rows > 0) {
             launcher.launch(
                     "gather_rows",
-                    rows,
+                    (rows + ROWS_PER_GATHER_BLOCK - 1) / ROWS_PER_GATHER_BLOCK,
                     stream,
                     addr(src),
                     addr(index),

@@ -80,23 +80,39 @@ struct alignas(16) Chunk16 {
 };
 
 // dst[r] = src[index[r]] for rows of rowBytes bytes: dispatch's pack (token rows in send order)
-// and the grouping of received rows by local expert. One block per row.
+// and the grouping of received rows by local expert. A warp per row, blockDim.x / 32 rows a block,
+// so every row's copy starts in the first wave of blocks; a lane keeps four 16-byte loads in flight
+// before it stores them (a block a row kept one a thread, in many waves of short blocks). 16 bytes
+// at a time when both buffers are 16-byte aligned and a row is whole chunks, else bytes.
 extern "C" __global__ void gather_rows(const unsigned char* __restrict__ src, const int* __restrict__ index,
         unsigned char* __restrict__ dst, int rowBytes, int rows) {
-    int r = blockIdx.x;
+    int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
     if (r >= rows) {
         return;
     }
     const unsigned char* s = src + (long long) index[r] * rowBytes;
     unsigned char* d = dst + (long long) r * rowBytes;
-    if ((rowBytes & 15) == 0) {
+    if ((rowBytes & 15) == 0 && ((((unsigned long long) src) | ((unsigned long long) dst)) & 15ull) == 0) {
         const Chunk16* s4 = (const Chunk16*) s;
         Chunk16* d4 = (Chunk16*) d;
-        for (int i = threadIdx.x; i < rowBytes / 16; i += blockDim.x) {
+        int n = rowBytes / 16;
+        int i = lane;
+        for (; i + 96 < n; i += 128) {
+            Chunk16 c0 = s4[i];
+            Chunk16 c1 = s4[i + 32];
+            Chunk16 c2 = s4[i + 64];
+            Chunk16 c3 = s4[i + 96];
+            d4[i] = c0;
+            d4[i + 32] = c1;
+            d4[i + 64] = c2;
+            d4[i + 96] = c3;
+        }
+        for (; i < n; i += 32) {
             d4[i] = s4[i];
         }
     } else {
-        for (int i = threadIdx.x; i < rowBytes; i += blockDim.x) {
+        for (int i = lane; i < rowBytes; i += 32) {
             d[i] = s[i];
         }
     }

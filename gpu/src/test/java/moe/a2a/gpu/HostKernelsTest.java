@@ -44,15 +44,26 @@ class HostKernelsTest {
         held.forEach(BytePointer::close);
     }
 
+    /**
+     * Rows of whole 16-byte chunks (short, and long enough for the four-chunk loop and its tail),
+     * and of bytes; 33 rows, so the last block's warps are not all used. At {@code dstOffset} 8 the
+     * destination is off 16-byte alignment, which takes the byte loop.
+     */
     @ParameterizedTest
-    @ValueSource(ints = {48, 46})
-    void shouldGatherRows(int rowBytes) {
+    @CsvSource({"48, 0", "46, 0", "4800, 0", "4802, 0", "4800, 8"})
+    void shouldGatherRows(int rowBytes, int dstOffset) {
         SplittableRandom random = new SplittableRandom(rowBytes);
         ByteBuffer src = randomBytes(random, 20 * rowBytes);
         int[] index = random.ints(33, 0, 20).toArray();
-        BytePointer dst = allocate(index.length * rowBytes);
-        kernels.gatherRows(device(src), device(ints(index)), dst, rowBytes, index.length, null);
-        assertThat(host(dst, index.length * rowBytes))
+        BytePointer dst = allocate(dstOffset + index.length * rowBytes);
+        kernels.gatherRows(
+                device(src),
+                device(ints(index)),
+                new BytePointer(dst).position(dstOffset),
+                rowBytes,
+                index.length,
+                null);
+        assertThat(host(dst, dstOffset + index.length * rowBytes).position(dstOffset).slice())
                 .isEqualTo(KernelReplays.gatherRows(src, index, index.length, rowBytes));
     }
 
