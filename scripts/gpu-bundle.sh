@@ -49,7 +49,11 @@ echo "$commit" > "$out/COMMIT"
 du -sh "$out/jre" "$out/lib" "$out"
 # A device run carries the tracked tree too, within the same 64 MiB.
 bundle_bytes=$(du -sb "$out" | cut -f1)
-tree_bytes=$(git -C "$root" ls-files -z | (cd "$root" && xargs -0 du -cb 2>/dev/null) | tail -1 | cut -f1)
+tree_bytes=$( (cd "$root" && git ls-files -z 2>/dev/null | du -cb --files0-from=- 2>/dev/null) | tail -1 | cut -f1 || true)
+if [ -z "$tree_bytes" ]; then
+  echo "gpu-bundle: the tracked tree's size is unknown (no git checkout?); counting the bundle alone" >&2
+  tree_bytes=0
+fi
 total_mib=$(( (bundle_bytes + tree_bytes + 1048575) / 1048576 ))
 if [ "$total_mib" -ge 64 ]; then
   echo "gpu-bundle: ${total_mib} MiB with the tracked tree, over the 64 MiB a device run can carry" >&2

@@ -8,8 +8,9 @@ import java.util.concurrent.locks.ReentrantLock;
 /**
  * Per device, turns between a CUDA graph capture and work on other threads that may synchronize the
  * whole device: {@code cudaFree} does so implicitly, and a device synchronized while one of its
- * streams is being captured invalidates that capture, whatever the capture's mode. A rank's
- * placement staging (uploads and frees, off the rank's thread) takes its turn like a capture does.
+ * streams is being captured invalidates that capture, whatever the capture's mode. The frees of a
+ * placement staging dropped on the loader's thread take their turn like a capture does; the
+ * staging's uploads do not wait (steps, captures included, go on meanwhile).
  */
 final class CaptureTurns {
     private static final ConcurrentHashMap<Integer, ReentrantLock> BY_DEVICE =

@@ -82,6 +82,12 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     /** Per layer, the experts staged for a coming placement and not yet installed. */
     private final AtomicReferenceArray<Staged> staged;
 
+    /**
+     * Held by a staging (on the loader's thread) and an install (on the rank's): one at a time.
+     * Steps do not take it, so they go on while a placement is staged.
+     */
+    private final ReentrantLock staging = new ReentrantLock();
+
     /** Where staged experts' weights are uploaded, beside the steps' streams. */
     private final CUstream_st uploads = new CUstream_st();
 
@@ -158,6 +164,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                     weights.description());
         }
         try {
+            // made before the experts fill the device, so a step never has to find room for it
+            scratch.handle();
             try {
                 loadExperts(tf32, fp8);
             } catch (OutOfDeviceMemoryException e) {
@@ -259,22 +267,29 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             + slots
                             + ", as it started with)");
         }
-        ReentrantLock turn = CaptureTurns.of(device);
-        turn.lock();
+        staging.lock();
         try {
-            return stageInTurn(layer, next);
+            return stageLocked(layer, next);
         } finally {
-            turn.unlock();
+            staging.unlock();
         }
     }
 
-    /** {@link #stage}, in the device's turn: a capture on the rank's thread is not under way. */
-    private LayerSlots stageInTurn(int layer, Placement next) {
+    /** {@link #stage}, no install nor other staging under way. */
+    private LayerSlots stageLocked(int layer, Placement next) {
         CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
         Staged dropped = staged.getAndSet(layer, null);
         GpuExperts now = experts.get(layer);
         if (dropped != null) {
-            dropped.device().retire(now);
+            // its frees synchronize the device, which would invalidate a capture under way on the
+            // rank's thread: they wait for the device's turn
+            ReentrantLock turn = CaptureTurns.of(device);
+            turn.lock();
+            try {
+                dropped.device().retire(now);
+            } finally {
+                turn.unlock();
+            }
         }
         GpuExperts onDevice = now.restaged(next.expertsOf(rank), weights, layer, uploads);
         CpuRankRuntime h = host;
@@ -315,18 +330,16 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
      */
     @Override
     public void install(LayerSlots slots) {
-        // in the device's turn: a staging of this layer on the loader's thread, which would retire
-        // what this installs, is not under way
-        ReentrantLock turn = CaptureTurns.of(device);
-        turn.lock();
+        // no staging on the loader's thread under way, which would retire what this installs
+        staging.lock();
         try {
-            installInTurn(slots);
+            installLocked(slots);
         } finally {
-            turn.unlock();
+            staging.unlock();
         }
     }
 
-    private void installInTurn(LayerSlots slots) {
+    private void installLocked(LayerSlots slots) {
         int layer = slots.layer();
         Staged s = staged.get(layer);
         if (s == null || s.placement() != slots.placement()) {

@@ -21,18 +21,14 @@ import org.jspecify.annotations.Nullable;
  * A layer's shared expert on the device (DeepSeek's, added as it is, or Qwen2-MoE's, scaled per
  * token by {@code sigmoid(gate · x)}): its MLP runs on a stream of its own on the rank's tokens
  * while the main stream dispatches and combines, and its rows are added into the combined output
- * once both are done. Every rank holds it, so its tokens never travel. A step captured as a CUDA
- * graph brings its own {@link Lane}. Owned by the rank's thread.
+ * once both are done. Every rank holds it, so its tokens never travel. The stream and the memory it
+ * runs in are a caller's {@link Lane}. Owned by the rank's thread.
  */
 final class GpuSharedExpert implements AutoCloseable {
     private final GpuExperts mlp;
     private final CudaKernels kernels;
     private final int hidden;
     private final @Nullable CudaMemory gate;
-
-    private final CUstream_st side = new CUstream_st();
-    private final CUevent_st tokensReady = new CUevent_st();
-    private final CUevent_st done = new CUevent_st();
 
     GpuSharedExpert(SharedExpert shared, boolean tf32, CudaKernels kernels) {
         ExpertWeights weights = shared.mlp();
@@ -61,23 +57,22 @@ final class GpuSharedExpert implements AutoCloseable {
             }
         }
         this.gate = onDevice;
-        CudaCheck.check(
-                cudaStreamCreateWithFlags(side, cudaStreamNonBlocking),
-                "cudaStreamCreateWithFlags");
-        CudaCheck.check(
-                cudaEventCreateWithFlags(tokensReady, cudaEventDisableTiming),
-                "cudaEventCreateWithFlags");
-        CudaCheck.check(
-                cudaEventCreateWithFlags(done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     }
 
     /**
-     * The device memory of one caller's steps: the MLP's rows, scratch and argument lists. A rank's
-     * normal steps share one across all their layers' shared experts (a layer's runs before the
-     * next one's starts); a step captured as a graph keeps their addresses, so it brings its own,
-     * which nothing else grows.
+     * One caller's side stream, with the events that fork it from the main stream and join it back,
+     * and the device memory of its steps: the MLP's rows, scratch and argument lists. A rank's
+     * normal steps share one across all their layers' shared experts, so one layer's MLP is ordered
+     * after the last one's on the same stream even when a step failed before joining it; a step
+     * captured as a graph keeps their addresses, so it brings its own, which nothing else grows.
+     * The stream and events are made by the first step, on the rank's device.
      */
     static final class Lane implements AutoCloseable {
+        private final CUstream_st side = new CUstream_st();
+        private final CUevent_st tokensReady = new CUevent_st();
+        private final CUevent_st done = new CUevent_st();
+        private boolean created;
+
         private final CudaMemory out = CudaMemory.device();
 
         /** An fp16 step's tokens widened to fp32 for the fp32 GEMMs. */
@@ -88,11 +83,38 @@ final class GpuSharedExpert implements AutoCloseable {
         /** The MLP's one slot's rows, the step's tokens: kept to allocate nothing a step. */
         private final int[] rows = new int[1];
 
+        /** The side stream, made with its events the first time. */
+        private CUstream_st side() {
+            if (!created) {
+                CudaCheck.check(
+                        cudaStreamCreateWithFlags(side, cudaStreamNonBlocking),
+                        "cudaStreamCreateWithFlags");
+                created = true;
+                CudaCheck.check(
+                        cudaEventCreateWithFlags(tokensReady, cudaEventDisableTiming),
+                        "cudaEventCreateWithFlags");
+                CudaCheck.check(
+                        cudaEventCreateWithFlags(done, cudaEventDisableTiming),
+                        "cudaEventCreateWithFlags");
+            }
+            return side;
+        }
+
         @Override
         public void close() {
             out.close();
             widened.close();
             scratch.close();
+            if (created) {
+                created = false;
+                if (!tokensReady.isNull()) {
+                    cudaEventDestroy(tokensReady);
+                }
+                if (!done.isNull()) {
+                    cudaEventDestroy(done);
+                }
+                cudaStreamDestroy(side);
+            }
         }
     }
 
@@ -103,8 +125,9 @@ final class GpuSharedExpert implements AutoCloseable {
      */
     void start(Lane lane, CudaMemory tokens, int numTokens, DType dtype, CUstream_st main) {
         lane.out.ensure(Math.max(1, (long) numTokens * hidden * Float.BYTES));
-        CudaCheck.check(cudaEventRecord(tokensReady, main), "cudaEventRecord");
-        CudaCheck.check(cudaStreamWaitEvent(side, tokensReady, 0), "cudaStreamWaitEvent");
+        CUstream_st side = lane.side();
+        CudaCheck.check(cudaEventRecord(lane.tokensReady, main), "cudaEventRecord");
+        CudaCheck.check(cudaStreamWaitEvent(side, lane.tokensReady, 0), "cudaStreamWaitEvent");
         lane.rows[0] = numTokens;
         CudaMemory x = tokens;
         if (dtype == DType.FP16) {
@@ -114,7 +137,7 @@ final class GpuSharedExpert implements AutoCloseable {
             x = lane.widened;
         }
         mlp.forward(x, GpuDispatcher.expertDType(dtype), lane.rows, lane.out, side, lane.scratch);
-        CudaCheck.check(cudaEventRecord(done, side), "cudaEventRecord");
+        CudaCheck.check(cudaEventRecord(lane.done, side), "cudaEventRecord");
     }
 
     /**
@@ -128,7 +151,7 @@ final class GpuSharedExpert implements AutoCloseable {
             int numTokens,
             DType dtype,
             CUstream_st main) {
-        CudaCheck.check(cudaStreamWaitEvent(main, done, 0), "cudaStreamWaitEvent");
+        CudaCheck.check(cudaStreamWaitEvent(main, lane.done, 0), "cudaStreamWaitEvent");
         CudaMemory g = gate;
         kernels.addShared(
                 lane.out.at(0),
@@ -147,8 +170,5 @@ final class GpuSharedExpert implements AutoCloseable {
         if (gate != null) {
             gate.close();
         }
-        cudaEventDestroy(tokensReady);
-        cudaEventDestroy(done);
-        cudaStreamDestroy(side);
     }
 }

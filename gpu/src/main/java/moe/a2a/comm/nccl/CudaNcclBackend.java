@@ -135,7 +135,7 @@ final class CudaNcclBackend implements NcclBackend {
     @Override
     public NcclBackend shrink(int[] excludedRanks, long timeoutNs, NcclWatchdog watchdog) {
         long deadline = System.nanoTime() + timeoutNs;
-        PointerPointer<ncclComm> slot = new PointerPointer<ncclComm>(1).put(0, (Pointer) null);
+        PointerPointer<ncclComm> slot;
         synchronized (this) {
             if (!canShrink()) {
                 throw new IllegalStateException(
@@ -152,6 +152,7 @@ final class CudaNcclBackend implements NcclBackend {
                                 + ")");
             }
             CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+            slot = new PointerPointer<ncclComm>(1).put(0, (Pointer) null);
             int started =
                     ncclCommShrink(
                             comm,
@@ -188,17 +189,22 @@ final class CudaNcclBackend implements NcclBackend {
                     rank,
                     "NCCL reported the shrink done but gave no communicator");
         }
+        CudaNcclBackend shrunk;
+        try {
+            shrunk =
+                    new CudaNcclBackend(
+                            GroupShrink.survivorRank(rank, excludedRanks),
+                            size - excludedRanks.length,
+                            device,
+                            version,
+                            child,
+                            newStream());
+        } catch (RuntimeException e) {
+            ncclCommAbort(child);
+            throw e;
+        }
         return awaitInit(
-                new CudaNcclBackend(
-                        GroupShrink.survivorRank(rank, excludedRanks),
-                        size - excludedRanks.length,
-                        device,
-                        version,
-                        child,
-                        newStream()),
-                Math.max(1, deadline - System.nanoTime()),
-                watchdog,
-                "ncclCommShrink");
+                shrunk, Math.max(1, deadline - System.nanoTime()), watchdog, "ncclCommShrink");
     }
 
     private static CUstream_st newStream() {
