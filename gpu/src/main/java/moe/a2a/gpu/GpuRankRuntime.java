@@ -83,10 +83,11 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     private final AtomicReferenceArray<Staged> staged;
 
     /**
-     * Held by a staging (on the loader's thread) and an install (on the rank's): one at a time.
-     * Steps do not take it, so they go on while a placement is staged.
+     * Per layer, held by its staging (on the loader's thread) and its install (on the rank's): one
+     * at a time. Steps do not take them, so they go on while a placement is staged, and an install
+     * waits for no other layer's staging.
      */
-    private final ReentrantLock staging = new ReentrantLock();
+    private final ReentrantLock[] staging;
 
     /** Where staged experts' weights are uploaded, beside the steps' streams. */
     private final CUstream_st uploads = new CUstream_st();
@@ -153,6 +154,8 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         this.kernels = CudaKernels.load(device);
         this.experts = new AtomicReferenceArray<>(model.layers());
         this.staged = new AtomicReferenceArray<>(model.layers());
+        this.staging = new ReentrantLock[model.layers()];
+        Arrays.setAll(staging, l -> new ReentrantLock());
         this.shared = new GpuSharedExpert[model.layers()];
         boolean tf32 = options.tf32();
         boolean fp8 = options.fp8Experts() && storedInFp8();
@@ -267,11 +270,11 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                             + slots
                             + ", as it started with)");
         }
-        staging.lock();
+        staging[layer].lock();
         try {
             return stageLocked(layer, next);
         } finally {
-            staging.unlock();
+            staging[layer].unlock();
         }
     }
 
@@ -331,11 +334,11 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     @Override
     public void install(LayerSlots slots) {
         // no staging on the loader's thread under way, which would retire what this installs
-        staging.lock();
+        staging[slots.layer()].lock();
         try {
             installLocked(slots);
         } finally {
-            staging.unlock();
+            staging[slots.layer()].unlock();
         }
     }
 

@@ -15,8 +15,10 @@ import org.jspecify.annotations.Nullable;
 /**
  * Runs a worker's share of steps on its formed group, answers each on the session, and records each
  * step in the rank's meters. A failure (running out of memory included) aborts the communicator, so
- * that the peers waiting on this rank fail at once instead of at their exchange timeout. Owned by
- * the worker's data-plane thread, like the staging buffer it reuses across steps.
+ * that the peers waiting on this rank fail at once instead of at their exchange timeout where the
+ * transport carries the abort to them (TCP, shared memory); NCCL cannot, and its peers fail at
+ * their deadline. Owned by the worker's data-plane thread, like the staging buffer it reuses across
+ * steps.
  */
 final class RankTasks {
     private static final long[] NO_QUEUE = new long[0];

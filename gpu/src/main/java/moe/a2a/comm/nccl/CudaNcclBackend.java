@@ -120,7 +120,9 @@ final class CudaNcclBackend implements NcclBackend {
 
     @Override
     public synchronized boolean canShrink() {
-        return version >= NON_BLOCKING_SINCE && !aborted && !closed;
+        // a parent NCCL has flagged (a peer's connection broken, say) would fail the shrink here
+        // while the others wait their timeout
+        return version >= NON_BLOCKING_SINCE && !aborted && !closed && asyncError() == ncclSuccess;
     }
 
     /**

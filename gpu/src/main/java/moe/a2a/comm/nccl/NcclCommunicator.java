@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
  * itself: the {@link CollectiveAlgo} arguments are ignored here ({@code NCCL_ALGO} applies).
  *
  * <p>NCCL cannot carry a reason to the peers: when one rank aborts, the others fail at their
- * deadline (in a cluster the control plane's AbortGroup reaches them sooner).
+ * deadline. In a cluster the control plane's AbortGroup does not come sooner: a worker handles it
+ * on the rank's thread, once the wait it is in has ended.
  *
  * <p>{@link NcclExchange} runs the counts exchange and all-to-all-v, {@link NcclLauncher} launches
  * every call, waits for it and holds the group's failure; this class checks the other collectives'

@@ -118,8 +118,13 @@ public final class NcclDataPlane implements DataPlane {
         epoch = -1;
         NcclParent from = parent;
         parent = null;
+        GroupShrink shrink = peers.shrink();
+        if (shrink == null && from != null) {
+            // freed before a fresh init, whose buffers may need the room on a full device
+            from.release();
+            from = null;
+        }
         try {
-            GroupShrink shrink = peers.shrink();
             NcclCommunicator comm =
                     shrink != null
                             ? shrinkFrom(from, shrink)
