@@ -92,6 +92,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     /** Where staged experts' weights are uploaded, beside the steps' streams. */
     private final CUstream_st uploads = new CUstream_st();
 
+    /** Why the current group's steps take the host path, where they do. */
+    private String hostPathWhy = "steps of a group not on NCCL";
+
     /** The host path, loaded by the first step that takes it. */
     private @Nullable CpuRankRuntime host;
 
@@ -398,7 +401,19 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
 
     @Override
     public void rebind(Communicator comm) {
+        rebind(comm, true);
+    }
+
+    /**
+     * As {@link #rebind(Communicator)}; unless {@code everyMemberOnDevice} ({@link DevicePaths}),
+     * the group's steps take the host path, as a member of the group on it does.
+     */
+    public void rebind(Communicator comm, boolean everyMemberOnDevice) {
         this.comm = comm;
+        this.hostPathWhy =
+                everyMemberOnDevice
+                        ? "steps of a group not on NCCL"
+                        : "steps of an NCCL group with a member on the host path";
         if (host != null) {
             host.rebind(comm);
         }
@@ -411,7 +426,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             lowLatency.close();
             lowLatency = null;
         }
-        DeviceGroup group = DeviceGroup.of(comm);
+        DeviceGroup group = everyMemberOnDevice ? DeviceGroup.of(comm) : null;
         if (group != null) {
             dispatcher =
                     new GpuDispatcher(
@@ -438,7 +453,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             int lowLatencyTokens) {
         GpuLowLatencySteps fixed = lowLatency;
         if (fixed == null) {
-            return host("steps of a group not on NCCL")
+            return host(hostPathWhy)
                     .step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
         }
         if (lowLatencyTokens > 0) {

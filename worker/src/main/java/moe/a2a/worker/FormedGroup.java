@@ -5,6 +5,8 @@ import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.PeerFaults;
 import moe.a2a.dispatch.HostTopology;
 import moe.a2a.experts.RankRuntime;
+import moe.a2a.gpu.DevicePaths;
+import moe.a2a.gpu.GpuRankRuntime;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -51,10 +53,20 @@ record FormedGroup(
         return hostGroup != null ? null : main.waitedNanos(phase);
     }
 
-    /** Gives {@code runtime} this group's communicators for the next steps. */
+    /**
+     * Gives {@code runtime} this group's communicators for the next steps. Over NCCL, the members
+     * first decide together whether all run their steps on the device ({@link DevicePaths}): every
+     * member calls this once the group has formed.
+     */
     void bindTo(RankRuntime runtime) {
         if (hostGroup == null) {
-            runtime.rebind(main);
+            boolean onDevice =
+                    DevicePaths.everyMemberOnDevice(main, runtime instanceof GpuRankRuntime);
+            if (runtime instanceof GpuRankRuntime gpu) {
+                gpu.rebind(main, onDevice);
+            } else {
+                runtime.rebind(main);
+            }
         } else {
             runtime.rebind(main, hostGroup, topology);
         }

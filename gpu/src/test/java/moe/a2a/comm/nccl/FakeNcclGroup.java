@@ -113,6 +113,15 @@ public final class FakeNcclGroup {
         return ranks.stream().anyMatch(r -> r.rank == rank && r.queriedUnderCapture);
     }
 
+    /** The thread that aborted {@code rank}'s communicator, or "" while it was not. */
+    public String abortedOn(int rank) {
+        return ranks.stream()
+                .filter(r -> r.rank == rank)
+                .map(r -> r.abortedOn)
+                .findFirst()
+                .orElse("");
+    }
+
     /** Whether {@code rank}'s communicator was aborted. */
     public boolean aborted(int rank) {
         return ranks.stream().anyMatch(r -> r.rank == rank && r.aborted);
@@ -201,6 +210,7 @@ public final class FakeNcclGroup {
         private volatile int error = ncclSuccess;
         private volatile String errorText = "";
         private volatile boolean aborted;
+        private volatile String abortedOn = "";
         private volatile int graphs;
         private volatile boolean captured;
         private volatile boolean queriedUnderCapture;
@@ -573,6 +583,7 @@ public final class FakeNcclGroup {
         @Override
         public void abort() {
             holdingGraphs("ncclCommAbort");
+            abortedOn = Thread.currentThread().getName();
             aborted = true;
         }
 

@@ -85,13 +85,14 @@ class NcclGraphHoldTest {
             Thread.sleep(1);
         }
         rank0.abort(new A2aException("peer 1 lost"));
-        assertThat(group.aborted(0)).as("aborted from another thread").isFalse();
+        // the owner's next poll may already have carried it out, on its own thread
+        assertThat(group.abortedOn(0)).as("aborted from another thread").isIn("", "rank-0");
 
         assertThat(failed.get(10, TimeUnit.SECONDS))
                 .isInstanceOf(A2aException.class)
                 .hasMessageContaining("peer 1 lost");
         assertThat(drop.log).containsExactly("rank-0 aborted=false");
-        assertThat(group.aborted(0)).isTrue();
+        assertThat(group.abortedOn(0)).isEqualTo("rank-0");
         owner.join();
     }
 
