@@ -335,7 +335,6 @@ public final class GpuExperts implements AutoCloseable {
      */
     public static final class Scratch implements AutoCloseable {
         private final cublasContext handle = new cublasContext();
-        private boolean created;
 
         private final CudaMemory gate = CudaMemory.device();
         private final CudaMemory up = CudaMemory.device();
@@ -383,22 +382,21 @@ public final class GpuExperts implements AutoCloseable {
          * OutOfDeviceMemoryException}).
          */
         cublasContext handle() {
-            if (!created) {
+            if (handle.isNull()) {
                 int status = cublasCreate_v2(handle);
                 if (status == CUBLAS_STATUS_ALLOC_FAILED) {
                     throw new OutOfDeviceMemoryException("cublasCreate: out of device memory");
                 }
                 check(status, "cublasCreate");
-                created = true;
             }
             return handle;
         }
 
         @Override
         public void close() {
-            if (created) {
-                created = false;
+            if (!handle.isNull()) {
                 cublasDestroy_v2(handle);
+                handle.setNull();
             }
             gate.close();
             up.close();

@@ -92,9 +92,6 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     /** Where staged experts' weights are uploaded, beside the steps' streams. */
     private final CUstream_st uploads = new CUstream_st();
 
-    /** Why the current group's steps take the host path, where they do. */
-    private String hostPathWhy = "steps of a group not on NCCL";
-
     /** The host path, loaded by the first step that takes it. */
     private @Nullable CpuRankRuntime host;
 
@@ -410,10 +407,6 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
      */
     public void rebind(Communicator comm, boolean everyMemberOnDevice) {
         this.comm = comm;
-        this.hostPathWhy =
-                everyMemberOnDevice
-                        ? "steps of a group not on NCCL"
-                        : "steps of an NCCL group with a member on the host path";
         if (host != null) {
             host.rebind(comm);
         }
@@ -453,7 +446,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             int lowLatencyTokens) {
         GpuLowLatencySteps fixed = lowLatency;
         if (fixed == null) {
-            return host(hostPathWhy)
+            return host(comm != null && DeviceGroup.of(comm) != null
+                            ? "steps of an NCCL group with a member on the host path"
+                            : "steps of a group not on NCCL")
                     .step(layer, dtype, input, numTokens, routing, capacity, lowLatencyTokens);
         }
         if (lowLatencyTokens > 0) {

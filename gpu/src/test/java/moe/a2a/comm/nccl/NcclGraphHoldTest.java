@@ -104,19 +104,13 @@ class NcclGraphHoldTest {
         group.communicator(1, TimeUnit.MILLISECONDS.toNanos(200));
         Drop drop = new Drop(group);
         rank0.holdGraphs(drop);
-        group.graphs(0, 1);
-        rank0.capturing(true);
+        openCapture(group, rank0);
 
         assertThatThrownBy(() -> exchange(rank0)).isInstanceOf(A2aException.class);
         assertThat(group.aborted(0)).as("aborted while capturing").isFalse();
         assertThat(drop.log).isEmpty();
 
-        // the capture ends and its partial graph is destroyed; then the rank frees the group
-        group.graphs(0, -1);
-        rank0.capturing(false);
-        rank0.close();
-        assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
-        assertThat(group.aborted(0)).isTrue();
+        endCaptureAndFree(group, rank0, drop);
         assertThat(group.closed(0)).isTrue();
     }
 
@@ -130,18 +124,30 @@ class NcclGraphHoldTest {
         NcclCommunicator rank0 = group.communicator(0, TimeUnit.SECONDS.toNanos(1));
         Drop drop = new Drop(group);
         rank0.holdGraphs(drop);
-        group.graphs(0, 1);
         group.capture(0, true);
-        rank0.capturing(true);
+        openCapture(group, rank0);
 
         Thread other = Thread.ofPlatform().start(() -> rank0.abort(new A2aException("dropped")));
         other.join();
         assertThat(group.queriedUnderCapture(0)).as("stream queried under capture").isFalse();
         assertThat(group.aborted(0)).as("aborted while capturing").isFalse();
 
-        // the capture ends and its partial graph is destroyed; then the rank frees the group
-        group.graphs(0, -1);
         group.capture(0, false);
+        endCaptureAndFree(group, rank0, drop);
+    }
+
+    /** Opens a capture of rank 0's calls: NCCL counts it as a graph until it ends. */
+    private static void openCapture(FakeNcclGroup group, NcclCommunicator rank0) {
+        group.graphs(0, 1);
+        rank0.capturing(true);
+    }
+
+    /**
+     * The capture ends and its partial graph is destroyed; then the rank frees the group on this
+     * thread: its graphs are dropped first, then NCCL aborts.
+     */
+    private static void endCaptureAndFree(FakeNcclGroup group, NcclCommunicator rank0, Drop drop) {
+        group.graphs(0, -1);
         rank0.capturing(false);
         rank0.close();
         assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
