@@ -222,15 +222,17 @@ public final class TaskCodec {
         return WorkerMessage.newBuilder().setFailure(failure).build();
     }
 
-    /** Epoch {@code epoch}'s group could not be connected to the world rank {@code peer}. */
+    /**
+     * Epoch {@code epoch}'s group could not be connected to the world rank {@code peer}; -1 names
+     * none (a member never arrived, and the transport cannot tell which).
+     */
     public static WorkerMessage groupFailed(long epoch, int peer, String message) {
-        return WorkerMessage.newBuilder()
-                .setGroupFailed(
-                        GroupFailed.newBuilder()
-                                .setEpoch(epoch)
-                                .setPeer(peer)
-                                .setMessage(String.valueOf(message)))
-                .build();
+        GroupFailed.Builder failed =
+                GroupFailed.newBuilder().setEpoch(epoch).setMessage(String.valueOf(message));
+        if (peer >= 0) {
+            failed.setPeer(peer);
+        }
+        return WorkerMessage.newBuilder().setGroupFailed(failed).build();
     }
 
     /**

@@ -146,11 +146,21 @@ final class GroupEpochs {
             return;
         } catch (A2aException e) {
             int peer = PeerFaults.worldPeerOf(e, assignment.rank(), groupRanks);
-            if (peer == PeerFaults.NONE) {
+            if (peer != PeerFaults.NONE) {
+                // a live peer this rank cannot reach: the control plane decides
+                LOG.warn(
+                        "group epoch {}: cannot connect to rank {}: {}",
+                        epoch,
+                        peer,
+                        e.getMessage());
+            } else if (PeerFaults.timedOut(e)) {
+                // a member never arrived and the transport cannot tell which (NCCL's init and
+                // shrink): the control plane forms again, without it once its session is gone
+                LOG.warn("group epoch {}: a member never arrived: {}", epoch, e.getMessage());
+            } else {
                 throw e;
             }
-            // a live peer this rank cannot reach: the control plane decides, the session goes on
-            LOG.warn("group epoch {}: cannot connect to rank {}: {}", epoch, peer, e.getMessage());
+            // the session goes on
             sender.send(TaskCodec.groupFailed(epoch, peer, e.getMessage()));
             return;
         }

@@ -60,7 +60,8 @@ final class NcclInit {
     /**
      * Before the non-blocking config's layout is known to the loaded NCCL, init blocks; it runs on
      * its own thread so a rank that never joins is a timeout here. That thread is then left behind
-     * (NCCL offers no way to cancel it), and this process should exit.
+     * (NCCL offers no way to cancel it) while the worker's group epoch fails and a later one joins
+     * afresh: one thread and its communicator leaked each time.
      */
     static void blocking(
             ncclComm comm, int size, ncclUniqueId uid, int rank, int device, long timeoutNs) {

@@ -37,6 +37,19 @@ public final class PeerFaults {
         return NONE;
     }
 
+    /** Whether {@code failure}, or a cause of it, is a wait for a peer past the deadline. */
+    public static boolean timedOut(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof ExchangeTimeoutException) {
+                return true;
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return false;
+    }
+
     /**
      * {@link #peerOf} in world ranks, for a group of the world ranks {@code members} (ascending;
      * empty for every rank), of which this rank is world rank {@code worldRank}.

@@ -39,6 +39,21 @@ class PeerFaultsTest {
     }
 
     @Test
+    void shouldTellAWaitPastTheDeadlineWhetherOrNotItNamesThePeer() {
+        ExchangeTimeoutException unnamed =
+                new ExchangeTimeoutException(
+                        -1, ExchangePhase.BARRIER, 0, ExchangeTimeoutException.UNKNOWN_PEER, 10);
+        assertThat(PeerFaults.peerOf(unnamed, 0)).isEqualTo(PeerFaults.NONE);
+        assertThat(PeerFaults.timedOut(unnamed)).isTrue();
+        assertThat(PeerFaults.timedOut(new A2aException("init failed", unnamed)))
+                .as("found through the causes")
+                .isTrue();
+        assertThat(PeerFaults.timedOut(new PeerFailedException(1, 2, "connection closed")))
+                .isFalse();
+        assertThat(PeerFaults.timedOut(new A2aException("no room"))).isFalse();
+    }
+
+    @Test
     void shouldNumberTheMembersOfAGroupOfSomeRanksAsTheWorldDoes() {
         int[] members = {0, 2, 3};
         // world rank 3 is member 2; it timed out waiting for member 1, world rank 2

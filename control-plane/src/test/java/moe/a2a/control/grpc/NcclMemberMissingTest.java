@@ -1,0 +1,125 @@
+package moe.a2a.control.grpc;
+
+import static moe.a2a.control.grpc.NcclClusterTest.E;
+import static moe.a2a.control.grpc.NcclClusterTest.H;
+import static moe.a2a.control.grpc.NcclClusterTest.I;
+import static moe.a2a.control.grpc.NcclClusterTest.K;
+import static moe.a2a.control.grpc.NcclClusterTest.WORLD;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.ExchangeTimeoutException;
+import moe.a2a.comm.nccl.NcclCommunicator;
+import moe.a2a.comm.nccl.NcclDataPlane;
+import moe.a2a.comm.nccl.NcclTransportProvider;
+import moe.a2a.comm.nccl.NcclUniqueId;
+import moe.a2a.comm.nccl.SimulatedNccl;
+import moe.a2a.control.cluster.ClusterListener;
+import moe.a2a.control.cluster.RemoteCluster;
+import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
+import moe.a2a.dispatch.Placement;
+import moe.a2a.experts.ModelConfig;
+import moe.a2a.experts.ReferenceMoeLayer;
+import moe.a2a.experts.SeededWeights;
+import moe.a2a.kernels.DType;
+import moe.a2a.v1.ForwardRequest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * An NCCL init that times out waiting for a member it cannot name (NCCL never says which) fails the
+ * group epoch, not the workers' control sessions: each rank answers GroupFailed, keeps its session,
+ * and the next epoch forms from a fresh unique id and answers right.
+ */
+@Timeout(120)
+class NcclMemberMissingTest {
+    final SeededWeights weights = new SeededWeights(17, E, H, I, 1);
+
+    @Test
+    void shouldFormAgainWithoutEndingSessionsWhenAnInitTimesOut() throws Exception {
+        List<String> notServing = new CopyOnWriteArrayList<>();
+        RemoteCluster cluster =
+                new RemoteCluster(
+                        new ModelConfig(E, H, I, K, 1),
+                        NcclClusterTest.spec(17),
+                        "test",
+                        Placement.contiguous(E, WORLD),
+                        NcclTransportProvider.NCCL,
+                        TimeUnit.SECONDS.toNanos(10),
+                        TimeUnit.SECONDS.toNanos(30),
+                        new ClusterListener() {
+                            @Override
+                            public void onServing(long epoch, long formedInNanos) {}
+
+                            @Override
+                            public void onNotServing(String reason) {
+                                notServing.add(reason);
+                            }
+                        });
+        SimulatedNccl nccl = new SimulatedNccl();
+        TimingOutFirstInits inits = new TimingOutFirstInits(nccl);
+        try (ServedCluster served =
+                ServedCluster.start(
+                        cluster, weights, WORLD, (tcp, r) -> List.of(new NcclDataPlane(inits)))) {
+            served.agents.awaitFormed(cluster, "formed on a later epoch");
+            assertThat(inits.timedOut.get()).as("first inits timed out").isEqualTo(WORLD);
+            assertThat(nccl.madeIds()).as("a fresh unique id for the later epoch").hasSize(2);
+            assertThat(nccl.groupIds()).as("only the later epoch's group joined").hasSize(1);
+            assertThat(notServing)
+                    .as("no worker's session ended")
+                    .noneMatch(reason -> reason.contains("lost"));
+            ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
+            SplittableRandom random = new SplittableRandom(21);
+            for (int i = 0; i < 3; i++) {
+                ForwardRequest request =
+                        MoeGrpcServiceTest.request(random, 0, 4 + 5 * i, DType.FP32, Routing.TOPK);
+                NcclClusterTest.assertMatchesReference(
+                        "after the timed-out init " + i,
+                        reference,
+                        request,
+                        served.stub.forward(request));
+            }
+        }
+    }
+
+    /**
+     * The simulated NCCL, except that each rank's first init times out as NCCL's does when a member
+     * never arrives: past the deadline, naming no peer.
+     */
+    private static final class TimingOutFirstInits implements NcclDataPlane.NcclProvider {
+        final SimulatedNccl nccl;
+        final AtomicInteger timedOut = new AtomicInteger();
+
+        TimingOutFirstInits(SimulatedNccl nccl) {
+            this.nccl = nccl;
+        }
+
+        @Override
+        public NcclUniqueId newUniqueId() {
+            return nccl.newUniqueId();
+        }
+
+        @Override
+        public NcclCommunicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
+            if (timedOut.get() < worldSize && timedOut.incrementAndGet() <= worldSize) {
+                throw new ExchangeTimeoutException(
+                        -1,
+                        ExchangePhase.BARRIER,
+                        rank,
+                        ExchangeTimeoutException.UNKNOWN_PEER,
+                        timeoutNs);
+            }
+            return nccl.join(id, rank, worldSize, timeoutNs);
+        }
+
+        @Override
+        public int device() {
+            return nccl.device();
+        }
+    }
+}
