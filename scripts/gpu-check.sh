@@ -11,8 +11,10 @@
 # when there are two or more); then the served path (GpuServedCheck: a control plane and a worker on
 # nccl in one process, a client's answers checked in bf16, fp16 and fp32, normal and low-latency,
 # after a placement rollout, with FP8 dispatch, with an expert capacity, and for a checkpoint with a
-# gated shared expert). Prints each check's time as it ends, a table last, then the total time;
-# a check that throws is a failed row and the others still run.
+# gated shared expert). Each check runs in a JVM of its own, bounded by a cap (180 s) and by what
+# is left of the run's budget (540 s); it prints its time as it ends, and the rows of them all make
+# one table last, then the total time. A check that throws, crashes its JVM or runs out of time is
+# a failed row and the others still run.
 # exit 0 = every check passed, 1 = one failed, 3 = no usable GPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -59,8 +61,10 @@ export CUBLAS_WORKSPACE_CONFIG="${CUBLAS_WORKSPACE_CONFIG:-:4096:8}"
 out_dir="${OUT:-}"
 log=/dev/null
 error_file=/tmp/hs_err_%p.log
+rows="$cache/gpu-check-rows.tsv"
 if [ -n "$out_dir" ] && [ -d "$out_dir" ]; then
   log="$out_dir/gpu-check.log"
+  rows="$out_dir/gpu-check-rows.tsv"
   error_file="$out_dir/hs_err_%p.log"
 fi
 {
@@ -69,10 +73,45 @@ fi
 } | tee "$log"
 # JavaCPP's own limits on native memory are off: the served step's shape uploads gigabytes of
 # experts through host buffers, and the device's memory is not the JVM's to count.
+java_cmd=("$bundle/jre/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED
+  --sun-misc-unsafe-memory-access=allow -XX:MaxRAMPercentage=75 -XX:ErrorFile="$error_file"
+  -Dorg.bytedeco.javacpp.cachedir="$cache" -Dorg.bytedeco.javacpp.maxBytes=0
+  -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Xmx4g
+  -cp "$bundle/lib/*" moe.a2a.cli.GpuCheckMain)
+
+# Each check runs in a JVM of its own: a crash, or an error that poisons the CUDA context (an
+# illegal address), costs that check alone. Each is bounded by what is left of the run's budget
+# and by a cap of its own; the rows land in one file ($OUT's, under a device run, so that they come
+# back even if the run is cut short) and print as one table at the end.
+budget_s="${MOE_A2A_CHECK_BUDGET_S:-540}"
+cap_s="${MOE_A2A_CHECK_TIMEOUT_S:-180}"
+: >"$rows"
+start=$SECONDS
+mapfile -t checks < <("${java_cmd[@]}" --list 2>/dev/null)
+if [ "${#checks[@]}" -eq 0 ]; then
+  echo "gpu-check: the bundle's GpuCheckMain listed no checks:" >&2
+  "${java_cmd[@]}" --list >&2
+  exit 2
+fi
 set +e
-"$bundle/jre/bin/java" --add-modules=jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
-  --sun-misc-unsafe-memory-access=allow -XX:MaxRAMPercentage=75 -XX:ErrorFile="$error_file" \
-  -Dorg.bytedeco.javacpp.cachedir="$cache" -Dorg.bytedeco.javacpp.maxBytes=0 \
-  -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Xmx4g \
-  -cp "$bundle/lib/*" moe.a2a.cli.GpuCheckMain "${args[@]}" "$@" 2>&1 | tee -a "$log"
-exit "${PIPESTATUS[0]}"
+for check in "${checks[@]}"; do
+  left=$((budget_s - (SECONDS - start) - 15))
+  if [ "$left" -lt 20 ]; then
+    printf '%s\tskipped: the run'"'"'s budget of %s s was spent\tFAIL\n' "$check" "$budget_s" >>"$rows"
+    continue
+  fi
+  limit=$((left < cap_s ? left : cap_s))
+  echo "== $check (at most $limit s)" | tee -a "$log"
+  timeout -k 10 "$limit" "${java_cmd[@]}" "${args[@]}" "$@" --only "$check" --rows "$rows" 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
+  case "$rc" in
+    0|1) ;;
+    3) "${java_cmd[@]}" --print-rows "$rows" 2>&1 | tee -a "$log"; exit 3 ;;
+    124|137) printf '%s\ttimed out after %s s\tFAIL\n' "$check" "$limit" >>"$rows" ;;
+    *) printf '%s\tthe JVM exited %s (a crash leaves hs_err_PID.log)\tFAIL\n' "$check" "$rc" >>"$rows" ;;
+  esac
+done
+"${java_cmd[@]}" --print-rows "$rows" 2>&1 | tee -a "$log"
+rc=${PIPESTATUS[0]}
+echo "gpu-check took $((SECONDS - start)) s" | tee -a "$log"
+exit "$rc"

@@ -1,11 +1,14 @@
 package moe.a2a.gpu;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclUniqueId;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The GPU machine check ({@code scripts/gpu-check.sh}): probe; dispatch + combine on the GPU at
@@ -42,25 +45,66 @@ public final class GpuCheck {
 
     /**
      * Parses {@code args} and runs every check, then {@code more}; returns the exit code (2 for bad
-     * arguments).
+     * arguments). {@code --list} prints the checks' names, {@code --only NAME} runs the probe and
+     * that check alone (gpu-check.sh runs each in a JVM of its own, so that a crash or a poisoned
+     * CUDA context costs one check), {@code --rows FILE} appends each row to a file as it is added,
+     * and {@code --print-rows FILE} prints such a file's rows as one table.
      */
     public static int run(String[] args, List<DeviceCheck> more) {
         Path cuda = null;
         Path nccl = null;
+        Path rows = null;
+        String only = null;
         int device = 0;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--cuda-lib-dir" -> cuda = Path.of(args[++i]);
-                case "--nccl-lib-dir" -> nccl = Path.of(args[++i]);
-                case "--device" -> device = Integer.parseInt(args[++i]);
-                default -> {
-                    System.err.println(
-                            "usage: GpuCheck [--cuda-lib-dir DIR] [--nccl-lib-dir DIR] [--device N]");
-                    return 2;
+        try {
+            for (int i = 0; i < args.length; i++) {
+                switch (args[i]) {
+                    case "--cuda-lib-dir" -> cuda = Path.of(value(args, ++i));
+                    case "--nccl-lib-dir" -> nccl = Path.of(value(args, ++i));
+                    case "--device" -> device = Integer.parseInt(value(args, ++i));
+                    case "--rows" -> rows = Path.of(value(args, ++i));
+                    case "--only" -> only = value(args, ++i);
+                    case "--list" -> {
+                        checkNames(more).forEach(System.out::println);
+                        return 0;
+                    }
+                    case "--print-rows" -> {
+                        return CheckTable.printSaved(Path.of(value(args, ++i)));
+                    }
+                    default -> throw new IllegalArgumentException(args[i]);
                 }
             }
+        } catch (IllegalArgumentException e) {
+            System.err.println(
+                    "usage: GpuCheck [--cuda-lib-dir DIR] [--nccl-lib-dir DIR] [--device N]"
+                            + " [--only CHECK] [--rows FILE] | --list | --print-rows FILE ("
+                            + e.getMessage()
+                            + ")");
+            return 2;
         }
-        return run(GpuLibraries.resolve(cuda, nccl), device, more);
+        if (only != null && !checkNames(more).contains(only)) {
+            System.err.println("--only: " + only + " (expected one of " + checkNames(more) + ")");
+            return 2;
+        }
+        CheckTable table = rows == null ? new CheckTable() : CheckTable.savedTo(rows);
+        return run(GpuLibraries.resolve(cuda, nccl), device, more, only, table);
+    }
+
+    private static String value(String[] args, int i) {
+        if (i >= args.length) {
+            throw new IllegalArgumentException(args[i - 1] + " needs a value");
+        }
+        return args[i];
+    }
+
+    /** The checks' names, in the order they run: what {@code --only} takes. */
+    static List<String> checkNames(List<DeviceCheck> more) {
+        List<String> names = new ArrayList<>();
+        names.add(PROBE);
+        SECTIONS.forEach(s -> names.add(s.name()));
+        more.forEach(c -> names.add(c.getClass().getSimpleName()));
+        names.add(MULTI_GPU);
+        return names;
     }
 
     /**
@@ -138,59 +182,94 @@ public final class GpuCheck {
         }
     }
 
-    static int run(GpuLibraries libraries, int device, List<DeviceCheck> more) {
+    /** One of the checks that share the world-size-1 communicator and the kernels. */
+    private record Section(String name, SectionBody body) {}
+
+    @FunctionalInterface
+    private interface SectionBody {
+        void run(World world, CudaKernels kernels, int device, CheckTable table);
+    }
+
+    private static final String PROBE = "probe";
+
+    private static final String MULTI_GPU = "NcclCollectivesCheck across GPUs";
+
+    private static final List<Section> SECTIONS =
+            List.of(
+                    new Section(
+                            "GpuCpuComparison",
+                            (w, k, d, t) -> GpuCpuComparison.run(w::comm, k, t)),
+                    new Section(
+                            "RestagingCheck", (w, k, d, t) -> RestagingCheck.run(w.comm(), k, t)),
+                    new Section(
+                            "Fp8HeldCheck",
+                            (w, k, d, t) -> Fp8HeldCheck.run(k, w.comm().stream(), t)),
+                    new Section(
+                            "LowLatencyGraphCheck",
+                            (w, k, d, t) -> LowLatencyGraphCheck.run(w::comm, k, t)),
+                    new Section("GpuTimings", (w, k, d, t) -> GpuTimings.run(w.comm(), k, t)),
+                    new Section(
+                            "ServedStepTiming",
+                            (w, k, d, t) -> ServedStepTiming.run(w.comm(), d, t)),
+                    new Section(
+                            "NcclCollectivesCheck",
+                            (w, k, d, t) ->
+                                    NcclCollectivesCheck.run(
+                                            new NcclCommunicator[] {w.comm()}, t)));
+
+    /** Runs the probe, then every check, or only the check named {@code only} when not null. */
+    static int run(
+            GpuLibraries libraries,
+            int device,
+            List<DeviceCheck> more,
+            @Nullable String only,
+            CheckTable table) {
         long start = System.nanoTime();
-        CheckTable table = new CheckTable();
+        Predicate<String> selected = only == null ? name -> true : only::equals;
         System.out.println("libraries: " + libraries.describe());
         GpuProbe.Result probe = GpuProbe.probe(libraries);
-        table.row("probe", probe.describe(), probe.usable());
+        if (selected.test(PROBE) || !probe.usable()) {
+            table.row(PROBE, probe.describe(), probe.usable());
+        }
         if (!probe.usable()) {
-            table.print();
+            if (only == null) {
+                table.print();
+            }
             return 3;
         }
-        try (World world = new World(device);
-                CudaKernels kernels = CudaKernels.load(device)) {
-            System.out.println("kernels compiled for " + kernels.arch());
-            timed(
-                    "GpuCpuComparison",
-                    table,
-                    () -> GpuCpuComparison.run(world::comm, kernels, table));
-            timed("RestagingCheck", table, () -> RestagingCheck.run(world.comm(), kernels, table));
-            timed(
-                    "Fp8HeldCheck",
-                    table,
-                    () -> Fp8HeldCheck.run(kernels, world.comm().stream(), table));
-            timed(
-                    "LowLatencyGraphCheck",
-                    table,
-                    () -> LowLatencyGraphCheck.run(world::comm, kernels, table));
-            timed("GpuTimings", table, () -> GpuTimings.run(world.comm(), kernels, table));
-            timed(
-                    "ServedStepTiming",
-                    table,
-                    () -> ServedStepTiming.run(world.comm(), device, table));
-            timed(
-                    "NcclCollectivesCheck",
-                    table,
-                    () -> NcclCollectivesCheck.run(new NcclCommunicator[] {world.comm()}, table));
-        } catch (RuntimeException | LinkageError e) {
-            // the world-size-1 communicator or the kernels could not be made
-            e.printStackTrace(System.err);
-            table.row("run", "failed: " + e, false);
+        List<Section> sections = SECTIONS.stream().filter(s -> selected.test(s.name())).toList();
+        if (!sections.isEmpty()) {
+            try (World world = new World(device);
+                    CudaKernels kernels = CudaKernels.load(device)) {
+                System.out.println("kernels compiled for " + kernels.arch());
+                for (Section section : sections) {
+                    timed(
+                            section.name(),
+                            table,
+                            () -> section.body().run(world, kernels, device, table));
+                }
+            } catch (RuntimeException | LinkageError e) {
+                // the world-size-1 communicator or the kernels could not be made
+                e.printStackTrace(System.err);
+                table.row("run", "failed: " + e, false);
+            }
         }
         for (DeviceCheck check : more) {
-            timed(check.getClass().getSimpleName(), table, () -> check.run(device, table));
+            String name = check.getClass().getSimpleName();
+            if (selected.test(name)) {
+                timed(name, table, () -> check.run(device, table));
+            }
         }
-        if (probe.devices() >= 2) {
+        if (probe.devices() >= 2 && selected.test(MULTI_GPU)) {
             int n = Math.min(probe.devices(), MAX_RANKS);
-            timed(
-                    "NcclCollectivesCheck on " + n + " GPUs",
-                    table,
-                    () -> multiGpuCollectives(n, table));
+            timed(MULTI_GPU, table, () -> multiGpuCollectives(n, table));
         }
-        table.print();
-        System.out.printf(
-                Locale.ROOT, "%ngpu-check took %.0f s%n", (System.nanoTime() - start) / 1e9);
+        if (only == null) {
+            // a run of one check leaves the table to the script that ran them all
+            table.print();
+            System.out.printf(
+                    Locale.ROOT, "%ngpu-check took %.0f s%n", (System.nanoTime() - start) / 1e9);
+        }
         return table.failed() ? 1 : 0;
     }
 }
