@@ -38,7 +38,12 @@ final class GpuCpuComparison {
 
     private GpuCpuComparison() {}
 
-    /** The seeded bf16 tokens (and their values as floats) and their routing every part takes. */
+    /**
+     * The seeded bf16 tokens (and their values as floats) and their routing every part takes. Each
+     * FP8 block of a token's channels has a magnitude of its own, from 2^-6 to 2^6, so that its
+     * scale differs from its neighbours': a dequantize that took another block's scale would be off
+     * by powers of two in some blocks, past FP8's tolerance.
+     */
     private record Inputs(
             ByteBuffer tokens, float[] x, int[] ids, float[] weights, Placement placement) {
         static Inputs seeded() {
@@ -47,8 +52,12 @@ final class GpuCpuComparison {
             ByteBuffer tokens =
                     ByteBuffer.allocateDirect(TOKENS * rowBytes).order(ByteOrder.LITTLE_ENDIAN);
             float[] x = new float[TOKENS * HIDDEN];
+            double magnitude = 1;
             for (int i = 0; i < x.length; i++) {
-                short b = DType.floatToBf16((float) random.nextDouble(-1, 1));
+                if (i % RowKernels.FP8_BLOCK == 0) {
+                    magnitude = Math.scalb(1.0, random.nextInt(-6, 7));
+                }
+                short b = DType.floatToBf16((float) (magnitude * random.nextDouble(-1, 1)));
                 tokens.putShort(i * Short.BYTES, b);
                 x[i] = DType.bf16ToFloat(b);
             }
