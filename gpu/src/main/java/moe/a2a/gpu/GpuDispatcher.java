@@ -25,8 +25,9 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  * The routing (local slot and weight per choice) travels in a small host-staged exchange beside the
  * rows; {@link RoutePlan} turns it into the kernels' index lists.
  *
- * <p>The sums run in the CPU path's order without fused multiply-adds, so with the same inputs the
- * results are bit-identical to {@code Dispatcher}'s. Owned by the rank's thread.
+ * <p>The sums run in the CPU path's order without fused multiply-adds, so with the same finite
+ * inputs the results are bit-identical to {@code Dispatcher}'s (a NaN comes out as the device's
+ * canonical one, where the CPU keeps an operand's payload). Owned by the rank's thread.
  */
 public final class GpuDispatcher implements AutoCloseable {
     private final DeviceGroup group;

@@ -30,8 +30,9 @@ import org.jspecify.annotations.Nullable;
  * Each local expert slot has room for every row that can arrive ({@code N * T}), so the experts run
  * fixed shapes too.
  *
- * <p>The sums are the CPU path's, in its order, without fused multiply-adds. Owned by the rank's
- * thread; {@link #stage} only while the stream is idle.
+ * <p>The sums are the CPU path's, in its order, without fused multiply-adds (bit-identical for
+ * finite inputs; a NaN comes out as the device's canonical one). Owned by the rank's thread; {@link
+ * #stage} only while the stream is idle.
  */
 public final class GpuLowLatencyDispatcher implements AutoCloseable {
     private final DeviceGroup group;

@@ -15,9 +15,9 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
     return (unsigned short) ((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
-// fp16 as raw 16-bit patterns, as the CPU path's DType.floatToHalf / halfToFloat: nearest even,
-// magnitudes from 65520 up (infinities too) to infinity, a NaN made quiet with its payload's top
-// bits.
+// fp16 as raw 16-bit patterns, as the CPU row kernels' ScalarKernels.floatToFp16 / fp16ToFloat:
+// nearest even, magnitudes from 65520 up (infinities too) to infinity, a NaN made quiet with its
+// payload's top bits.
 __device__ __forceinline__ unsigned short float_to_fp16(float f) {
     unsigned int bits = __float_as_uint(f);
     unsigned int sign = (bits >> 16) & 0x8000u;
