@@ -22,6 +22,7 @@ import moe.a2a.workload.BenchRouting;
 import moe.a2a.workload.BenchWorkload;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.javacpp.BytePointer;
 
 /**
  * {@link GpuCheck}'s timings at the {@code prefill} workload's sizes for rank 0: the pack and
@@ -141,6 +142,99 @@ final class GpuTimings {
             table.row(
                     "NCCL send/recv to self, prefill rank 0 bytes",
                     timing(ncclMs, bytes, copy),
+                    true);
+        }
+        llGroup(kernels, stream, table);
+    }
+
+    /**
+     * The low-latency grouping ({@code ll_group}, one block) on the headers the {@code decode}
+     * workload's sources send rank 0, against a device copy of the regions' header bytes: the
+     * kernel reads every header once per local slot, a cost that grows with the sources, the bound
+     * and the slots, and no world-size-1 step shows.
+     */
+    private static void llGroup(CudaKernels kernels, CUstream_st stream, CheckTable table) {
+        BenchWorkload decode = BenchWorkload.named("decode");
+        int sources = decode.worldSize();
+        int bound = decode.tokens();
+        int topK = decode.topK();
+        int rowBytes = decode.rowBytes();
+        Placement placement = Placement.contiguous(decode.experts(), sources);
+        int slots = placement.localExperts(0);
+        int headerBytes = LowLatencyPlan.headerBytes(bound, topK);
+        long headerOffset = (long) bound * rowBytes;
+        int regionRows = new LowLatencyPlan(placement, 0, topK, bound, rowBytes).regionRows();
+        long regionBytes = (long) regionRows * rowBytes;
+        ByteBuffer recv =
+                ByteBuffer.allocateDirect(Math.toIntExact(sources * regionBytes))
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        for (int src = 0; src < sources; src++) {
+            LowLatencyPlan plan = new LowLatencyPlan(placement, src, topK, bound, rowBytes);
+            ByteBuffer staged =
+                    ByteBuffer.allocate(plan.stagedRows() * rowBytes)
+                            .order(ByteOrder.LITTLE_ENDIAN);
+            float[] weights = new float[bound * topK];
+            Arrays.fill(weights, 1f / topK);
+            plan.plan(staged, bound, BenchRouting.topkIds(decode, src), weights);
+            // rank 0's header from this source, where its region's header lands on rank 0
+            recv.put(
+                    Math.toIntExact(src * regionBytes + headerOffset),
+                    staged,
+                    bound * rowBytes,
+                    headerBytes);
+        }
+        int rows = sources * bound;
+        try (CudaMemory received = CudaMemory.device().ensure(recv.capacity());
+                CudaMemory headers = CudaMemory.device().ensure((long) sources * headerBytes);
+                CudaMemory headersCopy = CudaMemory.device().ensure((long) sources * headerBytes);
+                CudaMemory lists =
+                        CudaMemory.device()
+                                .ensure(
+                                        (long) Integer.BYTES
+                                                * ((long) slots * rows
+                                                        + rows
+                                                        + 1
+                                                        + 2L * rows * topK
+                                                        + sources))) {
+            received.upload(new BytePointer(recv), recv.capacity(), "ll_group headers");
+            long startAt = (long) Integer.BYTES * slots * rows;
+            long entryRowAt = startAt + (long) Integer.BYTES * (rows + 1);
+            long entryWeightAt = entryRowAt + (long) Integer.BYTES * rows * topK;
+            long receivedAt = entryWeightAt + (long) Integer.BYTES * rows * topK;
+            double copy = copyMs(stream, headers, headersCopy, (long) sources * headerBytes);
+            double ms =
+                    medianMs(
+                            stream,
+                            () ->
+                                    kernels.llGroup(
+                                            received.at(0),
+                                            regionBytes,
+                                            headerOffset,
+                                            regionRows,
+                                            sources,
+                                            bound,
+                                            topK,
+                                            slots,
+                                            lists.at(0),
+                                            lists.at(startAt),
+                                            lists.at(entryRowAt),
+                                            lists.at(entryWeightAt),
+                                            lists.at(receivedAt),
+                                            stream));
+            table.row(
+                    String.format(
+                            Locale.ROOT,
+                            "ll_group, decode rank 0 (%d sources, T = %d, top-%d, %d slots)",
+                            sources,
+                            bound,
+                            topK,
+                            slots),
+                    String.format(
+                            Locale.ROOT,
+                            "%.1f us, %.1fx the copy's time of the headers (%.1f KB)",
+                            ms * 1e3,
+                            ms / copy,
+                            sources * headerBytes / 1e3),
                     true);
         }
     }
