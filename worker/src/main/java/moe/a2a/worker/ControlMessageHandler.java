@@ -1,6 +1,7 @@
 package moe.a2a.worker;
 
 import moe.a2a.comm.Transport;
+import moe.a2a.v1.AbortGroup;
 import moe.a2a.v1.Accepted;
 import moe.a2a.v1.ControlMessage;
 import org.slf4j.Logger;
@@ -54,11 +55,7 @@ final class ControlMessageHandler {
                     sender.send(LinkProbe.answer(message.getProbeLinks()));
                     break;
                 case ABORT:
-                    epochs.drop(
-                            "control plane abandoned epoch "
-                                    + message.getAbort().getEpoch()
-                                    + ": "
-                                    + message.getAbort().getReason());
+                    epochs.drop(abandoned(message.getAbort()));
                     break;
                 default:
                     break;
@@ -68,6 +65,11 @@ final class ControlMessageHandler {
             epochs.drop(e.toString());
             sender.fail(e);
         }
+    }
+
+    /** Why the group of {@code abort}'s epoch is dropped. */
+    static String abandoned(AbortGroup abort) {
+        return "control plane abandoned epoch " + abort.getEpoch() + ": " + abort.getReason();
     }
 
     /** Takes the rank given; what was staged for the one before is stale. */

@@ -27,7 +27,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The rank's group, one epoch at a time: prepare binds the epoch's data plane, form connects the
  * group, steps and rank tasks go to it while its epoch is current, and a drop (a new epoch, an
- * abort, a lost session, shutdown) fails and closes it. Owned by the worker's data-plane thread.
+ * abort, a lost session, shutdown) fails and closes it. Owned by the worker's data-plane thread
+ * ({@link #abortNow} and {@link #formedGroups} from any).
  */
 final class GroupEpochs {
     private static final Logger LOG = LoggerFactory.getLogger(GroupEpochs.class);
@@ -48,6 +49,15 @@ final class GroupEpochs {
 
     /** Groups this worker connected, ever: read by the session loop's thread. */
     private final AtomicLong formedGroups = new AtomicLong();
+
+    /**
+     * The formed group and its epoch as other threads see them, for {@link #abortNow}; guarded by
+     * itself, so that a group is never aborted from another thread once its drop began.
+     */
+    private final Object serving = new Object();
+
+    private @Nullable FormedGroup servingGroup;
+    private long servingEpoch = -1;
 
     GroupEpochs(OfferedDataPlanes planes, RankAssignment assignment) {
         this.planes = planes;
@@ -166,6 +176,10 @@ final class GroupEpochs {
         }
         group = formed;
         commEpoch = epoch;
+        synchronized (serving) {
+            servingGroup = formed;
+            servingEpoch = epoch;
+        }
         formed.bindTo(assignment.loaded().runtime());
         formedGroups.incrementAndGet();
         LOG.info(
@@ -225,6 +239,19 @@ final class GroupEpochs {
     }
 
     /**
+     * Aborts the formed group of {@code epoch} (whichever is formed, when negative) for {@code
+     * reason} at once, from any thread: a wait in progress on the data-plane thread ends now, not
+     * at its deadline, and every later call fails. The data-plane thread still {@link #drop}s it.
+     */
+    void abortNow(long epoch, String reason) {
+        synchronized (serving) {
+            if (servingGroup != null && (epoch < 0 || epoch == servingEpoch)) {
+                servingGroup.abort(new A2aException(reason));
+            }
+        }
+    }
+
+    /**
      * Forgets an epoch bound but not formed, and fails and closes the formed group, for {@code
      * reason}.
      */
@@ -239,6 +266,10 @@ final class GroupEpochs {
             boundEpoch = -1;
         }
         if (group != null) {
+            synchronized (serving) {
+                servingGroup = null;
+                servingEpoch = -1;
+            }
             group.abort(new A2aException(reason));
             group.close();
             group = null;

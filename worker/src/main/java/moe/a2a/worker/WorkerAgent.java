@@ -108,8 +108,15 @@ public final class WorkerAgent implements AutoCloseable {
                         settings,
                         planes,
                         assignment,
-                        (message, sender) ->
-                                dataPlane.execute(() -> handler.handle(message, sender)),
+                        (message, sender) -> {
+                            if (message.hasAbort()) {
+                                // the wait in progress ends now; the drop waits its turn
+                                epochs.abortNow(
+                                        message.getAbort().getEpoch(),
+                                        ControlMessageHandler.abandoned(message.getAbort()));
+                            }
+                            dataPlane.execute(() -> handler.handle(message, sender));
+                        },
                         () -> closed);
     }
 
@@ -133,9 +140,10 @@ public final class WorkerAgent implements AutoCloseable {
             if (epochs.formedGroups() > formedBefore) {
                 backoffMs = 100;
             }
+            String ended = "control plane session ended: " + outcome.statusLine();
+            epochs.abortNow(-1, ended);
             try {
-                dataPlane.execute(
-                        () -> epochs.drop("control plane session ended: " + outcome.statusLine()));
+                dataPlane.execute(() -> epochs.drop(ended));
             } catch (RejectedExecutionException e) {
                 return; // closed meanwhile: close() left the group
             }
@@ -166,6 +174,7 @@ public final class WorkerAgent implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        epochs.abortNow(-1, "worker shutting down");
         try {
             dataPlane.execute(
                     () -> {

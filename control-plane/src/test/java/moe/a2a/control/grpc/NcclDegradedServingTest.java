@@ -11,6 +11,7 @@ import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
@@ -24,6 +25,7 @@ import moe.a2a.experts.ReferenceMoeLayer;
 import moe.a2a.experts.SeededWeights;
 import moe.a2a.kernels.DType;
 import moe.a2a.v1.ForwardRequest;
+import moe.a2a.v1.ForwardResponse;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -43,18 +45,12 @@ class NcclDegradedServingTest {
 
     @Test
     void shouldShrinkIntoTheRanksLeftAndFormWholeAgain() throws Exception {
-        RemoteCluster cluster = replicatedCluster();
+        RemoteCluster cluster = replicatedCluster(TimeUnit.SECONDS.toNanos(10));
         SimulatedNccl nccl = new SimulatedNccl();
         SplittableRandom random = new SplittableRandom(9);
         try (ServedCluster served = servedWhole(cluster, nccl, random)) {
             served.agents.stop(0);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while ((cluster.degradedRanks() != 1 || cluster.healthy() != WORLD - 1)
-                    && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-            }
-            assertThat(cluster.degradedRanks()).as("ranks served without").isEqualTo(1);
-            assertThat(cluster.healthy()).as("ranks serving").isEqualTo(WORLD - 1);
+            awaitServingWithout(cluster, 1);
             assertThat(nccl.shrinks())
                     .as("each of the three left shrank the whole group's without rank 0")
                     .containsExactly(List.of(0), List.of(0), List.of(0));
@@ -64,13 +60,7 @@ class NcclDegradedServingTest {
 
             served.agents.add(
                     served.toCluster, "worker-0-again", 0, List.of(new NcclDataPlane(nccl)));
-            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while ((cluster.degradedRanks() != 0 || cluster.healthy() != WORLD)
-                    && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-            }
-            assertThat(cluster.degradedRanks()).as("ranks served without, once whole").isZero();
-            assertThat(cluster.healthy()).as("ranks serving, once whole").isEqualTo(WORLD);
+            awaitServingWithout(cluster, 0);
             assertThat(nccl.groupIds()).as("a fresh init for the group that grew").hasSize(2);
             assertThat(nccl.shrinks()).hasSize(WORLD - 1);
             answerRight(served, random, "whole again");
@@ -79,7 +69,7 @@ class NcclDegradedServingTest {
 
     @Test
     void shouldInitAfreshWhenAnExchangeFailedAndNcclAbortedTheParents() throws Exception {
-        RemoteCluster cluster = replicatedCluster();
+        RemoteCluster cluster = replicatedCluster(TimeUnit.SECONDS.toNanos(10));
         SimulatedNccl nccl = new SimulatedNccl();
         SplittableRandom random = new SplittableRandom(10);
         try (ServedCluster served = servedWhole(cluster, nccl, random)) {
@@ -120,8 +110,57 @@ class NcclDegradedServingTest {
         }
     }
 
-    /** Rank r hosts experts 2r, 2r+1 and the next rank's two: each expert on two ranks. */
-    private static RemoteCluster replicatedCluster() {
+    /**
+     * A rank whose device hangs mid-step, and whose worker then goes: the control plane abandons
+     * the epoch, and its AbortGroup ends the other ranks' waits at once rather than at the exchange
+     * timeout (two minutes here, past the 30 s this test waits), so the three left serve without it
+     * well before that.
+     */
+    @Test
+    void shouldEndTheWaitsOfTheRanksLeftWhenTheEpochIsAbandoned() throws Exception {
+        RemoteCluster cluster = replicatedCluster(TimeUnit.MINUTES.toNanos(2));
+        SimulatedNccl nccl = new SimulatedNccl();
+        SplittableRandom random = new SplittableRandom(11);
+        try (ServedCluster served = servedWhole(cluster, nccl, random)) {
+            nccl.stick(1);
+            ForwardRequest request =
+                    MoeGrpcServiceTest.request(random, 0, 9, DType.FP32, Routing.TOPK);
+            CompletableFuture<ForwardResponse> inFlight =
+                    CompletableFuture.supplyAsync(() -> served.stub.forward(request));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!nccl.pending(0) && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(nccl.pending(0)).as("rank 0 waits for the stuck rank mid-step").isTrue();
+
+            served.agents.stop(1);
+            awaitServingWithout(cluster, 1);
+            assertThatThrownBy(() -> inFlight.get(30, TimeUnit.SECONDS))
+                    .hasCauseInstanceOf(StatusRuntimeException.class);
+            answerRight(served, random, "without the stuck rank");
+        }
+    }
+
+    /**
+     * Waits up to 30 s for {@code cluster} to serve on every rank but {@code without} of them, and
+     * checks it does.
+     */
+    private static void awaitServingWithout(RemoteCluster cluster, int without)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while ((cluster.degradedRanks() != without || cluster.healthy() != WORLD - without)
+                && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(cluster.degradedRanks()).as("ranks served without").isEqualTo(without);
+        assertThat(cluster.healthy()).as("ranks serving").isEqualTo(WORLD - without);
+    }
+
+    /**
+     * Rank r hosts experts 2r, 2r+1 and the next rank's two: each expert on two ranks; the workers
+     * wait {@code exchangeTimeoutNs} for a peer.
+     */
+    private static RemoteCluster replicatedCluster(long exchangeTimeoutNs) {
         int[][] rankExperts = new int[WORLD][];
         for (int r = 0; r < WORLD; r++) {
             int next = (r + 1) % WORLD;
@@ -133,7 +172,7 @@ class NcclDegradedServingTest {
                 "test",
                 Placement.of(Placement.FIRST_VERSION, E, rankExperts),
                 NcclTransportProvider.NCCL,
-                TimeUnit.SECONDS.toNanos(10),
+                exchangeTimeoutNs,
                 TimeUnit.SECONDS.toNanos(30),
                 new QuietListener());
     }

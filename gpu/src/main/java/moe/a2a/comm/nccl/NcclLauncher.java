@@ -7,6 +7,7 @@ import java.util.function.IntSupplier;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Launches one rank's NCCL calls and waits for each through the {@link NcclWatchdog}, to the
@@ -26,10 +27,13 @@ final class NcclLauncher {
     private final GraphHolds graphs = new GraphHolds();
 
     /**
-     * An abort another thread asked for while graphs hold the communicator: the owner's wait
-     * carries it out at its next poll, dropping its graphs first.
+     * An abort another thread asked for, or one asked for while graphs hold the communicator: the
+     * owner's wait carries it out at its next poll, dropping its graphs first.
      */
     private volatile boolean abortDeferred;
+
+    /** The thread that launches this rank's calls (the rank's own), once one was launched. */
+    private volatile @Nullable Thread owner;
 
     /** The backend as the watchdog sees it: its abort drops the graphs first. */
     private final NcclWatchdog.Progress progress =
@@ -132,7 +136,8 @@ final class NcclLauncher {
      * Records {@code cause} as the group's failure, unless there is one, and aborts NCCL if work is
      * in flight. An idle communicator is left intact (every later call fails here), so that its
      * data plane may still shrink it into the next epoch's group; {@link #failed} tells who frees
-     * it to abort it then.
+     * it to abort it then. From a thread other than the one launching, NCCL and CUDA are left to
+     * that thread (its device is the current one there): its wait in progress, or its next, aborts.
      */
     void abort(Throwable cause) {
         if (failure == null) {
@@ -140,7 +145,10 @@ final class NcclLauncher {
                     cause instanceof A2aException a
                             ? a
                             : new A2aException("aborted: " + cause, cause);
-            if (!quiescent()) {
+            Thread launching = owner;
+            if (launching != null && launching != Thread.currentThread()) {
+                abortDeferred = true;
+            } else if (!quiescent()) {
                 abortNccl();
             }
         }
@@ -182,8 +190,9 @@ final class NcclLauncher {
         }
     }
 
-    /** Throws when the group has failed. */
+    /** Throws when the group has failed; called before each launch, on the launching thread. */
     void checkOpen() {
+        owner = Thread.currentThread();
         A2aException f = failure;
         if (f != null) {
             throw broken(f);

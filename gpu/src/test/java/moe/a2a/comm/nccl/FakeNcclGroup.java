@@ -108,6 +108,18 @@ public final class FakeNcclGroup {
         }
     }
 
+    /**
+     * {@code rank}'s device is stuck for good, as a hung kernel leaves it: what it launches from
+     * now on never runs (nothing is sent), and it is never idle again; only an abort ends its wait.
+     */
+    public void stick(int rank) {
+        for (Rank r : ranks) {
+            if (r.rank == rank) {
+                r.stuck = true;
+            }
+        }
+    }
+
     /** Whether {@code rank}'s stream was queried while captured, which invalidates a capture. */
     public boolean queriedUnderCapture(int rank) {
         return ranks.stream().anyMatch(r -> r.rank == rank && r.queriedUnderCapture);
@@ -214,6 +226,7 @@ public final class FakeNcclGroup {
         private volatile int graphs;
         private volatile boolean captured;
         private volatile boolean queriedUnderCapture;
+        private volatile boolean stuck;
         private boolean closed;
         private boolean shrunk;
 
@@ -347,8 +360,10 @@ public final class FakeNcclGroup {
             send.get(0, input);
             long seq = collectives++;
             Round round = rounds.computeIfAbsent(seq, k -> new Round());
-            round.calls.set(rank, call);
-            round.inputs.set(rank, input);
+            if (!stuck) {
+                round.calls.set(rank, call);
+                round.inputs.set(rank, input);
+            }
             recvStaging(resultBytes);
             pending = new Pending(seq, round, call, result);
             return ncclSuccess;
@@ -454,6 +469,9 @@ public final class FakeNcclGroup {
         }
 
         private void post(int dst, long offset, long bytes) {
+            if (stuck) {
+                return;
+            }
             byte[] segment = new byte[(int) bytes];
             send.get((int) offset, segment);
             Message m = new Message(segment);
@@ -470,6 +488,9 @@ public final class FakeNcclGroup {
             if (captured) {
                 // CUDA would invalidate the capture: a stream under capture must not be queried
                 queriedUnderCapture = true;
+                return false;
+            }
+            if (stuck) {
                 return false;
             }
             if (error != ncclSuccess) {

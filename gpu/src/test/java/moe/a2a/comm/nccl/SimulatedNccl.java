@@ -57,6 +57,18 @@ public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
         }
     }
 
+    /** {@code rank}'s device is stuck in every group joined by id ({@link FakeNcclGroup#stick}). */
+    public void stick(int rank) {
+        for (FakeNcclGroup group : groups.values()) {
+            group.stick(rank);
+        }
+    }
+
+    /** Whether {@code rank} waits for messages in any group joined by id. */
+    public boolean pending(int rank) {
+        return groups.values().stream().anyMatch(g -> g.pending(rank));
+    }
+
     /** The ranks run on the CPU. */
     @Override
     public int device() {
