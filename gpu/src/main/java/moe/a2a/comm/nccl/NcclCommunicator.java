@@ -405,6 +405,15 @@ public final class NcclCommunicator implements Communicator {
      * of the communicator made. This one is unchanged and still to be freed.
      */
     public NcclCommunicator shrink(int[] excludedRanks, long timeoutNs) {
+        // a shrink that fails aborts this parent, and NCCL's abort waits for every graph holding
+        // it: they go first, on their owner's thread, as before any other abort
+        if (!launcher.graphs().clear()) {
+            throw new IllegalStateException(
+                    "ncclCommShrink: rank "
+                            + backend.rank()
+                            + "'s communicator is held by CUDA graphs of another thread or an open"
+                            + " capture");
+        }
         return new NcclCommunicator(
                 backend.shrink(excludedRanks, timeoutNs, watchdog), watchdog, timeoutNs);
     }

@@ -440,6 +440,17 @@ public final class FakeNcclGroup {
                                 + Arrays.toString(round.excluded);
             }
             round.arrived.incrementAndGet();
+            try {
+                awaitShrink(round, timeoutNs, watchdog);
+            } catch (RuntimeException e) {
+                // as the CUDA backend: the parent's abort ends a shrink that failed
+                abort();
+                throw e;
+            }
+            return round.child.backend(GroupShrink.survivorRank(rank, excluded));
+        }
+
+        private void awaitShrink(Shrink round, long timeoutNs, NcclWatchdog watchdog) {
             watchdog.await(
                     new NcclWatchdog.Progress() {
                         @Override
@@ -465,7 +476,6 @@ public final class FakeNcclGroup {
                     ExchangePhase.BARRIER,
                     rank,
                     "ncclCommShrink");
-            return round.child.backend(GroupShrink.survivorRank(rank, excluded));
         }
 
         private void post(int dst, long offset, long bytes) {

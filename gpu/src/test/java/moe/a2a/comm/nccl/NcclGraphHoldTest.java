@@ -11,6 +11,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
+import moe.a2a.comm.ExchangeTimeoutException;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -54,6 +55,26 @@ class NcclGraphHoldTest {
         assertThatThrownBy(() -> exchange(rank0)).isInstanceOf(A2aException.class);
         assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
         assertThat(group.aborted(0)).isTrue();
+        rank0.close();
+    }
+
+    /**
+     * A shrink that fails (here the other survivor never calls it) aborts its parent: the graphs
+     * holding the parent are dropped first, on their owner's thread.
+     */
+    @Test
+    void shouldDropTheGraphsBeforeAShrinkThatMayAbortTheParent() {
+        FakeNcclGroup group = new FakeNcclGroup(3);
+        NcclCommunicator rank0 = group.communicator(0, TimeUnit.MILLISECONDS.toNanos(200));
+        group.communicator(1, TimeUnit.MILLISECONDS.toNanos(200));
+        group.communicator(2, TimeUnit.MILLISECONDS.toNanos(200));
+        Drop drop = new Drop(group);
+        rank0.holdGraphs(drop);
+
+        assertThatThrownBy(() -> rank0.shrink(new int[] {2}, TimeUnit.MILLISECONDS.toNanos(200)))
+                .isInstanceOf(ExchangeTimeoutException.class);
+        assertThat(drop.log).containsExactly(Thread.currentThread().getName() + " aborted=false");
+        assertThat(group.aborted(0)).as("the failed shrink aborted the parent").isTrue();
         rank0.close();
     }
 
