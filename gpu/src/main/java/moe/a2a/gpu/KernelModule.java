@@ -23,6 +23,7 @@ import static org.bytedeco.cuda.global.nvrtc.nvrtcGetProgramLogSize;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -126,10 +127,26 @@ final class KernelModule implements KernelLauncher {
         if (function == null) {
             throw new IllegalArgumentException("kernel: " + kernel + " (not in kernels.cu)");
         }
-        driver(
-                cuLaunchKernel(
-                        function, blocks, 1, 1, CudaKernels.THREADS, 1, 1, 0, stream, params, null),
-                "cuLaunchKernel(" + kernel + ")");
+        try {
+            driver(
+                    cuLaunchKernel(
+                            function,
+                            blocks,
+                            1,
+                            1,
+                            CudaKernels.THREADS,
+                            1,
+                            1,
+                            0,
+                            stream,
+                            params,
+                            null),
+                    "cuLaunchKernel(" + kernel + ")");
+        } finally {
+            // params holds only the holders' addresses: the holders must outlive the launch, which
+            // copies what they hold, or their deallocator could free one during it
+            Reference.reachabilityFence(args);
+        }
     }
 
     @Override
