@@ -247,13 +247,8 @@ public final class GpuExperts implements AutoCloseable {
                     shared.addAll(Arrays.asList(h));
                 }
             }
-            for (CudaMemory[] ws : new CudaMemory[][] {w1, w3, w2}) {
-                for (CudaMemory w : ws) {
-                    if (w != null && !shared.contains(w)) {
-                        w.close();
-                    }
-                }
-            }
+            // uploads on a stream of their own are a staging's, on the loader's thread
+            CaptureTurns.free(stream != null, () -> ProjectionUploads.freeBut(shared, w1, w3, w2));
             throw e;
         }
         this.loadedBytes = loaded;
@@ -302,13 +297,7 @@ public final class GpuExperts implements AutoCloseable {
         kept.addAll(Arrays.asList(successor.w1));
         kept.addAll(Arrays.asList(successor.w3));
         kept.addAll(Arrays.asList(successor.w2));
-        for (CudaMemory[] ws : new CudaMemory[][] {w1, w3, w2}) {
-            for (CudaMemory w : ws) {
-                if (!kept.contains(w)) {
-                    w.close();
-                }
-            }
-        }
+        ProjectionUploads.freeBut(kept, w1, w3, w2);
     }
 
     /**

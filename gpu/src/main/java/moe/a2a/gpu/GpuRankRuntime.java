@@ -89,6 +89,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
      */
     private final ReentrantLock[] staging;
 
+    /** Set by {@link #close} with every {@link #staging} lock held. */
+    private boolean closed;
+
     /** Where staged experts' weights are uploaded, beside the steps' streams. */
     private final CUstream_st uploads = new CUstream_st();
 
@@ -272,6 +275,9 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         }
         staging[layer].lock();
         try {
+            if (closed) {
+                throw new A2aException("rank " + rank + ", layer " + layer + ": runtime closed");
+            }
             return stageLocked(layer, next);
         } finally {
             staging[layer].unlock();
@@ -286,13 +292,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         if (dropped != null) {
             // its frees synchronize the device, which would invalidate a capture under way on the
             // rank's thread: they wait for the device's turn
-            ReentrantLock turn = CaptureTurns.of(device);
-            turn.lock();
-            try {
-                dropped.device().retire(now);
-            } finally {
-                turn.unlock();
-            }
+            CaptureTurns.free(true, () -> dropped.device().retire(now));
         }
         GpuExperts onDevice = now.restaged(next.expertsOf(rank), weights, layer, uploads);
         CpuRankRuntime h = host;
@@ -555,8 +555,28 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         return (long) (ms[0] * 1e6);
     }
 
+    /**
+     * Frees the rank's device memory once no staging is under way: one on the loader's thread
+     * finishes first, and none starts after.
+     */
     @Override
     public void close() {
+        for (ReentrantLock layer : staging) {
+            layer.lock();
+        }
+        try {
+            if (!closed) {
+                closed = true;
+                free();
+            }
+        } finally {
+            for (ReentrantLock layer : staging) {
+                layer.unlock();
+            }
+        }
+    }
+
+    private void free() {
         if (host != null) {
             host.close();
         }

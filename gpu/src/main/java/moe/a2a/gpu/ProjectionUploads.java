@@ -8,6 +8,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.ShortBuffer;
+import java.util.Set;
 import moe.a2a.experts.Fp8Matrix;
 import moe.a2a.kernels.DType;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -51,6 +52,17 @@ final class ProjectionUploads {
         }
     }
 
+    /** Frees the projections of {@code lists} (nulls skipped) that {@code kept} does not hold. */
+    static void freeBut(Set<CudaMemory> kept, CudaMemory[]... lists) {
+        for (CudaMemory[] list : lists) {
+            for (CudaMemory w : list) {
+                if (w != null && !kept.contains(w)) {
+                    w.close();
+                }
+            }
+        }
+    }
+
     /** Where an FP8 projection's scales start: after its codes, 16-byte aligned. */
     static long scalesAt(int rows, int cols) {
         return ((long) rows * cols + 15) & ~15L;
@@ -68,7 +80,7 @@ final class ProjectionUploads {
                 CudaCheck.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(weights)");
             }
         } catch (RuntimeException e) {
-            device.close();
+            CaptureTurns.free(stream != null, device::close);
             throw e;
         }
         return device;
