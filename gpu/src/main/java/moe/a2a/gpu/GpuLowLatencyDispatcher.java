@@ -123,7 +123,22 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         this.perSlot = new int[slots];
         Arrays.fill(perSlot, rows);
         this.plan = new LowLatencyPlan(placement, group.rank(), topK, bound, regionRowBytes);
-        long regionBytes = (long) plan.regionRows() * regionRowBytes;
+        groupIndexAt = 0;
+        startAt = align(groupIndexAt + (long) Integer.BYTES * Math.max(1, slots * rows));
+        entryRowAt = align(startAt + (long) Integer.BYTES * (rows + 1));
+        entryWeightAt = align(entryRowAt + (long) Integer.BYTES * rows * topK);
+        receivedAt = align(entryWeightAt + (long) Float.BYTES * rows * topK);
+        try {
+            allocate((long) plan.regionRows() * regionRowBytes);
+        } catch (RuntimeException e) {
+            // out of memory partway: what was taken goes back
+            close();
+            throw e;
+        }
+    }
+
+    /** Every buffer at its fixed size, the receive regions zeroed. */
+    private void allocate(long regionBytes) {
         staged.ensure((long) plan.stagedRows() * regionRowBytes);
         stagedDevice.ensure((long) plan.stagedRows() * regionRowBytes);
         if (fp8) {
@@ -135,11 +150,6 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         CudaCheck.check(
                 cudaMemsetAsync(recv.at(0), 0, worldSize * regionBytes, group.stream()),
                 "cudaMemsetAsync(regions)");
-        groupIndexAt = 0;
-        startAt = align(groupIndexAt + (long) Integer.BYTES * Math.max(1, slots * rows));
-        entryRowAt = align(startAt + (long) Integer.BYTES * (rows + 1));
-        entryWeightAt = align(entryRowAt + (long) Integer.BYTES * rows * topK);
-        receivedAt = align(entryWeightAt + (long) Float.BYTES * rows * topK);
         lists.ensure(receivedAt + (long) Integer.BYTES * worldSize);
         grouped.ensure(
                 (long) Math.max(1, slots * rows)

@@ -48,10 +48,19 @@ final class GpuLowLatencySteps implements AutoCloseable {
         final GpuLowLatencyDispatcher dispatcher;
         final CudaMemory expertOut = CudaMemory.device();
         final GpuExperts.Scratch scratch = new GpuExperts.Scratch();
-        final GpuSharedExpert.Lane shared = new GpuSharedExpert.Lane();
+
+        /**
+         * Per shared-expert width, the lane of the layers with one that wide: a layer with a wider
+         * one would grow a lane whose addresses other layers' graphs hold.
+         */
+        final Map<Integer, GpuSharedExpert.Lane> sharedLanes = new HashMap<>();
 
         Fixed(GpuLowLatencyDispatcher dispatcher) {
             this.dispatcher = dispatcher;
+        }
+
+        GpuSharedExpert.Lane lane(GpuSharedExpert shared) {
+            return sharedLanes.computeIfAbsent(shared.ffn(), w -> new GpuSharedExpert.Lane());
         }
 
         @Override
@@ -59,7 +68,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
             dispatcher.close();
             expertOut.close();
             scratch.close();
-            shared.close();
+            sharedLanes.values().forEach(GpuSharedExpert.Lane::close);
         }
     }
 
@@ -214,9 +223,10 @@ final class GpuLowLatencySteps implements AutoCloseable {
         GpuSharedExpert sharedExpert = shared.apply(layer);
         int bound = fixed.dispatcher.bound();
         CudaMemory tokens = fixed.dispatcher.tokens();
+        GpuSharedExpert.Lane lane = sharedExpert == null ? null : fixed.lane(sharedExpert);
         if (sharedExpert != null) {
             // from here on its stream overlaps the pack, the exchange, the experts and combine
-            sharedExpert.start(fixed.shared, tokens, bound, dtype, group.stream());
+            sharedExpert.start(lane, tokens, bound, dtype, group.stream());
         }
         CudaMemory grouped = fixed.dispatcher.enqueueDispatch(s);
         int[] rowsPerSlot = fixed.dispatcher.rowsPerSlot();
@@ -240,7 +250,7 @@ final class GpuLowLatencySteps implements AutoCloseable {
                         ? null
                         : out ->
                                 sharedExpert.addTo(
-                                        fixed.shared, out, tokens, bound, dtype, group.stream()));
+                                        lane, out, tokens, bound, dtype, group.stream()));
     }
 
     private static CUevent_st event() {

@@ -153,7 +153,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
         this.device = device;
         this.weights = weights;
         this.step = new RankStep(weights, model, rank);
-        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        selectDevice();
         this.kernels = CudaKernels.load(device);
         this.experts = new AtomicReferenceArray<>(model.layers());
         this.staged = new AtomicReferenceArray<>(model.layers());
@@ -286,7 +286,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
 
     /** {@link #stage}, no install nor other staging under way. */
     private LayerSlots stageLocked(int layer, Placement next) {
-        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        selectDevice();
         Staged dropped = staged.getAndSet(layer, null);
         GpuExperts now = experts.get(layer);
         if (dropped != null) {
@@ -343,6 +343,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
     }
 
     private void installLocked(LayerSlots slots) {
+        selectDevice();
         int layer = slots.layer();
         Staged s = staged.get(layer);
         if (s == null || s.placement() != slots.placement()) {
@@ -406,6 +407,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
      * the group's steps take the host path, as a member of the group on it does.
      */
     public void rebind(Communicator comm, boolean everyMemberOnDevice) {
+        selectDevice();
         this.comm = comm;
         if (host != null) {
             host.rebind(comm);
@@ -444,6 +446,7 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
             RoutingInput routing,
             int capacity,
             int lowLatencyTokens) {
+        selectDevice();
         GpuLowLatencySteps fixed = lowLatency;
         if (fixed == null) {
             return host(comm != null && DeviceGroup.of(comm) != null
@@ -547,6 +550,15 @@ public final class GpuRankRuntime implements RankRuntime, AutoCloseable {
                 elapsedNs(events[0], events[1]),
                 elapsedNs(events[1], events[2]),
                 elapsedNs(events[2], events[3]));
+    }
+
+    /**
+     * Makes the rank's device current on the calling thread: the thread that made this runtime may
+     * not be the one calling it (an executor replaces a thread that died), and every allocation and
+     * launch goes to the current device.
+     */
+    private void selectDevice() {
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
     }
 
     private static long elapsedNs(CUevent_st from, CUevent_st to) {

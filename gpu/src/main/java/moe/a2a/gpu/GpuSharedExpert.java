@@ -28,6 +28,7 @@ final class GpuSharedExpert implements AutoCloseable {
     private final GpuExperts mlp;
     private final CudaKernels kernels;
     private final int hidden;
+    private final int ffn;
     private final @Nullable CudaMemory gate;
 
     GpuSharedExpert(SharedExpert shared, boolean tf32, CudaKernels kernels) {
@@ -41,6 +42,7 @@ final class GpuSharedExpert implements AutoCloseable {
                         kernels);
         this.kernels = kernels;
         this.hidden = weights.hidden();
+        this.ffn = weights.ffn();
         float[] g = shared.gate();
         CudaMemory onDevice = null;
         if (g != null) {
@@ -57,6 +59,11 @@ final class GpuSharedExpert implements AutoCloseable {
             }
         }
         this.gate = onDevice;
+    }
+
+    /** The MLP's width: what a {@link Lane}'s memory is sized by. */
+    int ffn() {
+        return ffn;
     }
 
     /**

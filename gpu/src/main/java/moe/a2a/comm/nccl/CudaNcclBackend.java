@@ -103,19 +103,26 @@ final class CudaNcclBackend implements NcclBackend {
         ncclUniqueId uid = new ncclUniqueId();
         uid.internal().put(id.toByteArray());
         ncclComm comm = new ncclComm();
-        if (v[0] >= NON_BLOCKING_SINCE) {
-            check(
-                    ncclCommInitRankConfig(comm, size, uid, rank, NcclInit.nonBlockingConfig()),
-                    "ncclCommInitRankConfig",
-                    rank);
-            return awaitInit(
-                    new CudaNcclBackend(rank, size, device, v[0], comm, stream),
-                    timeoutNs,
-                    watchdog,
-                    "ncclCommInitRankConfig");
+        boolean nonBlocking = v[0] >= NON_BLOCKING_SINCE;
+        CudaNcclBackend backend;
+        try {
+            if (nonBlocking) {
+                check(
+                        ncclCommInitRankConfig(comm, size, uid, rank, NcclInit.nonBlockingConfig()),
+                        "ncclCommInitRankConfig",
+                        rank);
+            } else {
+                NcclInit.blocking(comm, size, uid, rank, device, timeoutNs);
+            }
+            backend = new CudaNcclBackend(rank, size, device, v[0], comm, stream);
+        } catch (RuntimeException e) {
+            // no backend owns the stream yet (a timed-out group epoch, say, and the next tries)
+            cudaStreamDestroy(stream);
+            throw e;
         }
-        NcclInit.blocking(comm, size, uid, rank, device, timeoutNs);
-        return new CudaNcclBackend(rank, size, device, v[0], comm, stream);
+        return nonBlocking
+                ? awaitInit(backend, timeoutNs, watchdog, "ncclCommInitRankConfig")
+                : backend;
     }
 
     @Override
