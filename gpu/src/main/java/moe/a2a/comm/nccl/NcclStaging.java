@@ -34,11 +34,21 @@ final class NcclStaging {
     }
 
     ByteBuffer sendHost(long bytes) {
+        selectDevice();
         return sendHost.ensure(bytes).hostView();
     }
 
     ByteBuffer recvHost(long bytes) {
+        selectDevice();
         return recvHost.ensure(bytes).hostView();
+    }
+
+    /**
+     * The rank's device, current on the calling thread before anything is allocated: pinned memory
+     * taken on a thread without one would start a context on device 0.
+     */
+    private void selectDevice() {
+        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
     }
 
     /** The device buffer NCCL sends from. */
@@ -66,7 +76,7 @@ final class NcclStaging {
      * enqueues the copy of {@code sendBytes} of the send staging to the device.
      */
     void copyIn(long sendBytes, long recvBytes) {
-        CudaCheck.check(cudaSetDevice(device), "cudaSetDevice(" + device + ")");
+        selectDevice();
         sendDevice.ensure(sendBytes);
         recvDevice.ensure(recvBytes);
         // the copy back lands here before the caller asks for recvStaging: size it now
