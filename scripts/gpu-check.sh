@@ -102,10 +102,17 @@ for check in "${checks[@]}"; do
   fi
   limit=$((left < cap_s ? left : cap_s))
   echo "== $check (at most $limit s)" | tee -a "$log"
+  before=$(wc -l <"$rows")
   timeout -k 10 "$limit" "${java_cmd[@]}" "${args[@]}" "$@" --only "$check" --rows "$rows" 2>&1 | tee -a "$log"
   rc=${PIPESTATUS[0]}
   case "$rc" in
-    0|1) ;;
+    0) ;;
+    1)
+      # 1 is also what a JVM that failed to start, or a throwable the checks did not catch, exits with
+      if ! tail -n +"$((before + 1))" "$rows" | grep -q $'\tFAIL$'; then
+        printf '%s\texited 1 without a failed row (see the log above)\tFAIL\n' "$check" >>"$rows"
+      fi
+      ;;
     3) "${java_cmd[@]}" --print-rows "$rows" 2>&1 | tee -a "$log"; exit 3 ;;
     124|137) printf '%s\ttimed out after %s s\tFAIL\n' "$check" "$limit" >>"$rows" ;;
     *) printf '%s\tthe JVM exited %s (a crash leaves hs_err_PID.log)\tFAIL\n' "$check" "$rc" >>"$rows" ;;

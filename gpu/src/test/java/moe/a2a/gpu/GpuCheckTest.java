@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -76,6 +78,12 @@ class GpuCheckTest {
         assertThat(CheckTable.printSaved(dir.resolve("none.tsv")))
                 .as("no rows: nothing ran")
                 .isEqualTo(1);
+        Path torn = dir.resolve("torn.tsv");
+        printed(() -> CheckTable.savedTo(torn).row("probe", "GPU", true));
+        Files.writeString(torn, "GpuTimings\tpack 1.2 ms", StandardOpenOption.APPEND);
+        assertThat(printed(() -> assertThat(CheckTable.printSaved(torn)).isEqualTo(1)))
+                .as("a row a JVM cut short left half written")
+                .contains("| (torn.tsv) | not a row: GpuTimings pack 1.2 ms | FAIL |");
     }
 
     @Test

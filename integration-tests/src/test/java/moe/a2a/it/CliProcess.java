@@ -15,6 +15,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -26,6 +28,9 @@ import moe.a2a.cli.JvmOptions;
  * failing test attaches. Closing it kills it and waits, so no process outlives a test.
  */
 final class CliProcess implements AutoCloseable {
+    /** Ports {@link #freePort} handed out. */
+    private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
+
     private static final Pattern SERVING = Pattern.compile("serving on port (\\d+)");
     private static final Pattern CLUSTER = Pattern.compile("cluster port (\\d+)");
 
@@ -281,10 +286,18 @@ final class CliProcess implements AutoCloseable {
     }
 
     /** A port free right now on this machine, for a server that must be told its port up front. */
+    /**
+     * A port free now and not handed out before by this JVM: the OS may offer a port again as soon
+     * as it is closed, before the process it was meant for has taken it.
+     */
     static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
+        while (true) {
+            try (ServerSocket s = new ServerSocket(0)) {
+                s.setReuseAddress(true);
+                if (HANDED_OUT.add(s.getLocalPort())) {
+                    return s.getLocalPort();
+                }
+            }
         }
     }
 

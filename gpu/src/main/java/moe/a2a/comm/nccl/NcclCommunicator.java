@@ -34,8 +34,8 @@ import org.slf4j.LoggerFactory;
  * itself: the {@link CollectiveAlgo} arguments are ignored here ({@code NCCL_ALGO} applies).
  *
  * <p>NCCL cannot carry a reason to the peers: when one rank aborts, the others fail at their
- * deadline. In a cluster the control plane's AbortGroup does not come sooner: a worker handles it
- * on the rank's thread, once the wait it is in has ended.
+ * deadline. In a cluster the control plane's AbortGroup comes sooner: a worker aborts its group
+ * from the thread that receives it, and the rank's own thread aborts NCCL at its next poll.
  *
  * <p>{@link NcclExchange} runs the counts exchange and all-to-all-v, {@link NcclLauncher} launches
  * every call, waits for it and holds the group's failure; this class checks the other collectives'
@@ -437,6 +437,8 @@ public final class NcclCommunicator implements Communicator {
     @Override
     public void close() {
         if (keptByPlane) {
+            // retiring waits for the stream: work a failed group left in flight is aborted first
+            launcher.abortIfBusy();
             backend.retire();
         } else {
             free();

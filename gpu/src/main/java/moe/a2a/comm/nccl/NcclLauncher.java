@@ -7,7 +7,6 @@ import java.util.function.IntSupplier;
 import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Launches one rank's NCCL calls and waits for each through the {@link NcclWatchdog}, to the
@@ -32,8 +31,11 @@ final class NcclLauncher {
      */
     private volatile boolean abortDeferred;
 
-    /** The thread that launches this rank's calls (the rank's own), once one was launched. */
-    private volatile @Nullable Thread owner;
+    /**
+     * The thread that launches this rank's calls (the rank's own): the one that made the
+     * communicator, then the one that launched last.
+     */
+    private volatile Thread owner = Thread.currentThread();
 
     /** The backend as the watchdog sees it: its abort drops the graphs first. */
     private final NcclWatchdog.Progress progress =
@@ -137,7 +139,8 @@ final class NcclLauncher {
      * in flight. An idle communicator is left intact (every later call fails here), so that its
      * data plane may still shrink it into the next epoch's group; {@link #failed} tells who frees
      * it to abort it then. From a thread other than the one launching, NCCL and CUDA are left to
-     * that thread (its device is the current one there): its wait in progress, or its next, aborts.
+     * that thread (its device is the current one there): its wait in progress or its next, its next
+     * launch, its own abort or its close aborts NCCL if work is still in flight.
      */
     void abort(Throwable cause) {
         if (failure == null) {
@@ -145,12 +148,21 @@ final class NcclLauncher {
                     cause instanceof A2aException a
                             ? a
                             : new A2aException("aborted: " + cause, cause);
-            Thread launching = owner;
-            if (launching != null && launching != Thread.currentThread()) {
-                abortDeferred = true;
-            } else if (!quiescent()) {
-                abortNccl();
-            }
+        }
+        if (owner != Thread.currentThread()) {
+            abortDeferred = true;
+        } else {
+            abortIfBusy();
+        }
+    }
+
+    /**
+     * On the launching thread, once the group failed: NCCL aborted if work is in flight (which
+     * would otherwise wait on a peer that is gone), so that a close after need not wait for it.
+     */
+    void abortIfBusy() {
+        if (failure != null && !quiescent()) {
+            abortNccl();
         }
     }
 
@@ -195,6 +207,8 @@ final class NcclLauncher {
         owner = Thread.currentThread();
         A2aException f = failure;
         if (f != null) {
+            // another thread's abort may have come between this thread's waits
+            abortIfBusy();
             throw broken(f);
         }
     }
