@@ -285,10 +285,10 @@ final class CliProcess implements AutoCloseable {
         return logs.toString();
     }
 
-    /** A port free right now on this machine, for a server that must be told its port up front. */
     /**
-     * A port free now and not handed out before by this JVM: the OS may offer a port again as soon
-     * as it is closed, before the process it was meant for has taken it.
+     * A port free right now on this machine, for a server that must be told its port up front, and
+     * not handed out before by this JVM: the OS may offer a port again as soon as it is closed,
+     * before the process it was meant for has taken it.
      */
     static int freePort() throws IOException {
         while (true) {

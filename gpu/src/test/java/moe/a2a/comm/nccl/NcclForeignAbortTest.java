@@ -3,10 +3,8 @@ package moe.a2a.comm.nccl;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
 import moe.a2a.comm.A2aException;
-import moe.a2a.comm.ExchangePhase;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -15,8 +13,6 @@ import org.junit.jupiter.api.Test;
  * close, not only in a wait. Rank 0's simulated device is stuck, so its work never finishes.
  */
 class NcclForeignAbortTest {
-    private static final long[] COUNTS = {8, 8};
-
     @Test
     void shouldAbortOnTheRanksThreadAtItsNextLaunch() throws Exception {
         FakeNcclGroup group = new FakeNcclGroup(2);
@@ -24,7 +20,7 @@ class NcclForeignAbortTest {
         abortOnAnotherThread(rank0);
         assertThat(group.aborted(0)).as("aborted on the other thread").isFalse();
 
-        assertThatThrownBy(() -> exchange(rank0))
+        assertThatThrownBy(() -> NcclGraphHoldTest.exchange(rank0))
                 .isInstanceOf(A2aException.class)
                 .hasMessageContaining("rank 1 lost");
         assertThat(group.abortedOn(0)).isEqualTo(Thread.currentThread().getName());
@@ -55,15 +51,5 @@ class NcclForeignAbortTest {
 
     private static void abortOnAnotherThread(NcclCommunicator comm) throws InterruptedException {
         Thread.ofPlatform().start(() -> comm.abort(new A2aException("rank 1 lost"))).join();
-    }
-
-    private static void exchange(NcclCommunicator comm) {
-        comm.allToAllV(
-                0,
-                ExchangePhase.DISPATCH,
-                ByteBuffer.allocateDirect(16),
-                COUNTS,
-                ByteBuffer.allocateDirect(16),
-                COUNTS.clone());
     }
 }

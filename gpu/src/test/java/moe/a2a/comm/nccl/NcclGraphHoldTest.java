@@ -216,7 +216,8 @@ class NcclGraphHoldTest {
         Thread.ofPlatform().start(comm::close).join();
     }
 
-    private static void exchange(NcclCommunicator comm) {
+    /** Eight bytes to each of two ranks and from each: rank 0's part of a two-rank exchange. */
+    static void exchange(NcclCommunicator comm) {
         comm.allToAllV(
                 0,
                 ExchangePhase.DISPATCH,
