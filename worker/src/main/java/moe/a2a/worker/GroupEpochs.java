@@ -37,7 +37,14 @@ final class GroupEpochs {
     private final RankAssignment assignment;
     private final RankTasks tasks = new RankTasks();
     private final RankTaskRunner rankTasks = new RankTaskRunner();
+
+    /**
+     * The formed group and its epoch: written on the data-plane thread holding {@link #serving},
+     * which {@link #abortNow} holds to read them, so a group is never aborted from another thread
+     * once its drop began.
+     */
     private @Nullable FormedGroup group;
+
     private long commEpoch = -1;
     private long boundEpoch = -1;
 
@@ -50,14 +57,8 @@ final class GroupEpochs {
     /** Groups this worker connected, ever: read by the session loop's thread. */
     private final AtomicLong formedGroups = new AtomicLong();
 
-    /**
-     * The formed group and its epoch as other threads see them, for {@link #abortNow}; guarded by
-     * itself, so that a group is never aborted from another thread once its drop began.
-     */
+    /** Guards the writes of {@link #group} and {@link #commEpoch}, and abortNow's reads. */
     private final Object serving = new Object();
-
-    private @Nullable FormedGroup servingGroup;
-    private long servingEpoch = -1;
 
     GroupEpochs(OfferedDataPlanes planes, RankAssignment assignment) {
         this.planes = planes;
@@ -174,11 +175,9 @@ final class GroupEpochs {
             sender.send(TaskCodec.groupFailed(epoch, peer, e.getMessage()));
             return;
         }
-        group = formed;
-        commEpoch = epoch;
         synchronized (serving) {
-            servingGroup = formed;
-            servingEpoch = epoch;
+            group = formed;
+            commEpoch = epoch;
         }
         formed.bindTo(assignment.loaded().runtime());
         formedGroups.incrementAndGet();
@@ -245,8 +244,8 @@ final class GroupEpochs {
      */
     void abortNow(long epoch, String reason) {
         synchronized (serving) {
-            if (servingGroup != null && (epoch < 0 || epoch == servingEpoch)) {
-                servingGroup.abort(new A2aException(reason));
+            if (group != null && (epoch < 0 || epoch == commEpoch)) {
+                group.abort(new A2aException(reason));
             }
         }
     }
@@ -265,15 +264,14 @@ final class GroupEpochs {
             }
             boundEpoch = -1;
         }
-        if (group != null) {
+        FormedGroup dropped = group;
+        if (dropped != null) {
             synchronized (serving) {
-                servingGroup = null;
-                servingEpoch = -1;
+                group = null;
+                commEpoch = -1;
             }
-            group.abort(new A2aException(reason));
-            group.close();
-            group = null;
-            commEpoch = -1;
+            dropped.abort(new A2aException(reason));
+            dropped.close();
         }
     }
 }
