@@ -8,6 +8,7 @@ import static org.bytedeco.cuda.global.cudart.cudaMemsetAsync;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.function.Consumer;
+import moe.a2a.comm.A2aException;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.dispatch.DispatchDType;
 import moe.a2a.dispatch.DispatchLayout;
@@ -388,9 +389,25 @@ public final class GpuLowLatencyDispatcher implements AutoCloseable {
         return numTokens;
     }
 
-    /** Rows received from {@code rank} in the last dispatch, once the stream is done. */
+    /**
+     * Rows received from {@code rank} in the last dispatch, once the stream is done.
+     *
+     * @throws A2aException if {@code rank}'s region header was malformed ({@code ll_group} grouped
+     *     the region as empty, so the step's results are wrong and it must fail)
+     */
     public long receivedFrom(int rank) {
-        return hostOut.hostView().getInt(bound * hidden * Float.BYTES + rank * Integer.BYTES);
+        int count = hostOut.hostView().getInt(bound * hidden * Float.BYTES + rank * Integer.BYTES);
+        if (count < 0) {
+            throw new A2aException(
+                    "low-latency dispatch: the region header from rank "
+                            + rank
+                            + " is malformed (a count outside 0.."
+                            + bound
+                            + ", a slot outside -1.."
+                            + (slots - 1)
+                            + " or named twice by a token); the step fails");
+        }
+        return count;
     }
 
     /** The source-side layout of the last staged step. */

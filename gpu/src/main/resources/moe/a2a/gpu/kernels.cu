@@ -290,7 +290,9 @@ __device__ __forceinline__ int header_int(const unsigned char* h, int i) {
 // get when a token's experts are distinct) in receive order: groupIndex names each one's row of the
 // receive buffer (row 0 for the unused places). Row i's combine entries [start[i], start[i+1]) are
 // its local choices by ascending slot, as the CPU path adds them: entryRow (grouped place) and
-// entryWeight. received[s] = s's count. One block.
+// entryWeight. received[s] = s's count, or -1 where s's header is malformed (a count outside
+// 0..bound, a slot outside -1..slots-1, or a slot twice in a row): such a region is grouped as
+// empty, so no list names a place past the buffers, and the host fails the step. One block.
 extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long long regionBytes,
         long long headerOffset, int regionRows, int sources, int bound, int k, int slots,
         int* __restrict__ groupIndex, int* __restrict__ start, int* __restrict__ entryRow,
@@ -300,6 +302,29 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
     for (int p = threadIdx.x; p < slots * rows; p += blockDim.x) {
         groupIndex[p] = 0;
     }
+    for (int s = threadIdx.x; s < sources; s += blockDim.x) {
+        int count = header_int(recv + s * regionBytes + headerOffset, 0);
+        received[s] = count >= 0 && count <= bound ? count : -1;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+        const unsigned char* h = recv + (i / bound) * regionBytes + headerOffset;
+        int r = i % bound;
+        if (r < received[i / bound]) {
+            bool bad = false;
+            for (int q = 0; q < k; q++) {
+                int slot = header_int(h, 1 + r * k + q);
+                bad |= slot < -1 || slot >= slots;
+                for (int p = 0; p < q; p++) {
+                    bad |= slot >= 0 && header_int(h, 1 + r * k + p) == slot;
+                }
+            }
+            if (bad) {
+                received[i / bound] = -1;
+            }
+        }
+    }
+    __syncthreads();
     int carry = 0;
     for (int base = 0; base < rows; base += blockDim.x) {
         int i = base + threadIdx.x;
@@ -307,7 +332,7 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
         if (i < rows) {
             const unsigned char* h = recv + (i / bound) * regionBytes + headerOffset;
             int r = i % bound;
-            if (r < header_int(h, 0)) {
+            if (r < received[i / bound]) {
                 for (int q = 0; q < k; q++) {
                     n += header_int(h, 1 + r * k + q) >= 0 ? 1 : 0;
                 }
@@ -334,7 +359,7 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
             if (i < rows) {
                 h = recv + (i / bound) * regionBytes + headerOffset;
                 r = i % bound;
-                if (r < header_int(h, 0)) {
+                if (r < received[i / bound]) {
                     for (int q = 0; q < k; q++) {
                         int slot = header_int(h, 1 + r * k + q);
                         if (slot == e) {
@@ -355,9 +380,6 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
             }
             taken += total;
         }
-    }
-    for (int s = threadIdx.x; s < sources; s += blockDim.x) {
-        received[s] = header_int(recv + s * regionBytes + headerOffset, 0);
     }
 }
 

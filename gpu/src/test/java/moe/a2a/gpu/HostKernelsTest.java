@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import moe.a2a.kernels.DType;
@@ -26,6 +27,13 @@ import org.junit.jupiter.params.provider.ValueSource;
  * {@code exp}), and NaN payloads, which x86 keeps and a GPU's arithmetic does not.
  */
 class HostKernelsTest {
+    /** The low-latency grouping's regions: sources, T, top-k and local slots. */
+    private static final int LL_SOURCES = 4;
+
+    private static final int LL_BOUND = 100;
+    private static final int LL_K = 3;
+    private static final int LL_SLOTS = 4;
+
     private static CudaKernels kernels;
 
     /**
@@ -190,30 +198,84 @@ class HostKernelsTest {
     @ValueSource(ints = {48, 46})
     void shouldGroupLowLatencyRegionsFromTheirHeaders(int rowBytes) {
         SplittableRandom random = new SplittableRandom(17 + rowBytes);
-        int sources = 4;
-        int bound = 100;
-        int k = 3;
-        int slots = 4;
-        int headerRows = (LowLatencyPlan.headerBytes(bound, k) + rowBytes - 1) / rowBytes;
-        int regionRows = bound + headerRows;
-        int regionBytes = regionRows * rowBytes;
-        ByteBuffer recv = randomBytes(random, sources * regionBytes);
-        for (int s = 0; s < sources; s++) {
-            int header = s * regionBytes + bound * rowBytes;
-            int count = s == 2 ? 0 : random.nextInt(bound / 2, bound + 1);
+        ByteBuffer recv = lowLatencyRegions(random, rowBytes);
+        assertLowLatencyGrouping(recv, rowBytes);
+    }
+
+    /**
+     * A source's malformed header (a count past T, a slot past the rank's, a slot named twice in a
+     * row, a slot below -1) is flagged in {@code received} as -1 and grouped as an empty region:
+     * the others' lists are as if it sent nothing, and none names a place past the buffers.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"count", "slot", "twice", "negative"})
+    void shouldGroupAMalformedRegionAsEmptyAndFlagIt(String fault) {
+        int rowBytes = 46;
+        SplittableRandom random = new SplittableRandom(23);
+        ByteBuffer recv = lowLatencyRegions(random, rowBytes);
+        int header = llRegionRows(rowBytes) * rowBytes + LL_BOUND * rowBytes; // source 1
+        int row = 7; // every source but 2 counts at least T / 2 rows
+        int at = header + Integer.BYTES * (1 + row * LL_K);
+        switch (fault) {
+            case "count" -> recv.putInt(header, LL_BOUND + 1);
+            case "slot" -> recv.putInt(at + Integer.BYTES, LL_SLOTS);
+            case "twice" -> {
+                recv.putInt(at, 2);
+                recv.putInt(at + Integer.BYTES, 2);
+            }
+            default -> recv.putInt(at, -2);
+        }
+        KernelReplays.Grouping flagged = assertLowLatencyGrouping(recv, rowBytes);
+        ByteBuffer silent = copy(recv);
+        silent.putInt(header, 0);
+        KernelReplays.Grouping empty = assertLowLatencyGrouping(silent, rowBytes);
+        assertThat(flagged.received())
+                .containsExactly(empty.received()[0], -1, 0, empty.received()[3]);
+        assertThat(flagged.groupIndex()).isEqualTo(empty.groupIndex());
+        assertThat(flagged.start()).isEqualTo(empty.start());
+        int entries = empty.start()[LL_SOURCES * LL_BOUND];
+        assertThat(Arrays.copyOf(flagged.entryRow(), entries))
+                .isEqualTo(Arrays.copyOf(empty.entryRow(), entries));
+    }
+
+    private static int llRegionRows(int rowBytes) {
+        return LL_BOUND + (LowLatencyPlan.headerBytes(LL_BOUND, LL_K) + rowBytes - 1) / rowBytes;
+    }
+
+    /**
+     * Four sources' regions of T = 100 rows (400 received rows, past one block's 256 threads),
+     * source 2 sending nothing, each counted row naming distinct local slots or -1 (a choice
+     * elsewhere).
+     */
+    private static ByteBuffer lowLatencyRegions(SplittableRandom random, int rowBytes) {
+        int regionBytes = llRegionRows(rowBytes) * rowBytes;
+        ByteBuffer recv = randomBytes(random, LL_SOURCES * regionBytes);
+        for (int s = 0; s < LL_SOURCES; s++) {
+            int header = s * regionBytes + LL_BOUND * rowBytes;
+            int count = s == 2 ? 0 : random.nextInt(LL_BOUND / 2, LL_BOUND + 1);
             recv.putInt(header, count);
-            for (int r = 0; r < bound; r++) {
-                // distinct local slots a token, or -1 (the choice is elsewhere)
-                int[] choices = random.ints(0, slots).distinct().limit(k).toArray();
-                for (int q = 0; q < k; q++) {
+            for (int r = 0; r < LL_BOUND; r++) {
+                int[] choices = random.ints(0, LL_SLOTS).distinct().limit(LL_K).toArray();
+                for (int q = 0; q < LL_K; q++) {
                     int slot = random.nextInt(3) == 0 ? -1 : choices[q];
-                    recv.putInt(header + Integer.BYTES * (1 + r * k + q), slot);
+                    recv.putInt(header + Integer.BYTES * (1 + r * LL_K + q), slot);
                     recv.putFloat(
-                            header + Integer.BYTES * (1 + bound * k + r * k + q),
+                            header + Integer.BYTES * (1 + LL_BOUND * LL_K + r * LL_K + q),
                             (float) random.nextGaussian());
                 }
             }
         }
+        return recv;
+    }
+
+    /** Runs ll_group on {@code recv} and matches the replay list by list; returns the replay's. */
+    private KernelReplays.Grouping assertLowLatencyGrouping(ByteBuffer recv, int rowBytes) {
+        int sources = LL_SOURCES;
+        int bound = LL_BOUND;
+        int k = LL_K;
+        int slots = LL_SLOTS;
+        int regionRows = llRegionRows(rowBytes);
+        int regionBytes = regionRows * rowBytes;
         int rows = sources * bound;
         BytePointer groupIndex = allocate((long) slots * rows * Integer.BYTES);
         BytePointer start = allocate((long) (rows + 1) * Integer.BYTES);
@@ -241,9 +303,10 @@ class HostKernelsTest {
         assertThat(hostInts(start, rows + 1)).isEqualTo(expected.start());
         int entries = expected.start()[rows];
         assertThat(hostInts(entryRow, entries))
-                .isEqualTo(java.util.Arrays.copyOf(expected.entryRow(), entries));
-        assertSameFloats(entryWeight, java.util.Arrays.copyOf(expected.entryWeight(), entries));
+                .isEqualTo(Arrays.copyOf(expected.entryRow(), entries));
+        assertSameFloats(entryWeight, Arrays.copyOf(expected.entryWeight(), entries));
         assertThat(hostInts(received, sources)).isEqualTo(expected.received());
+        return expected;
     }
 
     @ParameterizedTest
@@ -366,6 +429,12 @@ class HostKernelsTest {
         ByteBuffer b = buffer(values.length * dtype.sizeBytes());
         dtype.encode(values, 0, values.length, b, 0);
         return b;
+    }
+
+    private static ByteBuffer copy(ByteBuffer b) {
+        ByteBuffer c = buffer(b.capacity());
+        c.put(0, b, 0, b.capacity());
+        return c;
     }
 
     private static ByteBuffer randomBytes(SplittableRandom random, int n) {

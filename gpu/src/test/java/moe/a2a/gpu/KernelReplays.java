@@ -2,6 +2,8 @@ package moe.a2a.gpu;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.HashSet;
+import java.util.Set;
 import moe.a2a.kernels.DType;
 import org.jspecify.annotations.Nullable;
 
@@ -275,12 +277,16 @@ final class KernelReplays {
         int[] entryRow = new int[rows * k];
         float[] entryWeight = new float[rows * k];
         int[] received = new int[sources];
+        for (int s = 0; s < sources; s++) {
+            int h = s * regionBytes + headerOffset;
+            received[s] = wellFormed(recv, h, bound, k, slots) ? recv.getInt(h) : -1;
+        }
         int carry = 0;
         for (int i = 0; i < rows; i++) {
             int h = (i / bound) * regionBytes + headerOffset;
             int r = i % bound;
             int count = 0;
-            if (r < recv.getInt(h)) {
+            if (r < received[i / bound]) {
                 for (int q = 0; q < k; q++) {
                     count += recv.getInt(h + Integer.BYTES * (1 + r * k + q)) >= 0 ? 1 : 0;
                 }
@@ -296,7 +302,7 @@ final class KernelReplays {
                 int r = i % bound;
                 int choice = -1;
                 int before = 0;
-                if (r < recv.getInt(h)) {
+                if (r < received[i / bound]) {
                     for (int q = 0; q < k; q++) {
                         int slot = recv.getInt(h + Integer.BYTES * (1 + r * k + q));
                         if (slot == e) {
@@ -317,10 +323,28 @@ final class KernelReplays {
                 }
             }
         }
-        for (int s = 0; s < sources; s++) {
-            received[s] = recv.getInt(s * regionBytes + headerOffset);
-        }
         return new Grouping(groupIndex, start, entryRow, entryWeight, received);
+    }
+
+    /**
+     * Whether the region header at {@code h} is one ll_group groups: a count within {@code
+     * 0..bound}, and in each counted row slots within {@code -1..slots-1}, none named twice.
+     */
+    private static boolean wellFormed(ByteBuffer recv, int h, int bound, int k, int slots) {
+        int count = recv.getInt(h);
+        if (count < 0 || count > bound) {
+            return false;
+        }
+        for (int r = 0; r < count; r++) {
+            Set<Integer> named = new HashSet<>();
+            for (int q = 0; q < k; q++) {
+                int slot = recv.getInt(h + Integer.BYTES * (1 + r * k + q));
+                if (slot < -1 || slot >= slots || (slot >= 0 && !named.add(slot))) {
+                    return false;
+                }
+            }
+        }
+        return true;
     }
 
     /** load_elem: element {@code i} of {@code src} in {@code dtype}, as fp32. */
