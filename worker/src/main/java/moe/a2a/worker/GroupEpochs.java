@@ -179,7 +179,17 @@ final class GroupEpochs {
             group = formed;
             commEpoch = epoch;
         }
-        formed.bindTo(assignment.loaded().runtime());
+        try {
+            formed.bindTo(assignment.loaded().runtime());
+        } catch (A2aException e) {
+            // the members' first exchange (over NCCL) failed: a peer went, or the control plane
+            // abandoned the epoch (abortNow); the epoch fails, the session goes on
+            int peer = formed.failedPeer(e, assignment.rank());
+            LOG.warn("group epoch {}: binding the group failed: {}", epoch, e.getMessage());
+            drop("group epoch " + epoch + " failed while binding");
+            sender.send(TaskCodec.groupFailed(epoch, peer, e.getMessage()));
+            return;
+        }
         formedGroups.incrementAndGet();
         LOG.info(
                 "group epoch {} connected: rank {} of {}{}{}",

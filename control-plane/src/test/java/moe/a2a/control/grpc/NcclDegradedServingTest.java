@@ -12,10 +12,15 @@ import io.grpc.StatusRuntimeException;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
+import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.comm.nccl.SimulatedNccl;
+import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
@@ -142,6 +147,79 @@ class NcclDegradedServingTest {
     }
 
     /**
+     * A rank whose device hangs in the group's first exchange (the members deciding together
+     * whether all run on the device, before the group is ready), and whose worker then goes: the
+     * AbortGroup that follows ends the others' waits, and they answer GroupFailed for the abandoned
+     * epoch and keep their sessions, then serve without it. Their sessions ended there before.
+     */
+    @Test
+    void shouldKeepTheSessionsOfTheRanksLeftWhenTheEpochIsAbandonedBeforeItServed()
+            throws Exception {
+        List<String> notServing = new CopyOnWriteArrayList<>();
+        RemoteCluster cluster =
+                replicatedCluster(
+                        TimeUnit.MINUTES.toNanos(2),
+                        new ClusterListener() {
+                            @Override
+                            public void onServing(long epoch, long formedInNanos) {}
+
+                            @Override
+                            public void onNotServing(String reason) {
+                                notServing.add(reason);
+                            }
+                        });
+        SimulatedNccl nccl = new SimulatedNccl();
+        NcclDataPlane.NcclProvider stuckOnFirstJoin =
+                new NcclDataPlane.NcclProvider() {
+                    final AtomicBoolean stuck = new AtomicBoolean();
+
+                    @Override
+                    public NcclUniqueId newUniqueId() {
+                        return nccl.newUniqueId();
+                    }
+
+                    @Override
+                    public NcclCommunicator join(
+                            NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
+                        NcclCommunicator joined = nccl.join(id, rank, worldSize, timeoutNs);
+                        if (rank == 1 && stuck.compareAndSet(false, true)) {
+                            nccl.stick(1);
+                        }
+                        return joined;
+                    }
+
+                    @Override
+                    public int device() {
+                        return nccl.device();
+                    }
+                };
+        SplittableRandom random = new SplittableRandom(12);
+        try (ServedCluster served =
+                ServedCluster.start(
+                        cluster,
+                        weights,
+                        WORLD,
+                        (tcp, r) -> List.of(new NcclDataPlane(stuckOnFirstJoin)))) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!nccl.pending(0) && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(nccl.pending(0))
+                    .as("rank 0 waits for the stuck rank in the group's first exchange")
+                    .isTrue();
+            assertThat(cluster.healthy()).as("the group never served").isZero();
+
+            served.agents.stop(1);
+            awaitServingWithout(cluster, 1);
+            assertThat(notServing)
+                    .as("only rank 1's session ended")
+                    .filteredOn(reason -> reason.contains(" lost ("))
+                    .allMatch(reason -> reason.startsWith("rank 1 lost"));
+            answerRight(served, random, "without the rank stuck before serving");
+        }
+    }
+
+    /**
      * Waits up to 30 s for {@code cluster} to serve on every rank but {@code without} of them, and
      * checks it does.
      */
@@ -161,6 +239,11 @@ class NcclDegradedServingTest {
      * wait {@code exchangeTimeoutNs} for a peer.
      */
     private static RemoteCluster replicatedCluster(long exchangeTimeoutNs) {
+        return replicatedCluster(exchangeTimeoutNs, new QuietListener());
+    }
+
+    private static RemoteCluster replicatedCluster(
+            long exchangeTimeoutNs, ClusterListener listener) {
         int[][] rankExperts = new int[WORLD][];
         for (int r = 0; r < WORLD; r++) {
             int next = (r + 1) % WORLD;
@@ -174,7 +257,7 @@ class NcclDegradedServingTest {
                 NcclTransportProvider.NCCL,
                 exchangeTimeoutNs,
                 TimeUnit.SECONDS.toNanos(30),
-                new QuietListener());
+                listener);
     }
 
     private void answerRight(ServedCluster served, SplittableRandom random, String how) {

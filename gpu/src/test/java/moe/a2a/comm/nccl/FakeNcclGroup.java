@@ -641,7 +641,7 @@ public final class FakeNcclGroup {
         }
 
         synchronized boolean hasPending() {
-            return !expected.isEmpty();
+            return !expected.isEmpty() || pending != null;
         }
 
         @Override

@@ -64,7 +64,7 @@ public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
         }
     }
 
-    /** Whether {@code rank} waits for messages in any group joined by id. */
+    /** Whether {@code rank} waits for messages or a collective in any group joined by id. */
     public boolean pending(int rank) {
         return groups.values().stream().anyMatch(g -> g.pending(rank));
     }
