@@ -12,7 +12,6 @@ import io.grpc.StatusRuntimeException;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import moe.a2a.comm.nccl.NcclCommunicator;
@@ -21,6 +20,7 @@ import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.comm.nccl.SimulatedNccl;
 import moe.a2a.control.cluster.ClusterListener;
+import moe.a2a.control.cluster.NotServingReasons;
 import moe.a2a.control.cluster.QuietListener;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
@@ -155,19 +155,8 @@ class NcclDegradedServingTest {
     @Test
     void shouldKeepTheSessionsOfTheRanksLeftWhenTheEpochIsAbandonedBeforeItServed()
             throws Exception {
-        List<String> notServing = new CopyOnWriteArrayList<>();
-        RemoteCluster cluster =
-                replicatedCluster(
-                        TimeUnit.MINUTES.toNanos(2),
-                        new ClusterListener() {
-                            @Override
-                            public void onServing(long epoch, long formedInNanos) {}
-
-                            @Override
-                            public void onNotServing(String reason) {
-                                notServing.add(reason);
-                            }
-                        });
+        NotServingReasons notServing = new NotServingReasons();
+        RemoteCluster cluster = replicatedCluster(TimeUnit.MINUTES.toNanos(2), notServing);
         SimulatedNccl nccl = new SimulatedNccl();
         NcclDataPlane.NcclProvider stuckOnFirstJoin =
                 new NcclDataPlane.NcclProvider() {
@@ -211,7 +200,7 @@ class NcclDegradedServingTest {
 
             served.agents.stop(1);
             awaitServingWithout(cluster, 1);
-            assertThat(notServing)
+            assertThat(notServing.reasons())
                     .as("only rank 1's session ended")
                     .filteredOn(reason -> reason.contains(" lost ("))
                     .allMatch(reason -> reason.startsWith("rank 1 lost"));

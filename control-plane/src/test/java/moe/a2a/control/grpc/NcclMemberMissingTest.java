@@ -9,7 +9,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import moe.a2a.comm.ExchangePhase;
@@ -19,7 +18,7 @@ import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
 import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.comm.nccl.SimulatedNccl;
-import moe.a2a.control.cluster.ClusterListener;
+import moe.a2a.control.cluster.NotServingReasons;
 import moe.a2a.control.cluster.RemoteCluster;
 import moe.a2a.control.grpc.MoeGrpcServiceTest.Routing;
 import moe.a2a.dispatch.Placement;
@@ -42,7 +41,7 @@ class NcclMemberMissingTest {
 
     @Test
     void shouldFormAgainWithoutEndingSessionsWhenAnInitTimesOut() throws Exception {
-        List<String> notServing = new CopyOnWriteArrayList<>();
+        NotServingReasons notServing = new NotServingReasons();
         RemoteCluster cluster =
                 new RemoteCluster(
                         new ModelConfig(E, H, I, K, 1),
@@ -52,15 +51,7 @@ class NcclMemberMissingTest {
                         NcclTransportProvider.NCCL,
                         TimeUnit.SECONDS.toNanos(10),
                         TimeUnit.SECONDS.toNanos(30),
-                        new ClusterListener() {
-                            @Override
-                            public void onServing(long epoch, long formedInNanos) {}
-
-                            @Override
-                            public void onNotServing(String reason) {
-                                notServing.add(reason);
-                            }
-                        });
+                        notServing);
         SimulatedNccl nccl = new SimulatedNccl();
         TimingOutFirstInits inits = new TimingOutFirstInits(nccl);
         try (ServedCluster served =
@@ -70,7 +61,7 @@ class NcclMemberMissingTest {
             assertThat(inits.timedOut.get()).as("first inits timed out").isEqualTo(WORLD);
             assertThat(nccl.madeIds()).as("a fresh unique id for the later epoch").hasSize(2);
             assertThat(nccl.groupIds()).as("only the later epoch's group joined").hasSize(1);
-            assertThat(notServing)
+            assertThat(notServing.reasons())
                     .as("no worker's session ended")
                     .noneMatch(reason -> reason.contains("lost"));
             ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);
