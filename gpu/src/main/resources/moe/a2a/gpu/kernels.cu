@@ -284,6 +284,9 @@ __device__ __forceinline__ int header_int(const unsigned char* h, int i) {
             | ((unsigned int) p[3] << 24));
 }
 
+// Slots ll_group places at a time (its shared memory: a bit per slot and row of a chunk).
+#define LL_WINDOW 128
+
 // Low-latency grouping, read from the region headers that arrived with the rows, so that a captured
 // step needs no host round trip. Received row i = s * bound + r (source s, slot r) is valid when
 // r < s's count. Local slot e's rows sit at e * rows.. (rows = sources * bound, the most a slot can
@@ -348,37 +351,62 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
     if (threadIdx.x == 0) {
         start[rows] = carry;
     }
-    for (int e = 0; e < slots; e++) {
-        int taken = 0;
+    // Each slot's places in receive order, a chunk of blockDim rows at a time: a bit per row of
+    // the chunk and slot (of a window of LL_WINDOW slots), so a choice's place is its slot's
+    // count before the chunk plus the bits below its row's. A few barriers a chunk, where a scan
+    // per slot would take two per step of it.
+    __shared__ unsigned int bits[LL_WINDOW * 32];
+    __shared__ int taken[LL_WINDOW];
+    const int warps = (blockDim.x + 31) / 32;
+    const int warp = threadIdx.x / 32;
+    const unsigned int lane = threadIdx.x % 32;
+    for (int e0 = 0; e0 < slots; e0 += LL_WINDOW) {
+        const int window = min(LL_WINDOW, slots - e0);
+        for (int w = threadIdx.x; w < window; w += blockDim.x) {
+            taken[w] = 0;
+        }
         for (int base = 0; base < rows; base += blockDim.x) {
-            int i = base + threadIdx.x;
-            int choice = -1;
-            int before = 0;
-            const unsigned char* h = 0;
-            int r = 0;
-            if (i < rows) {
-                h = recv + (i / bound) * regionBytes + headerOffset;
-                r = i % bound;
-                if (r < received[i / bound]) {
-                    for (int q = 0; q < k; q++) {
-                        int slot = header_int(h, 1 + r * k + q);
-                        if (slot == e) {
-                            choice = q;
-                        } else if (slot >= 0 && slot < e) {
-                            before++;
-                        }
-                    }
+            for (int w = threadIdx.x; w < window * warps; w += blockDim.x) {
+                bits[w] = 0;
+            }
+            __syncthreads();
+            const int i = base + threadIdx.x;
+            const unsigned char* h = recv + (i / bound) * regionBytes + headerOffset;
+            const int r = i % bound;
+            const bool valid = i < rows && r < received[i / bound];
+            for (int q = 0; valid && q < k; q++) {
+                int e = header_int(h, 1 + r * k + q) - e0;
+                if (e >= 0 && e < window) {
+                    atomicOr(&bits[e * warps + warp], 1u << lane);
                 }
             }
-            int total;
-            int pos = taken + block_exclusive_scan(choice >= 0 ? 1 : 0, buf, &total);
-            if (choice >= 0) {
-                groupIndex[e * rows + pos] = (i / bound) * regionRows + r;
-                int at = start[i] + before;
-                entryRow[at] = e * rows + pos;
-                entryWeight[at] = __int_as_float(header_int(h, 1 + bound * k + r * k + choice));
+            __syncthreads();
+            for (int q = 0; valid && q < k; q++) {
+                int slot = header_int(h, 1 + r * k + q);
+                int e = slot - e0;
+                if (e < 0 || e >= window) {
+                    continue;
+                }
+                int pos = taken[e] + __popc(bits[e * warps + warp] & ((1u << lane) - 1u));
+                for (int w = 0; w < warp; w++) {
+                    pos += __popc(bits[e * warps + w]);
+                }
+                int before = 0;
+                for (int p = 0; p < k; p++) {
+                    int other = header_int(h, 1 + r * k + p);
+                    before += other >= 0 && other < slot ? 1 : 0;
+                }
+                groupIndex[slot * rows + pos] = (i / bound) * regionRows + r;
+                entryRow[start[i] + before] = slot * rows + pos;
+                entryWeight[start[i] + before] = __int_as_float(header_int(h, 1 + bound * k + r * k + q));
             }
-            taken += total;
+            __syncthreads();
+            for (int w = threadIdx.x; w < window; w += blockDim.x) {
+                for (int v = 0; v < warps; v++) {
+                    taken[w] += __popc(bits[w * warps + v]);
+                }
+            }
+            __syncthreads();
         }
     }
 }

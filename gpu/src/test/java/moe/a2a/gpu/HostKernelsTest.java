@@ -27,13 +27,6 @@ import org.junit.jupiter.params.provider.ValueSource;
  * {@code exp}), and NaN payloads, which x86 keeps and a GPU's arithmetic does not.
  */
 class HostKernelsTest {
-    /** The low-latency grouping's regions: sources, T, top-k and local slots. */
-    private static final int LL_SOURCES = 4;
-
-    private static final int LL_BOUND = 100;
-    private static final int LL_K = 3;
-    private static final int LL_SLOTS = 4;
-
     private static CudaKernels kernels;
 
     /**
@@ -198,8 +191,18 @@ class HostKernelsTest {
     @ValueSource(ints = {48, 46})
     void shouldGroupLowLatencyRegionsFromTheirHeaders(int rowBytes) {
         SplittableRandom random = new SplittableRandom(17 + rowBytes);
-        ByteBuffer recv = lowLatencyRegions(random, rowBytes);
-        assertLowLatencyGrouping(recv, rowBytes);
+        LlRegions regions = new LlRegions(4, 100, 3, 4, rowBytes);
+        assertLowLatencyGrouping(regions, regions.random(random));
+    }
+
+    /**
+     * ll_group past one window of slots (300 local slots: windows of 128, 128 and 44), top-8, 3
+     * sources of T = 90 (270 rows: a second chunk of 14).
+     */
+    @Test
+    void shouldGroupLowLatencyRegionsOverManySlots() {
+        LlRegions regions = new LlRegions(3, 90, 8, 300, 64);
+        assertLowLatencyGrouping(regions, regions.random(new SplittableRandom(29)));
     }
 
     /**
@@ -210,73 +213,86 @@ class HostKernelsTest {
     @ParameterizedTest
     @ValueSource(strings = {"count", "slot", "twice", "negative"})
     void shouldGroupAMalformedRegionAsEmptyAndFlagIt(String fault) {
-        int rowBytes = 46;
-        SplittableRandom random = new SplittableRandom(23);
-        ByteBuffer recv = lowLatencyRegions(random, rowBytes);
-        int header = llRegionRows(rowBytes) * rowBytes + LL_BOUND * rowBytes; // source 1
+        LlRegions regions = new LlRegions(4, 100, 3, 4, 46);
+        ByteBuffer recv = regions.random(new SplittableRandom(23));
+        int header = regions.header(1);
         int row = 7; // every source but 2 counts at least T / 2 rows
-        int at = header + Integer.BYTES * (1 + row * LL_K);
+        int at = header + Integer.BYTES * (1 + row * regions.k());
         switch (fault) {
-            case "count" -> recv.putInt(header, LL_BOUND + 1);
-            case "slot" -> recv.putInt(at + Integer.BYTES, LL_SLOTS);
+            case "count" -> recv.putInt(header, regions.bound() + 1);
+            case "slot" -> recv.putInt(at + Integer.BYTES, regions.slots());
             case "twice" -> {
                 recv.putInt(at, 2);
                 recv.putInt(at + Integer.BYTES, 2);
             }
             default -> recv.putInt(at, -2);
         }
-        KernelReplays.Grouping flagged = assertLowLatencyGrouping(recv, rowBytes);
+        KernelReplays.Grouping flagged = assertLowLatencyGrouping(regions, recv);
         ByteBuffer silent = copy(recv);
         silent.putInt(header, 0);
-        KernelReplays.Grouping empty = assertLowLatencyGrouping(silent, rowBytes);
+        KernelReplays.Grouping empty = assertLowLatencyGrouping(regions, silent);
         assertThat(flagged.received())
                 .containsExactly(empty.received()[0], -1, 0, empty.received()[3]);
         assertThat(flagged.groupIndex()).isEqualTo(empty.groupIndex());
         assertThat(flagged.start()).isEqualTo(empty.start());
-        int entries = empty.start()[LL_SOURCES * LL_BOUND];
+        int entries = empty.start()[regions.rows()];
         assertThat(Arrays.copyOf(flagged.entryRow(), entries))
                 .isEqualTo(Arrays.copyOf(empty.entryRow(), entries));
     }
 
-    private static int llRegionRows(int rowBytes) {
-        return LL_BOUND + (LowLatencyPlan.headerBytes(LL_BOUND, LL_K) + rowBytes - 1) / rowBytes;
-    }
+    /** Low-latency regions as a rank receives them: sources, T, top-k, local slots, row bytes. */
+    private record LlRegions(int sources, int bound, int k, int slots, int rowBytes) {
+        int regionRows() {
+            return bound + (LowLatencyPlan.headerBytes(bound, k) + rowBytes - 1) / rowBytes;
+        }
 
-    /**
-     * Four sources' regions of T = 100 rows (400 received rows, past one block's 256 threads),
-     * source 2 sending nothing, each counted row naming distinct local slots or -1 (a choice
-     * elsewhere).
-     */
-    private static ByteBuffer lowLatencyRegions(SplittableRandom random, int rowBytes) {
-        int regionBytes = llRegionRows(rowBytes) * rowBytes;
-        ByteBuffer recv = randomBytes(random, LL_SOURCES * regionBytes);
-        for (int s = 0; s < LL_SOURCES; s++) {
-            int header = s * regionBytes + LL_BOUND * rowBytes;
-            int count = s == 2 ? 0 : random.nextInt(LL_BOUND / 2, LL_BOUND + 1);
-            recv.putInt(header, count);
-            for (int r = 0; r < LL_BOUND; r++) {
-                int[] choices = random.ints(0, LL_SLOTS).distinct().limit(LL_K).toArray();
-                for (int q = 0; q < LL_K; q++) {
-                    int slot = random.nextInt(3) == 0 ? -1 : choices[q];
-                    recv.putInt(header + Integer.BYTES * (1 + r * LL_K + q), slot);
-                    recv.putFloat(
-                            header + Integer.BYTES * (1 + LL_BOUND * LL_K + r * LL_K + q),
-                            (float) random.nextGaussian());
+        int regionBytes() {
+            return regionRows() * rowBytes;
+        }
+
+        int rows() {
+            return sources * bound;
+        }
+
+        /** Byte offset of source {@code s}'s header. */
+        int header(int s) {
+            return s * regionBytes() + bound * rowBytes;
+        }
+
+        /**
+         * Random rows; source 2 (where there is one) sends nothing, the others at least T / 2 rows,
+         * each counted row naming distinct local slots or -1 (a choice elsewhere).
+         */
+        ByteBuffer random(SplittableRandom random) {
+            ByteBuffer recv = randomBytes(random, sources * regionBytes());
+            for (int s = 0; s < sources; s++) {
+                int header = header(s);
+                recv.putInt(header, s == 2 ? 0 : random.nextInt(bound / 2, bound + 1));
+                for (int r = 0; r < bound; r++) {
+                    int[] choices = random.ints(0, slots).distinct().limit(k).toArray();
+                    for (int q = 0; q < k; q++) {
+                        int slot = random.nextInt(3) == 0 ? -1 : choices[q];
+                        recv.putInt(header + Integer.BYTES * (1 + r * k + q), slot);
+                        recv.putFloat(
+                                header + Integer.BYTES * (1 + bound * k + r * k + q),
+                                (float) random.nextGaussian());
+                    }
                 }
             }
+            return recv;
         }
-        return recv;
     }
 
     /** Runs ll_group on {@code recv} and matches the replay list by list; returns the replay's. */
-    private KernelReplays.Grouping assertLowLatencyGrouping(ByteBuffer recv, int rowBytes) {
-        int sources = LL_SOURCES;
-        int bound = LL_BOUND;
-        int k = LL_K;
-        int slots = LL_SLOTS;
-        int regionRows = llRegionRows(rowBytes);
-        int regionBytes = regionRows * rowBytes;
-        int rows = sources * bound;
+    private KernelReplays.Grouping assertLowLatencyGrouping(LlRegions regions, ByteBuffer recv) {
+        int sources = regions.sources();
+        int bound = regions.bound();
+        int k = regions.k();
+        int slots = regions.slots();
+        int rowBytes = regions.rowBytes();
+        int regionRows = regions.regionRows();
+        int regionBytes = regions.regionBytes();
+        int rows = regions.rows();
         BytePointer groupIndex = allocate((long) slots * rows * Integer.BYTES);
         BytePointer start = allocate((long) (rows + 1) * Integer.BYTES);
         BytePointer entryRow = allocate((long) rows * k * Integer.BYTES);

@@ -80,6 +80,15 @@ static inline float __fdiv_rn(float a, float b) {
     return device_nan(a / b);
 }
 
+// On the block's shared memory, which its host threads share: a real atomic, as on a device.
+static inline unsigned int atomicOr(unsigned int* address, unsigned int value) {
+    return __atomic_fetch_or(address, value, __ATOMIC_RELAXED);
+}
+
+static inline int __popc(unsigned int v) {
+    return __builtin_popcount(v);
+}
+
 static inline int min(int a, int b) {
     return a < b ? a : b;
 }
