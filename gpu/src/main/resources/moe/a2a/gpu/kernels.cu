@@ -453,11 +453,13 @@ __device__ __forceinline__ float e4m3_to_float(unsigned char q) {
 
 // dst row r = the FP8 row of row index[r] of src (in the step's dtype): dispatch's pack and
 // quantization in one.
-// One block per row, one scale block of 128 channels at a time; the block's largest finite
-// magnitude (at least 1e-4) gives the multiplier 448 / amax and the scale amax / 448.
+// One block per row; each warp takes one scale block of 128 channels at a time (4 a lane), so every
+// thread works and a block's barriers are shared by as many scale blocks as it has warps. A scale
+// block's largest finite magnitude (at least 1e-4) gives the multiplier 448 / amax and the scale
+// amax / 448. blockDim is a multiple of 32.
 extern "C" __global__ void quantize_fp8_rows(const unsigned char* __restrict__ src,
         const int* __restrict__ index, unsigned char* __restrict__ dst, int hidden, int rows, int dtype) {
-    __shared__ float amax[256];
+    __shared__ float amax[1024];
     int r = blockIdx.x;
     if (r >= rows) {
         return;
@@ -465,11 +467,15 @@ extern "C" __global__ void quantize_fp8_rows(const unsigned char* __restrict__ s
     long long s = (long long) index[r] * hidden;
     int blocks = (hidden + 127) / 128;
     unsigned char* d = dst + (long long) r * (hidden + 4 * blocks);
-    for (int b = 0; b < blocks; b++) {
+    const int warps = blockDim.x / 32;
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    for (int b0 = 0; b0 < blocks; b0 += warps) {
+        int b = b0 + warp;
         int start = b * 128;
-        int len = min(128, hidden - start);
+        int len = b < blocks ? min(128, hidden - start) : 0;
         float m = 0.0f;
-        for (int i = threadIdx.x; i < len; i += blockDim.x) {
+        for (int i = lane; i < len; i += 32) {
             float a = fabsf(load_elem(src, s + start + i, dtype));
             if (a > m && a < __int_as_float(0x7f800000)) {
                 m = a;
@@ -477,23 +483,23 @@ extern "C" __global__ void quantize_fp8_rows(const unsigned char* __restrict__ s
         }
         amax[threadIdx.x] = m;
         __syncthreads();
-        for (int half = blockDim.x / 2; half > 0; half >>= 1) {
-            if (threadIdx.x < half) {
+        for (int half = 16; half > 0; half >>= 1) {
+            if (lane < half) {
                 amax[threadIdx.x] = fmaxf(amax[threadIdx.x], amax[threadIdx.x + half]);
             }
             __syncthreads();
         }
-        float blockMax = fmaxf(amax[0], 1e-4f);
+        float blockMax = fmaxf(amax[warp * 32], 1e-4f);
         __syncthreads();
         float multiplier = __fdiv_rn(448.0f, blockMax);
-        for (int i = threadIdx.x; i < len; i += blockDim.x) {
+        for (int i = lane; i < len; i += 32) {
             float v = load_elem(src, s + start + i, dtype);
             // a NaN's code keeps its sign, as on the CPU: a GPU's product of a NaN is the canonical
             // NaN, whose sign is +
             d[start + i] = v != v ? (unsigned char) (((__float_as_uint(v) >> 24) & 0x80u) | 0x7fu)
                     : float_to_e4m3(__fmul_rn(v, multiplier));
         }
-        if (threadIdx.x == 0) {
+        if (lane == 0 && b < blocks) {
             float scale = __fdiv_rn(blockMax, 448.0f);
             unsigned int bits = __float_as_uint(scale);
             unsigned char* at = d + hidden + 4 * b;
@@ -505,9 +511,6 @@ extern "C" __global__ void quantize_fp8_rows(const unsigned char* __restrict__ s
     }
 }
 
-// dst row r = the FP8 row index[r] of src, each value code * its block's scale (a NaN code its own
-// NaN), in dtype: the grouping of received FP8 rows by local expert, as bf16 for the bf16 experts
-// or fp32 for the fp32 ones. One block per row.
 extern "C" __global__ void dequantize_fp8_rows(const unsigned char* __restrict__ src,
         const int* __restrict__ index, unsigned char* __restrict__ dst, int hidden, int rows, int dtype) {
     int r = blockIdx.x;

@@ -326,7 +326,7 @@ class HostKernelsTest {
     }
 
     @ParameterizedTest
-    @CsvSource({"300, BF16", "7, BF16", "300, FP16", "128, FP32"})
+    @CsvSource({"300, BF16", "7, BF16", "1100, BF16", "300, FP16", "128, FP32"})
     void shouldQuantizeAndDequantizeFp8Rows(int hidden, DType dtype) {
         SplittableRandom random = new SplittableRandom(19 + hidden);
         int tokens = 6;
