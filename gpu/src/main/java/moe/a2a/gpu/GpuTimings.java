@@ -25,9 +25,9 @@ import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.javacpp.BytePointer;
 
 /**
- * {@link GpuCheck}'s timings at the {@code prefill} workload's sizes for rank 0: the pack and
- * unpack kernels, the source-side sum and NCCL's send/recv to itself, each against a
- * device-to-device copy of the same bytes; medians of CUDA-event times.
+ * {@link GpuCheck}'s timings at the {@code prefill} workload's sizes for rank 0: the pack (bf16,
+ * and FP8 with its quantization) and unpack kernels, the source-side sum and NCCL's send/recv to
+ * itself, each against a device-to-device copy of the same bytes; medians of CUDA-event times.
  */
 final class GpuTimings {
     private static final int WARMUP = 5;
@@ -94,6 +94,24 @@ final class GpuTimings {
             table.row(
                     "pack kernel, prefill rank 0 (" + rows + " rows)",
                     timing(packMs, bytes, copy),
+                    true);
+            double fp8PackMs =
+                    medianMs(
+                            stream,
+                            () ->
+                                    kernels.quantizeFp8Rows(
+                                            src.at(0),
+                                            index.at(packAt),
+                                            dst.at(0),
+                                            prefill.hidden(),
+                                            rows,
+                                            DType.BF16,
+                                            stream));
+            table.row(
+                    "FP8 pack kernel (quantize), prefill rank 0 ("
+                            + rows
+                            + " rows; the bf16 bytes read)",
+                    timing(fp8PackMs, bytes, copy),
                     true);
             double unpackMs =
                     medianMs(
