@@ -71,6 +71,9 @@ final class GroupEpochs {
         if (!prepare.getTransport().isEmpty()) {
             planes.useForEpoch(Transports.parse("prepare.transport", prepare.getTransport()));
         }
+        if (prepare.getNcclAfresh()) {
+            planes.current().freeKept();
+        }
         int rank = assignment.rank();
         int worldSize = assignment.worldSize();
         groupRanks = prepare.getMembersList().stream().mapToInt(r -> r).toArray();

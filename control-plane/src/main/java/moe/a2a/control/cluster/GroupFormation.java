@@ -49,6 +49,13 @@ final class GroupFormation {
     private long epoch;
 
     private @Nullable ByteString ncclUniqueId;
+
+    /**
+     * Whether the next epoch forms afresh over NCCL: this one could neither shrink nor get a unique
+     * id (its first member offered a parent and made none).
+     */
+    private boolean afresh;
+
     private int boundCount;
     private int readyCount;
     private long formStartNanos;
@@ -94,6 +101,8 @@ final class GroupFormation {
         Arrays.fill(ready, false);
         readyCount = 0;
         formStartNanos = System.nanoTime();
+        boolean freeKept = afresh;
+        afresh = false;
         PrepareGroup prepare =
                 PrepareGroup.newBuilder()
                         .setEpoch(epoch)
@@ -101,6 +110,7 @@ final class GroupFormation {
                         .setExchangeTimeoutMs(TimeUnit.NANOSECONDS.toMillis(exchangeTimeoutNs))
                         .setTransport(plan.transport().label())
                         .addAllMemberHosts(Arrays.stream(plan.memberHosts()).boxed().toList())
+                        .setNcclAfresh(freeKept)
                         .addAllMembers(
                                 groupRanks.length == bound.length
                                         ? List.of()
@@ -119,15 +129,18 @@ final class GroupFormation {
         if (epoch == 0 || b.getEpoch() != epoch || bound[rank] != null) {
             return null;
         }
-        // the group's first member makes its NCCL unique id: rank 0, or the first rank left
+        // the group's first member makes its NCCL unique id (rank 0, or the first rank left), but
+        // none where its parent may shrink into the group
         if (Transports.reach(plan.transport()) == TransportReach.DEVICES && rank == groupRanks[0]) {
-            if (b.getNcclUniqueId().size() != NCCL_UNIQUE_ID_BYTES) {
+            int size = b.getNcclUniqueId().size();
+            if (size != NCCL_UNIQUE_ID_BYTES && (size != 0 || !b.hasNcclParent())) {
                 return "rank "
                         + rank
                         + "'s bound.nccl_unique_id: "
-                        + b.getNcclUniqueId().size()
+                        + size
                         + " bytes (expected: "
                         + NCCL_UNIQUE_ID_BYTES
+                        + (b.hasNcclParent() ? ", or none with bound.nccl_parent" : "")
                         + ")";
             }
             ncclUniqueId = b.getNcclUniqueId();
@@ -139,22 +152,30 @@ final class GroupFormation {
             for (int member : groupRanks) {
                 form.addPeers(bound[member]);
             }
-            if (ncclUniqueId != null) {
-                setNcclGroup(form, ncclUniqueId);
+            if (ncclUniqueId != null && !setNcclGroup(form, ncclUniqueId)) {
+                afresh = true;
+                return "group epoch "
+                        + epoch
+                        + ": its members hold no NCCL communicator to shrink into it, and rank "
+                        + groupRanks[0]
+                        + " made no unique id (its own could shrink): forming afresh";
             }
             members.sendTo(groupRanks, ControlMessage.newBuilder().setForm(form).build());
         }
         return null;
     }
 
-    /** Over NCCL: the shrink of the members' common parent where it can be, else the unique id. */
-    private void setNcclGroup(FormGroup.Builder form, ByteString uniqueId) {
+    /**
+     * Over NCCL: the shrink of the members' common parent where it can be, else the unique id;
+     * false when neither can be (no shrink, and the first member made no id).
+     */
+    private boolean setNcclGroup(FormGroup.Builder form, ByteString uniqueId) {
         List<@Nullable NcclParent> memberParents =
                 Arrays.stream(groupRanks).mapToObj(r -> parents[r]).toList();
         NcclShrink shrink = NcclShrinkDecision.decide(memberParents);
         if (shrink == null) {
             form.setNcclUniqueId(uniqueId);
-            return;
+            return !uniqueId.isEmpty();
         }
         LOG.info(
                 "group epoch {}: ranks {} shrink epoch {}'s NCCL communicator without its ranks {}",
@@ -163,6 +184,7 @@ final class GroupFormation {
                 shrink.getParentEpoch(),
                 shrink.getExcludedRanksList());
         form.setNcclShrink(shrink);
+        return true;
     }
 
     /**

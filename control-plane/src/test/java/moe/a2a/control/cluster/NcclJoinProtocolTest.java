@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Test;
  * The NCCL side of the join protocol, without a GPU: workers must offer nccl, rank 0's unique id
  * travels in its Bound and reaches every rank unchanged in FormGroup, unless every member holds a
  * common parent to shrink (then FormGroup carries the shrink instead), a malformed id breaks the
- * epoch instead of reaching ncclCommInitRank.
+ * epoch instead of reaching ncclCommInitRank. A rank 0 whose parent may shrink makes no id; when
+ * the group then cannot shrink, the next epoch forms afresh.
  */
 class NcclJoinProtocolTest {
     InProcessCluster fixture;
@@ -91,6 +92,61 @@ class NcclJoinProtocolTest {
             assertThat(form.hasNcclShrink()).isFalse();
             assertThat(form.getNcclUniqueId().toByteArray()).isEqualTo(id);
         }
+    }
+
+    /** A rank 0 that may shrink makes no id: the shrink goes out all the same. */
+    @Test
+    void shouldShrinkWhenRankZeroMadeNoIdBesideItsParent() throws Exception {
+        for (FormGroup form : formed(new byte[0], parent(0), parent(2))) {
+            assertThat(form.getNcclShrink().getExcludedRanksList()).containsExactly(1);
+        }
+    }
+
+    /**
+     * A rank 0 that made no id beside its parent, in a group that cannot shrink (a member holds
+     * none): the epoch breaks, and the next asks every member to free its parent and rank 0 for an
+     * id (nccl_afresh), which forms the group.
+     */
+    @Test
+    void shouldFormAfreshWhenRankZeroMadeNoIdAndTheGroupCannotShrink() throws Exception {
+        Session a = join("a", 0, true, "");
+        Session b = join("b", 1, true, "");
+        long epoch = prepared(a, b);
+        a.requests.onNext(bound(epoch, new byte[0], parent(0)));
+        b.requests.onNext(bound(epoch, new byte[0], null));
+        ControlMessage abort = b.next();
+        assertThat(abort.hasAbort()).as("no FormGroup without an id: %s", abort).isTrue();
+        assertThat(abort.getAbort().getReason())
+                .contains("rank 0 made no unique id")
+                .contains("forming afresh");
+        assertThat(a.next().hasAbort()).isTrue();
+        ControlMessage again = b.next();
+        assertThat(again.getPrepare().getEpoch()).isEqualTo(epoch + 1);
+        assertThat(again.getPrepare().getNcclAfresh()).isTrue();
+        assertThat(a.next().getPrepare().getNcclAfresh()).isTrue();
+
+        byte[] id = new byte[128];
+        new SplittableRandom(11).nextBytes(id);
+        a.requests.onNext(bound(epoch + 1, id, null));
+        b.requests.onNext(bound(epoch + 1, new byte[0], null));
+        for (Session s : new Session[] {a, b}) {
+            assertThat(s.next().getForm().getNcclUniqueId().toByteArray()).isEqualTo(id);
+        }
+    }
+
+    @Test
+    void shouldBreakEpochWhenRankZeroMadeNoIdAndOffersNoParent() throws Exception {
+        Session a = join("a", 0, true, "");
+        Session b = join("b", 1, true, "");
+        long epoch = prepared(a, b);
+        a.requests.onNext(bound(epoch, new byte[0]));
+        b.requests.onNext(bound(epoch, new byte[0]));
+        ControlMessage abort = b.next();
+        assertThat(abort.getAbort().getReason())
+                .contains("rank 0's bound.nccl_unique_id: 0 bytes (expected: 128)");
+        assertThat(b.next().getPrepare().getNcclAfresh())
+                .as("a malformed id is not a missed shrink")
+                .isFalse();
     }
 
     /**

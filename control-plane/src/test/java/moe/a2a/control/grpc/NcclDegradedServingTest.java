@@ -60,6 +60,9 @@ class NcclDegradedServingTest {
                     .as("each of the three left shrank the whole group's without rank 0")
                     .containsExactly(List.of(0), List.of(0), List.of(0));
             assertThat(nccl.groupIds()).as("no fresh init for the three left").hasSize(1);
+            assertThat(nccl.madeIds())
+                    .as("rank 1, first of the three left, made no unique id beside its parent")
+                    .hasSize(1);
             assertThat(nccl.joinedTransports()).as("joined the whole group only").hasSize(WORLD);
             answerRight(served, random, "degraded");
 
@@ -67,6 +70,7 @@ class NcclDegradedServingTest {
                     served.toCluster, "worker-0-again", 0, List.of(new NcclDataPlane(nccl)));
             awaitServingWithout(cluster, 0);
             assertThat(nccl.groupIds()).as("a fresh init for the group that grew").hasSize(2);
+            assertThat(nccl.madeIds()).as("the returning rank 0 made its id").hasSize(2);
             assertThat(nccl.shrinks()).hasSize(WORLD - 1);
             answerRight(served, random, "whole again");
         }

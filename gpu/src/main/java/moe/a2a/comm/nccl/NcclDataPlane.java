@@ -99,9 +99,12 @@ public final class NcclDataPlane implements DataPlane {
         this.timeoutNs = group.exchangeTimeoutNs();
         this.epoch = group.epoch();
         this.groupId = group.groupId();
-        // rank 0 makes an id even when a shrink may follow: the control plane decides that later
-        byte[] id = rank == 0 ? nccl.newUniqueId().toByteArray() : new byte[0];
-        return new PlaneBinding("", id, parent == null ? null : parent.offer());
+        ParentGroup offer = parent == null ? null : parent.offer();
+        // rank 0 makes a unique id only where no shrink can follow (one needs rank 0's parent, and
+        // leaves a rank of it out): NCCL's bootstrap root behind an id nobody joins waits for good
+        boolean mayShrink = offer != null && worldSize < offer.size();
+        byte[] id = rank == 0 && !mayShrink ? nccl.newUniqueId().toByteArray() : new byte[0];
+        return new PlaneBinding("", id, offer);
     }
 
     @Override
@@ -157,13 +160,22 @@ public final class NcclDataPlane implements DataPlane {
         epoch = -1;
     }
 
-    /** Drops the bound epoch and frees the communicator kept. */
+    /**
+     * Frees the communicator kept, so the next epoch joins a fresh one and its rank 0 makes the
+     * unique id (asked when an epoch could neither shrink nor get an id).
+     */
     @Override
-    public void close() {
-        drop();
+    public void freeKept() {
         if (parent != null) {
             parent.release();
             parent = null;
         }
+    }
+
+    /** Drops the bound epoch and frees the communicator kept. */
+    @Override
+    public void close() {
+        drop();
+        freeKept();
     }
 }

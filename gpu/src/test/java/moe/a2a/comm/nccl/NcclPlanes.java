@@ -49,6 +49,13 @@ final class NcclPlanes {
                 .toArray(new Communicator[0]);
     }
 
+    /** Frees the communicators {@code workers} kept, as PrepareGroup.nccl_afresh asks. */
+    void freeKept(int[] workers) {
+        for (int w : workers) {
+            planes[w].freeKept();
+        }
+    }
+
     /** Drops a formed group as a worker does: aborted (between steps), then closed. */
     static void drop(Communicator[] group) {
         for (Communicator c : group) {

@@ -145,6 +145,39 @@ class NcclShrinkTest {
                 .allSatisfy(b -> assertThat(b.parent().epoch()).isEqualTo(2));
     }
 
+    /**
+     * Rank 0 makes a unique id only where no shrink can follow: none where its parent is larger
+     * than the group (NCCL's bootstrap root behind an id nobody joins waits for good), one where it
+     * is not, and one once its parent is freed to form afresh, from which the group forms.
+     */
+    @Test
+    void shouldMakeAUniqueIdOnlyWhereNoShrinkCanFollow() throws Exception {
+        NcclPlanes planes = new NcclPlanes(3);
+        int[] all = {0, 1, 2};
+        NcclPlanes.drop(planes.form(1, all, planes.bind(1, all, TIMEOUT_NS), null));
+        int[] two = {0, 1};
+        List<PlaneBinding> smaller = planes.bind(2, two, TIMEOUT_NS);
+        assertThat(smaller.get(0).groupToken()).as("a shrink may follow").isEmpty();
+        assertThat(smaller.get(0).parent()).isNotNull();
+        assertThat(planes.bind(3, all, TIMEOUT_NS).get(0).groupToken())
+                .as("a group as large as the parent")
+                .hasSize(128);
+        assertThat(planes.nccl.madeIds()).hasSize(2);
+
+        planes.freeKept(two);
+        List<PlaneBinding> afresh = planes.bind(4, two, TIMEOUT_NS);
+        assertThat(afresh).extracting(PlaneBinding::parent).containsOnlyNulls();
+        assertThat(afresh.get(0).groupToken()).hasSize(128);
+        Communicator[] formed = planes.form(4, two, afresh, null);
+        RankThreads.run(
+                2,
+                r -> {
+                    formed[r].barrier();
+                    return null;
+                });
+        NcclPlanes.drop(formed);
+    }
+
     private static NcclCommunicator[] parent(int size, long timeoutNs) {
         FakeNcclGroup group = new FakeNcclGroup(size);
         NcclCommunicator[] comms = new NcclCommunicator[size];

@@ -41,6 +41,12 @@ public interface DataPlane extends AutoCloseable {
     /** Forgets an epoch that was bound but not formed. */
     void drop();
 
+    /**
+     * Frees what this plane kept of its last group for the next to reuse (an NCCL communicator to
+     * shrink), before the next bind: that group then forms afresh.
+     */
+    default void freeKept() {}
+
     @Override
     void close();
 }
