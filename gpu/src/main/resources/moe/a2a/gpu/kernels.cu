@@ -313,7 +313,8 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
     for (int i = threadIdx.x; i < rows; i += blockDim.x) {
         const unsigned char* h = recv + (i / bound) * regionBytes + headerOffset;
         int r = i % bound;
-        if (r < received[i / bound]) {
+        // another thread may be flagging this source meanwhile: a stale count only checks more
+        if (r < ((volatile int*) received)[i / bound]) {
             bool bad = false;
             for (int q = 0; q < k; q++) {
                 int slot = header_int(h, 1 + r * k + q);
@@ -323,7 +324,7 @@ extern "C" __global__ void ll_group(const unsigned char* __restrict__ recv, long
                 }
             }
             if (bad) {
-                received[i / bound] = -1;
+                atomicExch(&received[i / bound], -1);
             }
         }
     }
@@ -511,6 +512,9 @@ extern "C" __global__ void quantize_fp8_rows(const unsigned char* __restrict__ s
     }
 }
 
+// dst row r = the FP8 row index[r] of src, each value code * its block's scale (a NaN code its own
+// NaN), in dtype: the grouping of received FP8 rows by local expert, as bf16 for the bf16 experts
+// or fp32 for the fp32 ones. One block per row.
 extern "C" __global__ void dequantize_fp8_rows(const unsigned char* __restrict__ src,
         const int* __restrict__ index, unsigned char* __restrict__ dst, int hidden, int rows, int dtype) {
     int r = blockIdx.x;

@@ -80,9 +80,13 @@ static inline float __fdiv_rn(float a, float b) {
     return device_nan(a / b);
 }
 
-// On the block's shared memory, which its host threads share: a real atomic, as on a device.
+// Atomics on memory the block's host threads share: real atomics, as on a device.
 static inline unsigned int atomicOr(unsigned int* address, unsigned int value) {
     return __atomic_fetch_or(address, value, __ATOMIC_RELAXED);
+}
+
+static inline int atomicExch(int* address, int value) {
+    return __atomic_exchange_n(address, value, __ATOMIC_RELAXED);
 }
 
 static inline int __popc(unsigned int v) {

@@ -46,6 +46,10 @@ final class GroupEpochs {
     private @Nullable FormedGroup group;
 
     private long commEpoch = -1;
+
+    /** The formed epoch {@link #abortNow} aborted last, guarded by {@link #serving}. */
+    private long abandonedEpoch = -1;
+
     private long boundEpoch = -1;
 
     /** The ranks of the group being formed, when it is not every rank (a lost rank's peers). */
@@ -185,9 +189,18 @@ final class GroupEpochs {
         try {
             formed.bindTo(assignment.loaded().runtime());
         } catch (A2aException e) {
-            // the members' first exchange (over NCCL) failed: a peer went, or the control plane
-            // abandoned the epoch (abortNow); the epoch fails, the session goes on
+            // the members' first exchange (over NCCL) failed: where a peer went, it timed out or
+            // the control plane abandoned the epoch (abortNow), the epoch fails and the session
+            // goes on; a fault of this rank's own (its device, say) still ends the session
             int peer = formed.failedPeer(e, assignment.rank());
+            boolean abandoned;
+            synchronized (serving) {
+                abandoned = abandonedEpoch == epoch;
+            }
+            if (peer == PeerFaults.NONE && !PeerFaults.timedOut(e) && !abandoned) {
+                drop("group epoch " + epoch + " failed while binding");
+                throw e;
+            }
             LOG.warn("group epoch {}: binding the group failed: {}", epoch, e.getMessage());
             drop("group epoch " + epoch + " failed while binding");
             sender.send(TaskCodec.groupFailed(epoch, peer, e.getMessage()));
@@ -258,6 +271,7 @@ final class GroupEpochs {
     void abortNow(long epoch, String reason) {
         synchronized (serving) {
             if (group != null && (epoch < 0 || epoch == commEpoch)) {
+                abandonedEpoch = commEpoch;
                 group.abort(new A2aException(reason));
             }
         }
