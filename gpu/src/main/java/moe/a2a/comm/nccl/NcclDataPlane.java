@@ -9,6 +9,8 @@ import moe.a2a.comm.ParentGroup;
 import moe.a2a.comm.PlaneBinding;
 import moe.a2a.comm.Transport;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Over NCCL: on bind, rank 0 makes the group's {@code ncclUniqueId} and reports it as the group's
@@ -20,8 +22,16 @@ import org.jspecify.annotations.Nullable;
  * NcclParent}): each bind reports it while it can shrink, and when the control plane answers with a
  * shrink of it, form calls {@code ncclCommShrink} instead of joining a fresh group. Form frees it
  * either way, as does {@link #close}; a bound epoch dropped unformed keeps it, for the epoch after.
+ *
+ * <p>NCCL's bootstrap root behind a unique id waits, on a thread and a listening socket of rank 0's
+ * host, until as many ranks have joined as the first to arrive names, and NCCL has no call that
+ * ends it. So rank 0 joins an id of its epoch dropped unformed (nobody else received it: the
+ * control plane hands it out in FormGroup) alone, as a group of one, before its next bind or on
+ * close, and frees that communicator at once.
  */
 public final class NcclDataPlane implements DataPlane {
+    private static final Logger LOG = LoggerFactory.getLogger(NcclDataPlane.class);
+
     /** Where an NCCL rank's pieces come from. */
     public interface NcclProvider {
         /** A fresh unique id for a new group (called on rank 0). */
@@ -52,6 +62,12 @@ public final class NcclDataPlane implements DataPlane {
     private long epoch = -1;
     private long groupId;
     private @Nullable NcclParent parent;
+
+    /** The unique id rank 0 made for the epoch bound, until its form joins it. */
+    private @Nullable NcclUniqueId unjoined;
+
+    /** The epoch {@link #unjoined} was made for. */
+    private long unjoinedEpoch;
 
     public NcclDataPlane(NcclProvider nccl) {
         this.nccl = nccl;
@@ -94,6 +110,7 @@ public final class NcclDataPlane implements DataPlane {
 
     @Override
     public PlaneBinding bind(GroupEpoch group) {
+        endUnjoined();
         this.rank = group.rank();
         this.worldSize = group.worldSize();
         this.timeoutNs = group.exchangeTimeoutNs();
@@ -103,8 +120,34 @@ public final class NcclDataPlane implements DataPlane {
         // rank 0 makes a unique id only where no shrink can follow (one needs rank 0's parent, and
         // leaves a rank of it out): NCCL's bootstrap root behind an id nobody joins waits for good
         boolean mayShrink = offer != null && worldSize < offer.size();
-        byte[] id = rank == 0 && !mayShrink ? nccl.newUniqueId().toByteArray() : new byte[0];
+        byte[] id = new byte[0];
+        if (rank == 0 && !mayShrink) {
+            unjoined = nccl.newUniqueId();
+            unjoinedEpoch = epoch;
+            id = unjoined.toByteArray();
+        }
         return new PlaneBinding("", id, offer);
+    }
+
+    /**
+     * Ends the bootstrap root of the id made for an epoch dropped unformed: joined alone, it has
+     * all the ranks it waits for. A failure is logged, not thrown: the next epoch does not need it.
+     */
+    private void endUnjoined() {
+        NcclUniqueId id = unjoined;
+        if (id == null) {
+            return;
+        }
+        unjoined = null;
+        try {
+            nccl.join(id, 0, 1, timeoutNs).close();
+        } catch (RuntimeException e) {
+            LOG.warn(
+                    "group epoch {}: could not end the NCCL bootstrap root of its unused unique id"
+                            + " (a thread and a socket stay behind): {}",
+                    unjoinedEpoch,
+                    e.getMessage());
+        }
     }
 
     @Override
@@ -119,6 +162,9 @@ public final class NcclDataPlane implements DataPlane {
         }
         long formed = epoch;
         epoch = -1;
+        // joined here, or lost with a failed join (its root then waits for the members NCCL's
+        // init missed as well)
+        unjoined = null;
         NcclParent from = parent;
         parent = null;
         GroupShrink shrink = peers.shrink();
@@ -172,10 +218,14 @@ public final class NcclDataPlane implements DataPlane {
         }
     }
 
-    /** Drops the bound epoch and frees the communicator kept. */
+    /**
+     * Drops the bound epoch, frees the communicator kept, and ends the bootstrap root of a unique
+     * id made for an epoch that never formed.
+     */
     @Override
     public void close() {
         drop();
         freeKept();
+        endUnjoined();
     }
 }

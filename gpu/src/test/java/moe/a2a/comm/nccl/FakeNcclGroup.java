@@ -76,6 +76,11 @@ public final class FakeNcclGroup {
         return r;
     }
 
+    /** The number of ranks the group was made for. */
+    public int size() {
+        return size;
+    }
+
     /**
      * Fails every rank of this group with an asynchronous error, as NCCL reports a broken
      * connection: each rank's next wait aborts its communicator.

@@ -56,6 +56,13 @@ final class NcclPlanes {
         }
     }
 
+    /** Closes the planes of {@code workers}, as a worker does at its end. */
+    void close(int[] workers) {
+        for (int w : workers) {
+            planes[w].close();
+        }
+    }
+
     /** Drops a formed group as a worker does: aborted (between steps), then closed. */
     static void drop(Communicator[] group) {
         for (Communicator c : group) {

@@ -176,6 +176,43 @@ class NcclShrinkTest {
                     return null;
                 });
         NcclPlanes.drop(formed);
+        assertThat(planes.nccl.openRoots())
+                .as("epoch 3's id, made and dropped unformed, was joined by rank 0 alone")
+                .isEmpty();
+    }
+
+    /**
+     * A unique id made for an epoch dropped before it formed (NCCL's bootstrap root behind it
+     * waiting for good) is joined by rank 0 alone at its next bind, or when its plane closes; an id
+     * its group joined is left alone.
+     */
+    @Test
+    void shouldEndTheBootstrapRootOfAnIdMadeForAnEpochThatNeverFormed() throws Exception {
+        NcclPlanes planes = new NcclPlanes(3);
+        int[] all = {0, 1, 2};
+        planes.bind(1, all, TIMEOUT_NS);
+        assertThat(planes.nccl.openRoots()).as("epoch 1, bound").hasSize(1);
+
+        List<PlaneBinding> bound = planes.bind(2, all, TIMEOUT_NS);
+        assertThat(planes.nccl.madeIds()).hasSize(2);
+        assertThat(planes.nccl.openRoots())
+                .as("epoch 1's root ended, epoch 2's open until its group joins it")
+                .containsExactly(planes.nccl.madeIds().get(1));
+        Communicator[] formed = planes.form(2, all, bound, null);
+        RankThreads.run(
+                3,
+                r -> {
+                    formed[r].barrier();
+                    return null;
+                });
+        assertThat(planes.nccl.openRoots()).isEmpty();
+        NcclPlanes.drop(formed);
+
+        planes.bind(3, all, TIMEOUT_NS);
+        assertThat(planes.nccl.openRoots()).hasSize(1);
+        planes.close(all);
+        assertThat(planes.nccl.openRoots()).as("closed with epoch 3 bound").isEmpty();
+        assertThat(planes.nccl.madeIds()).hasSize(3);
     }
 
     private static NcclCommunicator[] parent(int size, long timeoutNs) {

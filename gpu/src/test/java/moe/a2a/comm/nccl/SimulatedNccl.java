@@ -2,6 +2,7 @@ package moe.a2a.comm.nccl;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -11,12 +12,16 @@ import moe.a2a.comm.Transport;
 
 /**
  * NCCL simulated in this JVM, groups keyed by unique id (a worker with another id would land in a
- * group of its own); the ranks run on the CPU. Records the ids made, the transports joined and the
- * shrinks. Thread-safe: every worker agent's thread calls it.
+ * group of its own); the ranks run on the CPU. Records the ids made, the joins of each, the
+ * transports joined and the shrinks. Thread-safe: every worker agent's thread calls it.
  */
 public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
     private final Map<NcclUniqueId, FakeNcclGroup> groups = new ConcurrentHashMap<>();
     private final List<Transport> joinedTransports = new ArrayList<>();
+
+    /** Joins of each id, guarded by {@link #joinedTransports}. */
+    private final Map<NcclUniqueId, Integer> joins = new HashMap<>();
+
     private final List<NcclUniqueId> madeIds = new ArrayList<>();
     private final List<List<Integer>> shrinks = new ArrayList<>();
 
@@ -38,6 +43,7 @@ public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
                     groups.computeIfAbsent(id, k -> new FakeNcclGroup(worldSize))
                             .communicator(rank, timeoutNs);
             joinedTransports.add(comm.transport());
+            joins.merge(id, 1, Integer::sum);
             return comm;
         }
     }
@@ -79,6 +85,19 @@ public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
     public List<NcclUniqueId> madeIds() {
         synchronized (madeIds) {
             return List.copyOf(madeIds);
+        }
+    }
+
+    /**
+     * The ids made whose bootstrap root would still wait on a real NCCL: joined by fewer ranks than
+     * the first to join named, or by none.
+     */
+    public List<NcclUniqueId> openRoots() {
+        List<NcclUniqueId> made = madeIds();
+        synchronized (joinedTransports) {
+            return made.stream()
+                    .filter(id -> !groups.containsKey(id) || joins.get(id) < groups.get(id).size())
+                    .toList();
         }
     }
 
