@@ -197,12 +197,11 @@ final class GroupEpochs {
             synchronized (serving) {
                 abandoned = abandonedEpoch == epoch;
             }
+            drop("group epoch " + epoch + " failed while binding");
             if (peer == PeerFaults.NONE && !PeerFaults.timedOut(e) && !abandoned) {
-                drop("group epoch " + epoch + " failed while binding");
                 throw e;
             }
             LOG.warn("group epoch {}: binding the group failed: {}", epoch, e.getMessage());
-            drop("group epoch " + epoch + " failed while binding");
             sender.send(TaskCodec.groupFailed(epoch, peer, e.getMessage()));
             return;
         }

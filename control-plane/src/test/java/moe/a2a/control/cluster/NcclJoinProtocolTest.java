@@ -109,11 +109,10 @@ class NcclJoinProtocolTest {
      */
     @Test
     void shouldFormAfreshWhenRankZeroMadeNoIdAndTheGroupCannotShrink() throws Exception {
-        Session a = join("a", 0, true, "");
-        Session b = join("b", 1, true, "");
-        long epoch = prepared(a, b);
-        a.requests.onNext(bound(epoch, new byte[0], parent(0)));
-        b.requests.onNext(bound(epoch, new byte[0], null));
+        BoundPair pair = boundPair(new byte[0], parent(0), null);
+        Session a = pair.a();
+        Session b = pair.b();
+        long epoch = pair.epoch();
         ControlMessage abort = b.next();
         assertThat(abort.hasAbort()).as("no FormGroup without an id: %s", abort).isTrue();
         assertThat(abort.getAbort().getReason())
@@ -136,11 +135,7 @@ class NcclJoinProtocolTest {
 
     @Test
     void shouldBreakEpochWhenRankZeroMadeNoIdAndOffersNoParent() throws Exception {
-        Session a = join("a", 0, true, "");
-        Session b = join("b", 1, true, "");
-        long epoch = prepared(a, b);
-        a.requests.onNext(bound(epoch, new byte[0]));
-        b.requests.onNext(bound(epoch, new byte[0]));
+        Session b = boundPair(new byte[0], null, null).b();
         ControlMessage abort = b.next();
         assertThat(abort.getAbort().getReason())
                 .contains("rank 0's bound.nccl_unique_id: 0 bytes (expected: 128)");
@@ -156,12 +151,26 @@ class NcclJoinProtocolTest {
     private List<FormGroup> formed(
             byte[] id, @Nullable NcclParent parent0, @Nullable NcclParent parent1)
             throws Exception {
+        BoundPair pair = boundPair(id, parent0, parent1);
+        return List.of(pair.a().next().getForm(), pair.b().next().getForm());
+    }
+
+    /** Workers a (rank 0) and b (rank 1), and the first epoch they bound. */
+    private record BoundPair(Session a, Session b, long epoch) {}
+
+    /**
+     * Workers a and b bound for the first epoch: a with {@code id}, b with none, each reporting its
+     * parent (null: none).
+     */
+    private BoundPair boundPair(
+            byte[] id, @Nullable NcclParent parent0, @Nullable NcclParent parent1)
+            throws Exception {
         Session a = join("a", 0, true, "");
         Session b = join("b", 1, true, "");
         long epoch = prepared(a, b);
         a.requests.onNext(bound(epoch, id, parent0));
         b.requests.onNext(bound(epoch, new byte[0], parent1));
-        return List.of(a.next().getForm(), b.next().getForm());
+        return new BoundPair(a, b, epoch);
     }
 
     /** Takes {@code a}'s and {@code b}'s Accepted and PrepareGroup; the epoch prepared. */
@@ -180,11 +189,9 @@ class NcclJoinProtocolTest {
 
     @Test
     void shouldBreakEpochWhenUniqueIdIsMalformed() throws Exception {
-        Session a = join("a", 0, true, "");
-        Session b = join("b", 1, true, "");
-        long epoch = prepared(a, b);
-        a.requests.onNext(bound(epoch, new byte[127]));
-        b.requests.onNext(bound(epoch, new byte[0]));
+        BoundPair pair = boundPair(new byte[127], null, null);
+        Session b = pair.b();
+        long epoch = pair.epoch();
         ControlMessage abort = b.next();
         assertThat(abort.hasAbort()).as("no FormGroup with a bad id: %s", abort).isTrue();
         assertThat(abort.getAbort().getReason())
@@ -229,10 +236,7 @@ class NcclJoinProtocolTest {
     }
 
     private static WorkerMessage bound(long epoch, byte[] id) {
-        return WorkerMessage.newBuilder()
-                .setBound(
-                        Bound.newBuilder().setEpoch(epoch).setNcclUniqueId(ByteString.copyFrom(id)))
-                .build();
+        return bound(epoch, id, null);
     }
 
     private static WorkerMessage bound(long epoch, byte[] id, @Nullable NcclParent parent) {

@@ -17,7 +17,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
-import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.comm.nccl.SimulatedNccl;
 import moe.a2a.control.cluster.ClusterListener;
 import moe.a2a.control.cluster.NotServingReasons;
@@ -162,30 +161,16 @@ class NcclDegradedServingTest {
         NotServingReasons notServing = new NotServingReasons();
         RemoteCluster cluster = replicatedCluster(TimeUnit.MINUTES.toNanos(2), notServing);
         SimulatedNccl nccl = new SimulatedNccl();
+        AtomicBoolean stuck = new AtomicBoolean();
         NcclDataPlane.NcclProvider stuckOnFirstJoin =
-                new NcclDataPlane.NcclProvider() {
-                    final AtomicBoolean stuck = new AtomicBoolean();
-
-                    @Override
-                    public NcclUniqueId newUniqueId() {
-                        return nccl.newUniqueId();
-                    }
-
-                    @Override
-                    public NcclCommunicator join(
-                            NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
-                        NcclCommunicator joined = nccl.join(id, rank, worldSize, timeoutNs);
-                        if (rank == 1 && stuck.compareAndSet(false, true)) {
-                            nccl.stick(1);
-                        }
-                        return joined;
-                    }
-
-                    @Override
-                    public int device() {
-                        return nccl.device();
-                    }
-                };
+                nccl.joiningThrough(
+                        (id, rank, worldSize, timeoutNs) -> {
+                            NcclCommunicator joined = nccl.join(id, rank, worldSize, timeoutNs);
+                            if (rank == 1 && stuck.compareAndSet(false, true)) {
+                                nccl.stick(1);
+                            }
+                            return joined;
+                        });
         SplittableRandom random = new SplittableRandom(12);
         try (ServedCluster served =
                 ServedCluster.start(

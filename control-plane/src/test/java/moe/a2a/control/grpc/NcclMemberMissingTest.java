@@ -13,10 +13,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
-import moe.a2a.comm.nccl.NcclCommunicator;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
-import moe.a2a.comm.nccl.NcclUniqueId;
 import moe.a2a.comm.nccl.SimulatedNccl;
 import moe.a2a.control.cluster.NotServingReasons;
 import moe.a2a.control.cluster.RemoteCluster;
@@ -53,12 +51,28 @@ class NcclMemberMissingTest {
                         TimeUnit.SECONDS.toNanos(30),
                         notServing);
         SimulatedNccl nccl = new SimulatedNccl();
-        TimingOutFirstInits inits = new TimingOutFirstInits(nccl);
+        AtomicInteger timedOut = new AtomicInteger();
+        // each rank's first init times out as NCCL's does when a member never arrives: past the
+        // deadline, naming no peer
+        NcclDataPlane.NcclProvider inits =
+                nccl.joiningThrough(
+                        (id, rank, worldSize, timeoutNs) -> {
+                            if (timedOut.get() < worldSize
+                                    && timedOut.incrementAndGet() <= worldSize) {
+                                throw new ExchangeTimeoutException(
+                                        -1,
+                                        ExchangePhase.BARRIER,
+                                        rank,
+                                        ExchangeTimeoutException.UNKNOWN_PEER,
+                                        timeoutNs);
+                            }
+                            return nccl.join(id, rank, worldSize, timeoutNs);
+                        });
         try (ServedCluster served =
                 ServedCluster.start(
                         cluster, weights, WORLD, (tcp, r) -> List.of(new NcclDataPlane(inits)))) {
             served.agents.awaitFormed(cluster, "formed on a later epoch");
-            assertThat(inits.timedOut.get()).as("first inits timed out").isEqualTo(WORLD);
+            assertThat(timedOut.get()).as("first inits timed out").isEqualTo(WORLD);
             assertThat(nccl.madeIds()).as("a fresh unique id for the later epoch").hasSize(2);
             assertThat(nccl.groupIds()).as("only the later epoch's group joined").hasSize(1);
             assertThat(notServing.reasons())
@@ -75,42 +89,6 @@ class NcclMemberMissingTest {
                         request,
                         served.stub.forward(request));
             }
-        }
-    }
-
-    /**
-     * The simulated NCCL, except that each rank's first init times out as NCCL's does when a member
-     * never arrives: past the deadline, naming no peer.
-     */
-    private static final class TimingOutFirstInits implements NcclDataPlane.NcclProvider {
-        final SimulatedNccl nccl;
-        final AtomicInteger timedOut = new AtomicInteger();
-
-        TimingOutFirstInits(SimulatedNccl nccl) {
-            this.nccl = nccl;
-        }
-
-        @Override
-        public NcclUniqueId newUniqueId() {
-            return nccl.newUniqueId();
-        }
-
-        @Override
-        public NcclCommunicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
-            if (timedOut.get() < worldSize && timedOut.incrementAndGet() <= worldSize) {
-                throw new ExchangeTimeoutException(
-                        -1,
-                        ExchangePhase.BARRIER,
-                        rank,
-                        ExchangeTimeoutException.UNKNOWN_PEER,
-                        timeoutNs);
-            }
-            return nccl.join(id, rank, worldSize, timeoutNs);
-        }
-
-        @Override
-        public int device() {
-            return nccl.device();
         }
     }
 }

@@ -63,6 +63,16 @@ final class NcclPlanes {
         }
     }
 
+    /** A barrier of {@code group}, each rank on a thread of its own. */
+    static void barrier(Communicator[] group) throws Exception {
+        RankThreads.run(
+                group.length,
+                r -> {
+                    group[r].barrier();
+                    return null;
+                });
+    }
+
     /** Drops a formed group as a worker does: aborted (between steps), then closed. */
     static void drop(Communicator[] group) {
         for (Communicator c : group) {

@@ -70,12 +70,7 @@ class NcclShrinkTest {
     @Test
     void shouldKeepIdleCommunicatorIntactWhenAbortedBetweenSteps() throws Exception {
         NcclCommunicator[] parent = parent(2, TIMEOUT_NS);
-        RankThreads.run(
-                2,
-                r -> {
-                    parent[r].barrier();
-                    return null;
-                });
+        NcclPlanes.barrier(parent);
         for (NcclCommunicator c : parent) {
             c.abort(new A2aException("test: dropped between steps"));
             assertThat(c.canShrink()).isTrue();
@@ -134,12 +129,7 @@ class NcclShrinkTest {
         List<PlaneBinding> bound = planes.bind(2, all, TIMEOUT_NS);
         assertThat(bound.get(2).parent()).isNull();
         Communicator[] grown = planes.form(2, all, bound, null);
-        RankThreads.run(
-                3,
-                r -> {
-                    grown[r].barrier();
-                    return null;
-                });
+        NcclPlanes.barrier(grown);
         assertThat(planes.bind(3, two, TIMEOUT_NS))
                 .as("epoch 2's communicators are the parents now")
                 .allSatisfy(b -> assertThat(b.parent().epoch()).isEqualTo(2));
@@ -169,12 +159,7 @@ class NcclShrinkTest {
         assertThat(afresh).extracting(PlaneBinding::parent).containsOnlyNulls();
         assertThat(afresh.get(0).groupToken()).hasSize(128);
         Communicator[] formed = planes.form(4, two, afresh, null);
-        RankThreads.run(
-                2,
-                r -> {
-                    formed[r].barrier();
-                    return null;
-                });
+        NcclPlanes.barrier(formed);
         NcclPlanes.drop(formed);
         assertThat(planes.nccl.openRoots())
                 .as("epoch 3's id, made and dropped unformed, was joined by rank 0 alone")
@@ -199,12 +184,7 @@ class NcclShrinkTest {
                 .as("epoch 1's root ended, epoch 2's open until its group joins it")
                 .containsExactly(planes.nccl.madeIds().get(1));
         Communicator[] formed = planes.form(2, all, bound, null);
-        RankThreads.run(
-                3,
-                r -> {
-                    formed[r].barrier();
-                    return null;
-                });
+        NcclPlanes.barrier(formed);
         assertThat(planes.nccl.openRoots()).isEmpty();
         NcclPlanes.drop(formed);
 

@@ -48,6 +48,42 @@ public final class SimulatedNccl implements NcclDataPlane.NcclProvider {
         }
     }
 
+    /** A join, as {@link NcclDataPlane.NcclProvider#join}. */
+    @FunctionalInterface
+    public interface Join {
+        NcclCommunicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs);
+    }
+
+    /**
+     * This simulation with its joins made by {@code join} (which may call {@link #join} itself): a
+     * test's init that times out, or a rank that sticks once joined.
+     */
+    public NcclDataPlane.NcclProvider joiningThrough(Join join) {
+        SimulatedNccl simulated = this;
+        return new NcclDataPlane.NcclProvider() {
+            @Override
+            public NcclUniqueId newUniqueId() {
+                return simulated.newUniqueId();
+            }
+
+            @Override
+            public NcclCommunicator join(NcclUniqueId id, int rank, int worldSize, long timeoutNs) {
+                return join.join(id, rank, worldSize, timeoutNs);
+            }
+
+            @Override
+            public NcclCommunicator shrink(
+                    NcclCommunicator parent, int[] excludedRanks, long timeoutNs) {
+                return simulated.shrink(parent, excludedRanks, timeoutNs);
+            }
+
+            @Override
+            public int device() {
+                return simulated.device();
+            }
+        };
+    }
+
     @Override
     public NcclCommunicator shrink(NcclCommunicator parent, int[] excludedRanks, long timeoutNs) {
         synchronized (shrinks) {
