@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.comm.nccl.NcclDataPlane;
 import moe.a2a.comm.nccl.NcclTransportProvider;
@@ -59,12 +58,7 @@ class NcclMemberMissingTest {
                         (id, rank, worldSize, timeoutNs) -> {
                             if (timedOut.get() < worldSize
                                     && timedOut.incrementAndGet() <= worldSize) {
-                                throw new ExchangeTimeoutException(
-                                        -1,
-                                        ExchangePhase.BARRIER,
-                                        rank,
-                                        ExchangeTimeoutException.UNKNOWN_PEER,
-                                        timeoutNs);
+                                throw ExchangeTimeoutException.joining(rank, timeoutNs);
                             }
                             return nccl.join(id, rank, worldSize, timeoutNs);
                         });

@@ -9,7 +9,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import moe.a2a.comm.A2aException;
-import moe.a2a.comm.ExchangePhase;
 import moe.a2a.comm.ExchangeTimeoutException;
 import moe.a2a.gpu.CudaCheck;
 import org.bytedeco.cuda.nccl.ncclComm;
@@ -83,12 +82,7 @@ final class NcclInit {
                 throw NcclResults.failure(result, "ncclCommInitRank", rank, "");
             }
         } catch (TimeoutException e) {
-            throw new ExchangeTimeoutException(
-                    -1,
-                    ExchangePhase.BARRIER,
-                    rank,
-                    ExchangeTimeoutException.UNKNOWN_PEER,
-                    timeoutNs);
+            throw ExchangeTimeoutException.joining(rank, timeoutNs);
         } catch (ExecutionException e) {
             throw new A2aException(
                     "ncclCommInitRank failed on rank " + rank + ": " + e.getCause(), e.getCause());

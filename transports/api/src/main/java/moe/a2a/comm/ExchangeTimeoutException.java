@@ -36,6 +36,15 @@ public final class ExchangeTimeoutException extends A2aException {
         this.timeoutNs = timeoutNs;
     }
 
+    /**
+     * A group's join that timed out before its first step, at the barrier that joining is, without
+     * naming the member that never arrived (NCCL's init cannot tell).
+     */
+    public static ExchangeTimeoutException joining(int rank, long timeoutNs) {
+        return new ExchangeTimeoutException(
+                -1, ExchangePhase.BARRIER, rank, UNKNOWN_PEER, timeoutNs);
+    }
+
     /** The step the exchange belonged to (-1 while connecting). */
     public long step() {
         return step;

@@ -40,9 +40,7 @@ class PeerFaultsTest {
 
     @Test
     void shouldTellAWaitPastTheDeadlineWhetherOrNotItNamesThePeer() {
-        ExchangeTimeoutException unnamed =
-                new ExchangeTimeoutException(
-                        -1, ExchangePhase.BARRIER, 0, ExchangeTimeoutException.UNKNOWN_PEER, 10);
+        ExchangeTimeoutException unnamed = ExchangeTimeoutException.joining(0, 10);
         assertThat(PeerFaults.peerOf(unnamed, 0)).isEqualTo(PeerFaults.NONE);
         assertThat(PeerFaults.timedOut(unnamed)).isTrue();
         assertThat(PeerFaults.timedOut(new A2aException("init failed", unnamed)))
