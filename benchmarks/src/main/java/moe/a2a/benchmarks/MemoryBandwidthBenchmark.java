@@ -14,13 +14,16 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The host's memory-bandwidth baseline for the kernels: one {@link MemorySegment#copy} of a 256 MiB
  * off-heap buffer into another, far beyond any cache. Each operation reads 256 MiB and writes 256
  * MiB: {@code GB/s = 2 × 268435456 / (ms per op × 10^6)}. It is what one thread reaches with the
- * JDK's bulk copy; it is not the machine's peak (more threads, non-temporal stores) nor a latency.
+ * JDK's bulk copy; it is not the machine's peak (non-temporal stores) nor a latency. {@link
+ * #copyOnTwoThreads} runs it on two threads at once, each with buffers of its own: the rate of a
+ * computation that keeps both cores of this host reading.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -55,6 +58,14 @@ public class MemoryBandwidthBenchmark {
 
     @Benchmark
     public MemorySegment copy() {
+        MemorySegment.copy(src, 0, dst, 0, BUFFER_BYTES);
+        return dst;
+    }
+
+    /** {@link #copy} on two threads: each thread's time per copy of its own 256 MiB. */
+    @Benchmark
+    @Threads(2)
+    public MemorySegment copyOnTwoThreads() {
         MemorySegment.copy(src, 0, dst, 0, BUFFER_BYTES);
         return dst;
     }

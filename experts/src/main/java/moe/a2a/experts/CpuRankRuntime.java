@@ -137,9 +137,7 @@ public final class CpuRankRuntime implements RankRuntime, AutoCloseable {
     @Override
     public WeightMemory weightMemory() {
         return new WeightMemory(
-                0,
-                3L * model.hidden() * model.ffn() * Float.BYTES,
-                WeightMemory.localExperts(this, rank, model.layers()));
+                0, experts.bytesPerExpert(), WeightMemory.localExperts(this, rank, model.layers()));
     }
 
     @Override

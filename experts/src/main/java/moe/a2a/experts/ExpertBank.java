@@ -10,11 +10,12 @@ import moe.a2a.dispatch.Placement;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The experts one rank hosts, for every layer, and their forward pass ({@link SwiGlu}, fp32). Each
- * layer has its own placement: a new one is staged on any thread (loading only the experts the rank
- * lacks) and installed on the rank thread between steps. Scratch buffers grow to the largest group
- * seen; the forward pass and {@link #install} belong to the rank thread. A layer's shared expert,
- * if it has one, is held by every rank and run on the rank's own tokens.
+ * The experts one rank hosts, for every layer, held as stored ({@link HeldExpert}), and their
+ * forward pass ({@link SwiGlu}, on every core of the process). Each layer has its own placement: a
+ * new one is staged on any thread (loading only the experts the rank lacks) and installed on the
+ * rank thread between steps. Scratch buffers grow to the largest group seen; the forward pass and
+ * {@link #install} belong to the rank thread. A layer's shared expert, if it has one, is held by
+ * every rank and run on the rank's own tokens.
  */
 public final class ExpertBank {
     private final WeightSource source;
@@ -32,8 +33,8 @@ public final class ExpertBank {
         this.source = source;
         this.rank = rank;
         this.hidden = source.hidden();
-        this.routed = new SwiGlu(hidden);
-        this.sharedMlp = new SwiGlu(hidden);
+        this.routed = new SwiGlu(hidden, ExpertThreads.shared());
+        this.sharedMlp = new SwiGlu(hidden, ExpertThreads.shared());
         this.layers = new AtomicReferenceArray<>(source.layers());
         this.shared = new SharedExpert[source.layers()];
         for (int layer = 0; layer < source.layers(); layer++) {
@@ -54,7 +55,7 @@ public final class ExpertBank {
      */
     public LayerSlots stage(int layer, Placement next) {
         LayerSlots now = layers.get(layer);
-        Map<Integer, ExpertWeights> held = new HashMap<>();
+        Map<Integer, HeldExpert> held = new HashMap<>();
         for (int slot = 0; slot < now.weights().length; slot++) {
             held.put(now.placement().expertAt(rank, slot), now.weights()[slot]);
         }
@@ -66,18 +67,18 @@ public final class ExpertBank {
         layers.set(staged.layer(), staged);
     }
 
-    private LayerSlots load(int layer, Placement placement, Map<Integer, ExpertWeights> held) {
-        Map<Integer, ExpertWeights> have = new HashMap<>(held);
+    private LayerSlots load(int layer, Placement placement, Map<Integer, HeldExpert> held) {
+        Map<Integer, HeldExpert> have = new HashMap<>(held);
         int slots = placement.localExperts(rank);
-        ExpertWeights[] weights = new ExpertWeights[slots];
+        HeldExpert[] weights = new HeldExpert[slots];
         long loaded = 0;
         for (int slot = 0; slot < slots; slot++) {
             int expert = placement.expertAt(rank, slot);
-            ExpertWeights w = have.get(expert);
+            HeldExpert w = have.get(expert);
             if (w == null) {
-                w = source.expert(layer, expert);
+                w = source.heldExpert(layer, expert);
                 have.put(expert, w);
-                loaded += 4L * (w.w1().capacity() + w.w3().capacity() + w.w2().capacity());
+                loaded += w.bytes();
             }
             weights[slot] = w;
         }
@@ -90,7 +91,7 @@ public final class ExpertBank {
      */
     public void forward(int layer, DispatchResult result, FloatBuffer outputs) {
         DispatchHandle handle = result.handle();
-        ExpertWeights[] weights = layers.get(layer).weights();
+        HeldExpert[] weights = layers.get(layer).weights();
         for (int slot = 0; slot < handle.localExperts(); slot++) {
             int rows = handle.recvTokensPerLocalExpert(slot);
             if (rows == 0) {
@@ -101,6 +102,19 @@ public final class ExpertBank {
             FloatBuffer out = outputs.slice(handle.expertOffsets(slot) * hidden, rows * hidden);
             routed.forward(weights[slot], input, rows, out);
         }
+    }
+
+    /**
+     * The bytes one held expert takes (every expert of a model has the same), 0 when none is held.
+     */
+    public long bytesPerExpert() {
+        for (int layer = 0; layer < layers.length(); layer++) {
+            HeldExpert[] held = layers.get(layer).weights();
+            if (held.length > 0) {
+                return held[0].bytes();
+            }
+        }
+        return 0;
     }
 
     /** Whether {@code layer} has a shared expert. */

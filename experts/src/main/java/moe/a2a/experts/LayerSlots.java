@@ -10,5 +10,4 @@ import moe.a2a.dispatch.Placement;
  * @param loadedBytes the weight bytes loaded to build it; weights kept from the layer it replaces
  *     count nothing
  */
-public record LayerSlots(
-        int layer, Placement placement, ExpertWeights[] weights, long loadedBytes) {}
+public record LayerSlots(int layer, Placement placement, HeldExpert[] weights, long loadedBytes) {}

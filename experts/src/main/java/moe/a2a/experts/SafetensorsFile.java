@@ -6,6 +6,7 @@ import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -158,6 +159,21 @@ public final class SafetensorsFile implements AutoCloseable {
             throw new UncheckedIOException(
                     "cannot read tensor " + info.name() + " from " + path, e);
         }
+    }
+
+    /**
+     * The tensor's bytes as stored, read into off-heap memory of their own: a copy that keeps no
+     * page of the file resident, where a mapping would until it is collected.
+     */
+    public MemorySegment readStored(TensorInfo info) {
+        MemorySegment to = Arena.ofAuto().allocate(info.end() - info.begin(), 64);
+        try {
+            readFully(channel, to.asByteBuffer(), info.begin(), path);
+        } catch (IOException e) {
+            throw new UncheckedIOException(
+                    "cannot read tensor " + info.name() + " from " + path, e);
+        }
+        return to;
     }
 
     private static Map<String, TensorInfo> parseHeader(

@@ -175,6 +175,20 @@ public final class SafetensorsWeights implements WeightSource, AutoCloseable {
     }
 
     @Override
+    public HeldExpert heldExpert(int layer, int expert) {
+        int l = layerNumbers[layer];
+        Bf16Expert bf16 =
+                Bf16Expert.stored(
+                        hidden,
+                        ffn,
+                        name -> file,
+                        naming.w1(l, expert),
+                        naming.w3(l, expert),
+                        naming.w2(l, expert));
+        return bf16 != null ? bf16 : expert(layer, expert);
+    }
+
+    @Override
     public float[] gate(int layer) {
         return file.readFloatArray(naming.gate(layerNumbers[layer]));
     }

@@ -18,11 +18,22 @@ public interface WeightSource {
 
     int layers();
 
-    /** The dtype the weights are stored in (they are widened to fp32 when loaded). */
+    /** The dtype the weights are stored in. */
     DType dtype();
 
-    /** Loads expert {@code expert} of {@code layer}. */
+    /**
+     * Loads expert {@code expert} of {@code layer} in fp32: the reference, and what GPUs upload.
+     */
     ExpertWeights expert(int layer, int expert);
+
+    /**
+     * Loads expert {@code expert} of {@code layer} as a CPU rank holds it: in the stored dtype
+     * where a kernel computes with it ({@link Bf16Expert} for bf16), else fp32. Its values are
+     * {@link #expert}'s exactly.
+     */
+    default HeldExpert heldExpert(int layer, int expert) {
+        return expert(layer, expert);
+    }
 
     /**
      * Expert {@code expert} of {@code layer} as the source stores it in FP8 (E4M3 with block

@@ -3,6 +3,7 @@ package moe.a2a.experts;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import moe.a2a.dispatch.Placement;
+import moe.a2a.kernels.DType;
 import org.junit.jupiter.api.Test;
 
 class WeightMemoryTest {
@@ -17,7 +18,15 @@ class WeightMemoryTest {
         CpuRankRuntime runtime = new CpuRankRuntime(model, weights, first, 0);
 
         assertThat(runtime.weightMemory())
-                .isEqualTo(new WeightMemory(0, 3L * H * I * Float.BYTES, 3 + 3));
+                .as("bf16, as the seeded weights are held")
+                .isEqualTo(new WeightMemory(0, 3L * H * I * 2, 3 + 3));
+        assertThat(
+                        new CpuRankRuntime(
+                                        model, ArrayWeights.copyOf(weights, DType.FP32), first, 0)
+                                .weightMemory()
+                                .hostBytesPerExpert())
+                .as("fp32 where the source holds fp32")
+                .isEqualTo(3L * H * I * Float.BYTES);
 
         // layer 1 moves to two slots of expert 4 and one of expert 0 on rank 0
         Placement next = Placement.of(2, 6, new int[][] {{4, 4, 0}, {1, 2, 5}, {3, 0, 1}});

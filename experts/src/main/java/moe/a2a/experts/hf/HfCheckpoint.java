@@ -16,9 +16,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import moe.a2a.dispatch.GateSpec;
+import moe.a2a.experts.Bf16Expert;
 import moe.a2a.experts.ExpertWeights;
 import moe.a2a.experts.Fp8Expert;
 import moe.a2a.experts.Fp8Matrix;
+import moe.a2a.experts.HeldExpert;
 import moe.a2a.experts.SafetensorsFile;
 import moe.a2a.experts.SharedExpert;
 import moe.a2a.experts.WeightNaming;
@@ -292,6 +294,21 @@ public final class HfCheckpoint implements WeightSource, AutoCloseable {
                 read(naming.w1(l, expert), config.ffn(), config.hidden()),
                 read(naming.w3(l, expert), config.ffn(), config.hidden()),
                 read(naming.w2(l, expert), config.hidden(), config.ffn()));
+    }
+
+    @Override
+    public HeldExpert heldExpert(int layer, int expert) {
+        WeightNaming naming = config.architecture().naming();
+        int l = config.moeLayers()[layer];
+        Bf16Expert bf16 =
+                Bf16Expert.stored(
+                        config.hidden(),
+                        config.ffn(),
+                        fileOf::get,
+                        naming.w1(l, expert),
+                        naming.w3(l, expert),
+                        naming.w2(l, expert));
+        return bf16 != null ? bf16 : expert(layer, expert);
     }
 
     private FloatBuffer read(String name, int rows, int cols) {
