@@ -15,8 +15,8 @@ import moe.a2a.kernels.WeightKernels;
  *   <li>fp32 weights: OpenBLAS sgemm ({@link Sgemm});
  *   <li>bf16 weights, fewer than {@link #STREAM_ROWS} rows: {@link WeightKernels#bf16xwT}, which
  *       reads each weight byte once;
- *   <li>bf16 weights, more rows: a thread's share of the weight rows widened to fp32, then sgemm
- *       on them (one call per share: each call packs the activations anew).
+ *   <li>bf16 weights, more rows: a thread's share of the weight rows widened to fp32, then sgemm on
+ *       them (one call per share: each call packs the activations anew).
  * </ul>
  *
  * Scratch grows to the largest batch seen. One per thread that runs it.
