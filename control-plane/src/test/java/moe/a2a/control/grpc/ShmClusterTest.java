@@ -62,13 +62,13 @@ class ShmClusterTest {
                 ShmTransportProvider.SHM,
                 served -> {
                     assertThat(shmFiles(shm)).as("the group's files while it serves").isNotEmpty();
-                    // each worker's experts, fp32 on the host: contiguous, E / WORLD a rank
+                    // each worker's experts, bf16 on the host as seeded: contiguous, E / WORLD a rank
                     for (int r = 0; r < WORLD; r++) {
                         MeterRegistry registry = served.agents.registry(r);
                         assertThat(weightBytes(registry, "moe.a2a.rank.expert.weight", "host"))
-                                .isEqualTo(3.0 * H * I * Float.BYTES);
+                                .isEqualTo(3.0 * H * I * 2);
                         assertThat(weightBytes(registry, "moe.a2a.rank.weight", "host"))
-                                .isEqualTo(3.0 * H * I * Float.BYTES * E / WORLD);
+                                .isEqualTo(3.0 * H * I * 2 * E / WORLD);
                         assertThat(weightBytes(registry, "moe.a2a.rank.weight", "device")).isZero();
                     }
                 });
