@@ -2,38 +2,24 @@ package moe.a2a.experts;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.FloatBuffer;
-import moe.a2a.kernels.DType;
 import moe.a2a.kernels.WeightKernels;
 
 /**
  * The SwiGLU forward pass {@code y = W2 · (silu(W1·x) ⊙ (W3·x))} with fp32 activations, on an
  * expert held as fp32 or bf16, its columns shared over the process's {@link ExpertThreads}: the
  * gate and up projections with the activation, then the down projection. Each product runs the way
- * measured fastest for its weight and rows:
+ * its weight's dtype chooses: fp32 weights through OpenBLAS sgemm ({@link Sgemm}); bf16 weights
+ * through {@link WeightKernels#bf16xwT}, which reads each weight byte once and widens it in
+ * registers. The bf16 kernel is used at every row count: a row's bits then do not depend on the
+ * rows beside it. Widening bf16 to fp32 for sgemm would be faster from about 16 rows (a 1024 × 2816
+ * product on one core: 7.8 against 11.9 ms at 64 rows), but its bits differ from the kernel's, so a
+ * token's answer would change with how requests are batched.
  *
- * <ul>
- *   <li>fp32 weights: OpenBLAS sgemm ({@link Sgemm});
- *   <li>bf16 weights, fewer than {@link #STREAM_ROWS} rows: {@link WeightKernels#bf16xwT}, which
- *       reads each weight byte once;
- *   <li>bf16 weights, more rows: a thread's share of the weight rows widened to fp32, then sgemm on
- *       them (one call per share: each call packs the activations anew).
- * </ul>
- *
- * Scratch grows to the largest batch seen. One per thread that runs it.
+ * <p>Scratch grows to the largest batch seen. One per thread that runs it.
  */
 public final class SwiGlu {
-    /**
-     * Rows from which widening bf16 blocks for sgemm beats the streaming kernel: on one Zen 4 core
-     * (AVX2 vectors), a 1024 × 2816 bf16 product took 0.85 ms streamed and 3.9 ms through widened
-     * sgemm at 1 row, 2.9 against 4.3 ms at 8, and the two met at 16.
-     */
-    static final int STREAM_ROWS = 16;
-
     /** Parts per thread, so that a thread slowed by other work leaves its share to the others. */
     private static final int PARTS_PER_THREAD = 4;
-
-    private static final ThreadLocal<FloatBuffer> WIDENED =
-            ThreadLocal.withInitial(() -> Buffers.floats(0));
 
     private final int hidden;
     private final ExpertThreads threads;
@@ -65,22 +51,7 @@ public final class SwiGlu {
                         });
                 down(rows, (j0, j1) -> Sgemm.xwT(gateProj, rows, ffn, f.w2(), j0, j1, out, hidden));
             }
-            case Bf16Expert b -> {
-                if (rows < STREAM_ROWS) {
-                    streamed(b, x, rows, out);
-                } else {
-                    gateUp(
-                            rows,
-                            ffn,
-                            (j0, j1) -> {
-                                widened(x, rows, hidden, b.w1(), j0, j1, gateProj, ffn);
-                                widened(x, rows, hidden, b.w3(), j0, j1, upProj, ffn);
-                            });
-                    down(
-                            rows,
-                            (j0, j1) -> widened(gateProj, rows, ffn, b.w2(), j0, j1, out, hidden));
-                }
-            }
+            case Bf16Expert b -> streamed(b, x, rows, out);
         }
     }
 
@@ -150,20 +121,5 @@ public final class SwiGlu {
             FloatBuffer out,
             int ldOut) {
         WeightKernels.bf16xwT(px, 0, rows, k, w, 0, j0, j1, MemorySegment.ofBuffer(out), 0, ldOut);
-    }
-
-    private static void widened(
-            FloatBuffer x,
-            int rows,
-            int k,
-            MemorySegment w,
-            int j0,
-            int j1,
-            FloatBuffer out,
-            int ldOut) {
-        FloatBuffer part = Buffers.ensure(WIDENED.get(), (long) (j1 - j0) * k);
-        WIDENED.set(part);
-        DType.BF16.decode(w, 2L * j0 * k, MemorySegment.ofBuffer(part), 0, (j1 - j0) * k);
-        Sgemm.xwT(x, rows, k, part, 0, j1 - j0, out.slice(j0, out.capacity() - j0), ldOut);
     }
 }

@@ -9,15 +9,15 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Holds {@link SwiGlu} to the float64 reference layer on the same weights, held in bf16 and in
- * fp32, at row counts on both sides of {@link SwiGlu#STREAM_ROWS} (the streaming kernel and the
- * widened sgemm), shared over one thread and over several. The hidden size is no multiple of the
- * kernels' blocks, so every reduction has a tail.
+ * fp32, at row counts that meet every blocking of the kernel's rows, shared over one thread and
+ * over several. The hidden size is no multiple of the kernels' blocks, so every reduction has a
+ * tail.
  */
 class SwiGluTest {
     private static final long SEED = 44;
     private static final int H = 40;
     private static final int I = 72;
-    private static final int[] ROWS = {1, 3, SwiGlu.STREAM_ROWS - 1, SwiGlu.STREAM_ROWS, 37};
+    private static final int[] ROWS = {1, 3, 15, 16, 37};
 
     private final SeededWeights weights = new SeededWeights(SEED, 2, H, I, 1);
     private final ReferenceMoeLayer reference = new ReferenceMoeLayer(weights);

@@ -62,7 +62,8 @@ class ShmClusterTest {
                 ShmTransportProvider.SHM,
                 served -> {
                     assertThat(shmFiles(shm)).as("the group's files while it serves").isNotEmpty();
-                    // each worker's experts, bf16 on the host as seeded: contiguous, E / WORLD a rank
+                    // each worker's experts, bf16 on the host as seeded: contiguous, E / WORLD a
+                    // rank
                     for (int r = 0; r < WORLD; r++) {
                         MeterRegistry registry = served.agents.registry(r);
                         assertThat(weightBytes(registry, "moe.a2a.rank.expert.weight", "host"))
